@@ -1,0 +1,88 @@
+# PeerTrain developer entry points. Every recipe sources deploy/local/env.sh, which puts
+# the cached workspace venv first on PATH (see deploy/local/venv.sh).
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+ENV := . deploy/local/env.sh &&
+PY_DIRS := libs services peer-runtime tests benchmarks
+# mypy: libs/common strict (pyproject's per-module override), plus the services. With
+# explicit_package_bases, module names come from MYPYPATH: one entry per src folder.
+MYPY_SRCS := libs/common/src $(sort $(wildcard services/*/src))
+space := $(subst ,, )
+MYPYPATH := $(subst $(space),:,$(MYPY_SRCS))
+PYTEST_ARGS ?=
+
+.PHONY: help venv stack-up stack-down stack-status services-up services-down \
+	services-status up down lint format typecheck test bench-eventlog bench-auth demo
+
+help:
+	@echo "make test            venv + local stack + ruff + mypy + pytest (PYTEST_ARGS=...)"
+	@echo "make up / down       local stack and every service built so far"
+	@echo "make stack-up | stack-down | stack-status"
+	@echo "make lint | format | typecheck | bench-eventlog | bench-auth | demo"
+
+venv:
+	@bash deploy/local/venv.sh >/dev/null
+
+stack-up:
+	@bash deploy/local/stack.sh up
+
+stack-down:
+	@bash deploy/local/stack.sh down
+
+stack-status:
+	@bash deploy/local/stack.sh status
+
+services-up: venv
+	@bash deploy/local/services.sh up
+
+services-down:
+	@bash deploy/local/services.sh down
+
+services-status:
+	@bash deploy/local/services.sh status
+
+up: venv stack-up services-up
+
+# Services first: they should see the stack go away after they have stopped.
+down:
+	@bash deploy/local/services.sh down
+	@bash deploy/local/stack.sh down
+
+lint: venv
+	@$(ENV) dirs=$$(ls -d $(PY_DIRS) 2>/dev/null) && \
+		ruff check $$dirs && ruff format --check $$dirs
+
+format: venv
+	@$(ENV) dirs=$$(ls -d $(PY_DIRS) 2>/dev/null) && \
+		ruff check --fix $$dirs && ruff format $$dirs
+
+typecheck: venv
+	@$(ENV) MYPYPATH=$(MYPYPATH) mypy $(addsuffix /peertrain,$(MYPY_SRCS))
+
+# Lint, typecheck and pytest all run even when one fails, so one CI run reports every
+# problem; the exit status is non-zero when any of them failed. On success pytest's
+# summary stays the last line of the output (CI reads it).
+test: venv stack-up
+	@failed=""; \
+	$(MAKE) --no-print-directory lint || failed="$$failed lint"; \
+	$(MAKE) --no-print-directory typecheck || failed="$$failed typecheck"; \
+	( $(ENV) pytest $(PYTEST_ARGS) ) || failed="$$failed pytest"; \
+	if [[ -n $$failed ]]; then echo "make test: FAILED:$$failed" >&2; exit 1; fi
+
+bench-eventlog: venv stack-up
+	@$(ENV) python benchmarks/eventlog.py
+
+bench-auth: venv stack-up
+	@$(ENV) python benchmarks/auth.py
+
+# The end-to-end demo arrives with issue 7; for now: everything up, and where it lives.
+demo: up
+	@echo "PeerTrain is up:"
+	@echo "  gateway     http://127.0.0.1:8080/api/{auth,registry,datasets,jobs,models}/"
+	@echo "  RabbitMQ    http://127.0.0.1:15672/  (admin / admin)"
+	@echo "  MinIO       http://127.0.0.1:9001/   (minioadmin / minioadmin)"
+	@echo "  Prometheus  http://127.0.0.1:9090/"
+	@echo "  FerretDB    mongodb://127.0.0.1:27017/"
+	@echo "Stop it with: make down"

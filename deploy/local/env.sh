@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Shared settings for the local native stack and the Python environment.
+# Source it: `. deploy/local/env.sh`. Everything heavy is cached outside the clone,
+# under PEERTRAIN_CACHE, keyed on versions (binaries) or on uv.lock (the venv).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+export ROOT
+export PEERTRAIN_CACHE="${PEERTRAIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/peertrain}"
+# Data and logs of the local stack: one git-ignored folder in the clone.
+export VAR_DIR="${PEERTRAIN_VAR:-$ROOT/.var}"
+
+UV_VERSION=0.13.9
+FERRETDB_VERSION=v1.24.2
+MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
+export UV_VERSION FERRETDB_VERSION MINIO_VERSION
+
+export UV="$PEERTRAIN_CACHE/uv-$UV_VERSION/bin/uv"
+export FERRETDB_BIN="$PEERTRAIN_CACHE/bin/ferretdb-$FERRETDB_VERSION/ferretdb"
+export MINIO_BIN="$PEERTRAIN_CACHE/bin/minio-$MINIO_VERSION/minio"
+
+lock_key() { sha256sum "$ROOT/uv.lock" | cut -c1-16; }
+export UV_PROJECT_ENVIRONMENT="$PEERTRAIN_CACHE/venvs/py311-$(lock_key)"
+export UV_LINK_MODE=copy
+export UV_CACHE_DIR="$PEERTRAIN_CACHE/uv-cache"
+export PATH="$UV_PROJECT_ENVIRONMENT/bin:$PATH"
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# wait_for NAME SECONDS COMMAND...: poll until COMMAND succeeds.
+wait_for() {
+  local name=$1 secs=$2; shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    if ((SECONDS >= deadline)); then log "$name did not answer within ${secs}s"; return 1; fi
+    sleep 0.5
+  done
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2034 # NAME_* settings are read by lib.sh through `setting`
+# nginx gateway component of the local stack (127.0.0.1:8080); sourced by stack.sh, not
+# run by itself. Runs Debian's nginx with its prefix, config, pid file, logs and temp
+# files under $VAR_DIR/gateway, never /etc/nginx.
+
+GATEWAY_PORT=8080
+GATEWAY_TIMEOUT=20
+GW_DIR="$VAR_DIR/gateway"
+
+# render_gateway_conf MODE: the gateway template with its placeholders filled.
+# local: services on 127.0.0.1:800x. docker: the compose service names, port 8000.
+render_gateway_conf() {
+  local mode=$1 listen access up_auth up_registry up_dataset up_orch up_agg
+  case $mode in
+    local)
+      listen="127.0.0.1:$GATEWAY_PORT" access=logs/access.log
+      up_auth=127.0.0.1:8001 up_registry=127.0.0.1:8002 up_dataset=127.0.0.1:8003
+      up_orch=127.0.0.1:8004 up_agg=127.0.0.1:8005 ;;
+    docker)
+      listen=8080 access=/dev/stdout
+      up_auth=auth:8000 up_registry=registry:8000 up_dataset=dataset:8000
+      up_orch=orchestrator:8000 up_agg=aggregator:8000 ;;
+    *) log "render_gateway_conf: unknown mode $mode"; return 2 ;;
+  esac
+  sed -e "s|\${GATEWAY_LISTEN}|$listen|g" \
+    -e "s|\${GATEWAY_ACCESS_LOG}|$access|g" \
+    -e "s|\${GATEWAY_AUTH_UPSTREAM}|$up_auth|g" \
+    -e "s|\${GATEWAY_REGISTRY_UPSTREAM}|$up_registry|g" \
+    -e "s|\${GATEWAY_DATASET_UPSTREAM}|$up_dataset|g" \
+    -e "s|\${GATEWAY_ORCHESTRATOR_UPSTREAM}|$up_orch|g" \
+    -e "s|\${GATEWAY_AGGREGATOR_UPSTREAM}|$up_agg|g" \
+    "$ROOT/deploy/gateway/gateway.conf.template"
+}
+
+# Write the config into the prefix. Returns 0 when it changed, 1 when it did not, and
+# 2 when `nginx -t` rejects it (reported as such, rather than as "did not answer").
+gateway_write_config() {
+  local new="$GW_DIR/conf/.new"
+  mkdir -p "$GW_DIR/conf" "$GW_DIR/logs" "$GW_DIR/tmp" "$new"
+  cp "$ROOT/deploy/gateway/nginx.local.conf" "$new/nginx.conf"
+  render_gateway_conf local >"$new/gateway.conf"
+  if cmp -s "$new/nginx.conf" "$GW_DIR/conf/nginx.conf" &&
+    cmp -s "$new/gateway.conf" "$GW_DIR/conf/gateway.conf"; then
+    rm -rf "$new"
+    return 1
+  fi
+  if ! nginx -q -t -p "$GW_DIR/" -c conf/.new/nginx.conf -e logs/error.log; then
+    log "gateway: nginx rejects the rendered configuration (see above)"
+    rm -rf "$new"
+    return 2
+  fi
+  mv "$new/nginx.conf" "$new/gateway.conf" "$GW_DIR/conf/"
+  rm -rf "$new"
+}
+
+GATEWAY_PIDFILE="$GW_DIR/nginx.pid"
+GATEWAY_PATTERN="nginx: master process .*-p $GW_DIR/"
+
+gateway_launch() {
+  local rc=0
+  gateway_write_config || rc=$?
+  ((rc != 2)) || return 1
+  # daemon off: nginx's master stays the process we spawned, in its own session, so
+  # `kill gateway` can take the workers down with it (they share its process group).
+  spawn "$GW_DIR/logs/nginx.out" nginx -p "$GW_DIR/" -c conf/nginx.conf -e logs/error.log \
+    -g 'daemon off;' >/dev/null
+}
+
+gateway_ready() {
+  component_pid gateway >/dev/null && http_ok "http://127.0.0.1:$GATEWAY_PORT/healthz"
+}
+
+# On `up` with nginx already running: apply template edits with a graceful reload.
+gateway_configure() {
+  local pid rc=0
+  gateway_write_config || rc=$?
+  ((rc != 2)) || return 1
+  if ((rc == 0)) && pid=$(component_pid gateway); then
+    log "gateway: configuration changed, reloading nginx"
+    kill -HUP "$pid"
+  fi
+}
+
+gateway_stop() {
+  local pid
+  pid=$(component_pid gateway) || return 0
+  # SIGQUIT: graceful shutdown (finish requests in flight); SIGTERM would be fast.
+  kill -QUIT "$pid" 2>/dev/null || true
+  wait_gone "$pid" 15 || kill_group "$pid"
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2034 # NAME_* settings are read by lib.sh through `setting`
+# Prometheus component of the local stack (Debian's package, 127.0.0.1:9090, scraping
+# deploy/prometheus/prometheus.yml); sourced by stack.sh, not run by itself.
+
+PROMETHEUS_PORT=9090
+PROMETHEUS_TIMEOUT=60
+PROM_DIR="$VAR_DIR/prometheus"
+
+PROMETHEUS_PIDFILE="$PROM_DIR/prometheus.pid"
+PROMETHEUS_PATTERN="prometheus .*--storage.tsdb.path=$PROM_DIR/data"
+
+prometheus_launch() {
+  mkdir -p "$PROM_DIR/data"
+  spawn "$PROM_DIR/prometheus.log" prometheus \
+    --config.file="$ROOT/deploy/prometheus/prometheus.yml" \
+    --storage.tsdb.path="$PROM_DIR/data" \
+    --storage.tsdb.retention.time=7d \
+    --web.listen-address="127.0.0.1:$PROMETHEUS_PORT" \
+    --web.enable-lifecycle >"$PROM_DIR/prometheus.pid"
+}
+
+prometheus_ready() {
+  component_pid prometheus >/dev/null && http_ok "http://127.0.0.1:$PROMETHEUS_PORT/-/ready"
+}
+
+# Pick up edits of prometheus.yml on every `up` (a reload is cheap and harmless).
+prometheus_configure() {
+  curl -fsS -o /dev/null --max-time 5 -X POST "http://127.0.0.1:$PROMETHEUS_PORT/-/reload"
+}
+
+prometheus_stop() {
+  local pid
+  pid=$(component_pid prometheus) || return 0
+  stop_pid "$pid" 20
+}

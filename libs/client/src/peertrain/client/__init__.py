@@ -1,0 +1,1 @@
+"""PeerTrain client SDK and CLI."""
