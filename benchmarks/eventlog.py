@@ -1,0 +1,113 @@
+"""Benchmark: events appended to the log until consumed from RabbitMQ.
+
+4 writers append 20,000 events (10 per append, 100 per stream) to the real MongoDB-wire
+server; the outbox relay publishes them to the real RabbitMQ; one ordered subscriber
+(the platform's default: prefetch 1, strictly in queue order) consumes them.
+
+Prints one JSON line last:
+``events_per_s`` (20,000 / time from the first append to the last consumption) and
+``relay_lag_p99_ms`` (per event: consumption time minus append time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+import uuid
+from datetime import UTC, datetime
+
+from faststream.rabbit import RabbitQueue
+from pymongo import AsyncMongoClient
+
+from peertrain.common.bus import OutboxRelay, Subscriptions, make_broker
+from peertrain.common.eventlog import EventLog
+from peertrain.common.events import NewEvent, RecordedEvent
+from peertrain.common.events.diagnostics import DIAGNOSTIC_PINGED, DiagnosticPinged
+from peertrain.common.settings import ServiceSettings
+
+EVENTS = int(os.environ.get("BENCH_EVENTS", "20000"))
+WRITERS = 4
+PER_APPEND = 10
+PER_STREAM = 100
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def main() -> None:
+    settings = ServiceSettings(service_name="bench")
+    run = uuid.uuid4().hex[:8]
+    mongo: AsyncMongoClient[dict] = AsyncMongoClient(settings.mongo_url, tz_aware=True)
+    db_name = f"pt_bench_{run}"
+    log = EventLog(mongo[db_name])
+    await log.ensure_indexes()
+    broker = make_broker(settings.amqp_url.get_secret_value())
+    await broker.connect()
+
+    lags: list[float] = []
+    done = asyncio.Event()
+    last_consumed = 0.0
+
+    async def on_event(event: RecordedEvent) -> None:
+        nonlocal last_consumed
+        if event.data.note != run:  # type: ignore[union-attr]
+            return
+        now = time.time()
+        lags.append(now - event.occurred_at.timestamp())
+        last_consumed = now
+        if len(lags) >= EVENTS:
+            done.set()
+
+    subs = Subscriptions()
+    queue = f"bench.eventlog.{run}"
+    subs.add(queue, [DIAGNOSTIC_PINGED], on_event)
+    await subs.declare(broker)
+    subs.attach(broker)
+    await broker.start()
+    relay = OutboxRelay(log, broker, producer="bench", batch_size=500)
+    relay.start()
+
+    per_writer = EVENTS // WRITERS
+
+    async def writer(w: int) -> None:
+        for s in range(per_writer // PER_STREAM):
+            for k in range(PER_STREAM // PER_APPEND):
+                batch = [
+                    NewEvent.of(DiagnosticPinged(n=k * PER_APPEND + j, note=run), producer="bench")
+                    for j in range(PER_APPEND)
+                ]
+                await log.append(f"bench:{w}:{s}", batch, expected_version=k * PER_APPEND)
+
+    started = time.time()
+    await asyncio.gather(*(writer(w) for w in range(WRITERS)))
+    appended = time.time()
+    await asyncio.wait_for(done.wait(), timeout=1800)
+    elapsed = last_consumed - started
+    await relay.stop()
+    queue_obj = await broker.declare_queue(RabbitQueue(queue, declare=False))
+    await queue_obj.delete(if_unused=False, if_empty=False)
+    await broker.stop()
+    await mongo.drop_database(db_name)
+    await mongo.close()
+    result = {
+        "benchmark": "eventlog",
+        "events": EVENTS,
+        "writers": WRITERS,
+        "events_per_append": PER_APPEND,
+        "store": "ferretdb-1.24-sqlite" if "27017" in settings.mongo_url else settings.mongo_url,
+        "append_events_per_s": round(EVENTS / (appended - started), 1),
+        "events_per_s": round(EVENTS / elapsed, 1),
+        "relay_lag_p50_ms": round(percentile(lags, 0.50) * 1000, 1),
+        "relay_lag_p99_ms": round(percentile(lags, 0.99) * 1000, 1),
+        "goal": {"events_per_s": 2000, "relay_lag_p99_ms": 250},
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

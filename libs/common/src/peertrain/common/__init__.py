@@ -1,0 +1,1 @@
+"""PeerTrain shared core."""

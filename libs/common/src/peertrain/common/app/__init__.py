@@ -1,0 +1,21 @@
+"""The service app factory, dependencies, health and the one error shape."""
+
+from .context import ServiceContext
+from .deps import BlobsDep, ContextDep, EventLogDep, SettingsDep, get_context
+from .errors import error_body, error_response, install_error_handlers
+from .factory import Setup, connect_context, create_app
+
+__all__ = [
+    "BlobsDep",
+    "ContextDep",
+    "EventLogDep",
+    "ServiceContext",
+    "SettingsDep",
+    "Setup",
+    "connect_context",
+    "create_app",
+    "error_body",
+    "error_response",
+    "get_context",
+    "install_error_handlers",
+]

@@ -1,0 +1,33 @@
+"""The bus: broker, topology (exchanges, quorum queues, dead letters), relay, consumers."""
+
+from .broker import make_broker
+from .inbox import Inbox
+from .relay import OutboxRelay
+from .subscription import EventHandler, Subscription, Subscriptions
+from .topology import (
+    DLX,
+    EVENTS,
+    PEERS,
+    TELEMETRY,
+    declare_exchanges,
+    declare_queue,
+    dlq_name,
+    quorum_queue,
+)
+
+__all__ = [
+    "DLX",
+    "EVENTS",
+    "PEERS",
+    "TELEMETRY",
+    "EventHandler",
+    "Inbox",
+    "OutboxRelay",
+    "Subscription",
+    "Subscriptions",
+    "declare_exchanges",
+    "declare_queue",
+    "dlq_name",
+    "make_broker",
+    "quorum_queue",
+]

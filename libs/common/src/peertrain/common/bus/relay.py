@@ -1,0 +1,210 @@
+"""The outbox relay: publishes events that the log holds as unpublished.
+
+Each pass reads the oldest unpublished events of one producer, publishes them to
+``peertrain.events`` (routing key = event type) as persistent, mandatory messages on
+a channel with publisher confirms, and marks only the confirmed ones as published.
+An event no queue is bound for is returned by RabbitMQ: it stays in the outbox, is
+logged, and is retried later. Broker or database outages are waited out with backoff;
+the relay never gives up, so nothing appended is ever lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import UTC, datetime
+
+import structlog
+from aiormq.exceptions import DeliveryError, PublishError
+from faststream.rabbit import RabbitBroker
+
+from peertrain.common.eventlog import EventLog
+from peertrain.common.events import RecordedEvent, to_message
+from peertrain.common.metrics import (
+    EVENTS_PUBLISHED,
+    OUTBOX_LAG,
+    OUTBOX_PENDING,
+    OUTBOX_UNROUTABLE,
+)
+
+from .topology import EVENTS, declare_exchanges
+
+__all__ = ["OutboxRelay"]
+
+log = structlog.get_logger(__name__)
+
+
+class OutboxRelay:
+    """Publish one producer's unpublished events, forever.
+
+    Parameters
+    ----------
+    log
+        The event log (the outbox).
+    broker
+        A connected broker from :func:`~peertrain.common.bus.broker.make_broker`.
+    producer
+        Only events with this ``producer`` are relayed (``None``: all).
+    batch_size
+        Events per pass; they are published concurrently and confirmed together.
+    poll_interval_s
+        How long to wait for new events when the outbox is empty. Appends in this
+        process wake the relay at once; other processes' appends are seen by polling.
+    unroutable_retry_s
+        How long an unroutable event waits before it is tried again.
+    publish_timeout_s
+        How long one publish may wait for its confirmation.
+    stale_after_s
+        How old a ``pending`` outbox record (a writer died mid-append) must be before
+        the relay settles it against the log.
+    """
+
+    def __init__(
+        self,
+        log: EventLog,
+        broker: RabbitBroker,
+        *,
+        producer: str | None,
+        batch_size: int = 500,
+        poll_interval_s: float = 0.05,
+        unroutable_retry_s: float = 5.0,
+        publish_timeout_s: float = 10.0,
+        stale_after_s: float = 30.0,
+    ) -> None:
+        self.log = log
+        self.broker = broker
+        self.producer = producer
+        self.batch_size = batch_size
+        self.poll_interval_s = poll_interval_s
+        self.unroutable_retry_s = unroutable_retry_s
+        self.publish_timeout_s = publish_timeout_s
+        self.stale_after_s = stale_after_s
+        self._label = producer or "all"
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Run the relay in a background task."""
+        if self._task is None:
+            self._stopping.clear()
+            self._task = asyncio.create_task(self.run(), name=f"outbox-relay-{self._label}")
+
+    async def stop(self) -> None:
+        """Stop after the current pass."""
+        self._stopping.set()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def run(self) -> None:
+        """Relay until stopped; errors are logged and retried with backoff."""
+        backoff = 0.1
+        declared = False
+        loop = asyncio.get_running_loop()
+        next_sweep = 0.0
+        while not self._stopping.is_set():
+            try:
+                if not declared:
+                    await declare_exchanges(self.broker)
+                    declared = True
+                if loop.time() >= next_sweep:
+                    await self.log.resolve_stale(older_than_s=self.stale_after_s)
+                    next_sweep = loop.time() + self.stale_after_s / 3
+                published = await self.relay_once()
+                backoff = 0.1
+                if published == 0:
+                    await self.log.wait_for_append(self.poll_interval_s)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # broker or database down: wait and retry
+                log.warning("outbox relay pass failed", error=repr(exc), retry_in_s=backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+
+    # -- one pass ---------------------------------------------------------------------
+
+    async def relay_once(self) -> int:
+        """Publish one batch; return how many events were confirmed."""
+        batch = await self.log.unpublished(producer=self.producer, limit=self.batch_size)
+        if not batch:
+            OUTBOX_PENDING.labels(producer=self._label).set(0)
+            return 0
+        # Streams are published concurrently, each stream's events one after the other:
+        # concurrent publishes on one channel may overtake each other, and consumers
+        # rely on a stream's order.
+        by_stream: dict[str, list[RecordedEvent]] = {}
+        for event in batch:
+            by_stream.setdefault(event.stream, []).append(event)
+        outcomes: dict[str, BaseException | None] = {}
+        await asyncio.gather(*(self._publish_stream(s, outcomes) for s in by_stream.values()))
+        confirmed: list[RecordedEvent] = []
+        unroutable: list[RecordedEvent] = []
+        failure: BaseException | None = None
+        for event in batch:
+            if event.id not in outcomes:
+                continue  # not attempted: an earlier event of its stream failed
+            result = outcomes[event.id]
+            if result is None:
+                confirmed.append(event)
+            elif isinstance(result, PublishError):
+                unroutable.append(event)
+            else:
+                failure = failure or result
+        if confirmed:
+            await self.log.mark_published([e.id for e in confirmed])
+            now = datetime.now(UTC)
+            EVENTS_PUBLISHED.labels(producer=self._label).inc(len(confirmed))
+            for event in confirmed:
+                OUTBOX_LAG.labels(producer=self._label).observe(
+                    (now - event.occurred_at).total_seconds()
+                )
+        if unroutable:
+            OUTBOX_UNROUTABLE.labels(producer=self._label).inc(len(unroutable))
+            for event in unroutable:
+                log.warning(
+                    "event unroutable: no queue is bound for its type; it stays in the outbox",
+                    event_id=event.id,
+                    event_type=event.type,
+                    stream=event.stream,
+                )
+            await self.log.defer([e.id for e in unroutable], delay_s=self.unroutable_retry_s)
+        OUTBOX_PENDING.labels(producer=self._label).set(len(batch) - len(confirmed))
+        if failure is not None:
+            raise failure
+        return len(confirmed)
+
+    async def _publish_stream(
+        self, events: list[RecordedEvent], outcomes: dict[str, BaseException | None]
+    ) -> None:
+        for event in events:
+            try:
+                await self._publish(event)
+            except Exception as exc:
+                outcomes[event.id] = exc
+                if not isinstance(exc, PublishError):
+                    return  # keep the stream's order: the rest waits for the next pass
+            else:
+                outcomes[event.id] = None
+
+    async def _publish(self, event: RecordedEvent) -> None:
+        try:
+            await self.broker.publish(
+                to_message(event),
+                exchange=EVENTS,
+                routing_key=event.type,
+                mandatory=True,
+                persist=True,
+                timeout=self.publish_timeout_s,
+                message_id=event.id,
+                correlation_id=event.correlation_id or event.id,
+                content_type="application/json",
+                headers={"x-stream": event.stream, "x-seq": event.seq},
+            )
+        except PublishError:
+            raise
+        except DeliveryError as exc:  # nacked by the broker: not stored, try again
+            raise ConnectionError(f"broker refused event {event.id}") from exc

@@ -1,0 +1,29 @@
+"""The event envelope and the typed catalogue, one module per event family.
+
+Importing this package registers every family, so the catalogue is complete.
+"""
+
+from . import auth, diagnostics, peers, users
+from .catalogue import UnknownEventType, catalogue, event_type, payload_model
+from .codec import MalformedEvent, decode_message, from_document, to_document, to_message
+from .envelope import EventData, NewEvent, RawData, RecordedEvent
+
+__all__ = [
+    "EventData",
+    "MalformedEvent",
+    "NewEvent",
+    "RawData",
+    "RecordedEvent",
+    "UnknownEventType",
+    "auth",
+    "catalogue",
+    "decode_message",
+    "diagnostics",
+    "event_type",
+    "from_document",
+    "payload_model",
+    "peers",
+    "to_document",
+    "to_message",
+    "users",
+]

@@ -1,0 +1,75 @@
+"""Token verification shared by every service.
+
+Auth signs RS256 access tokens; every other service verifies them locally against the
+public keys it learns from ``auth.keys_rotated`` events (and from the log at start-up),
+and refuses users disabled by ``user.disabled`` events. A service calls
+``await install_security(ctx)`` from its setup hook, then uses the ``Annotated``
+dependencies in its routes and :func:`verify_message` in its subscribers.
+"""
+
+from .claims import (
+    ACCESS_TOKEN_TYPE,
+    ALGORITHMS,
+    DEFAULT_AUDIENCE,
+    DEFAULT_ISSUER,
+    MAX_ACCESS_TTL_S,
+    ROLE_ADMIN,
+    ROLE_PEER,
+    ROLE_USER,
+    Principal,
+)
+from .deps import (
+    SECURITY_EXTRA,
+    AdminUser,
+    CurrentPeer,
+    CurrentPrincipal,
+    CurrentUser,
+    SecurityDep,
+    get_principal,
+    get_security,
+    require_role,
+)
+from .disabled import DisabledUsers
+from .errors import InsufficientRole, InvalidToken, UnknownSigningKey
+from .install import install_security, security_queue
+from .keyset import KeySet
+from .messages import TOKEN_HEADER, peer_headers, token_from_headers, verify_message
+from .settings import SecuritySettings
+from .state import SECURITY_EVENT_TYPES, Security
+from .verifier import TokenVerifier
+
+__all__ = [
+    "ACCESS_TOKEN_TYPE",
+    "ALGORITHMS",
+    "DEFAULT_AUDIENCE",
+    "DEFAULT_ISSUER",
+    "MAX_ACCESS_TTL_S",
+    "ROLE_ADMIN",
+    "ROLE_PEER",
+    "ROLE_USER",
+    "SECURITY_EVENT_TYPES",
+    "SECURITY_EXTRA",
+    "TOKEN_HEADER",
+    "AdminUser",
+    "CurrentPeer",
+    "CurrentPrincipal",
+    "CurrentUser",
+    "DisabledUsers",
+    "InsufficientRole",
+    "InvalidToken",
+    "KeySet",
+    "Principal",
+    "Security",
+    "SecurityDep",
+    "SecuritySettings",
+    "TokenVerifier",
+    "UnknownSigningKey",
+    "get_principal",
+    "get_security",
+    "install_security",
+    "peer_headers",
+    "require_role",
+    "security_queue",
+    "token_from_headers",
+    "verify_message",
+]

@@ -1,0 +1,82 @@
+"""Service settings, read from the environment by pydantic-settings.
+
+Each service subclasses :class:`ServiceSettings` and sets its own env prefix, for
+example ``PEERTRAIN_AUTH_`` (``PEERTRAIN_AUTH_MONGO_URL``, ``PEERTRAIN_AUTH_PORT``)::
+
+    class AuthSettings(ServiceSettings):
+        model_config = SettingsConfigDict(env_prefix="PEERTRAIN_AUTH_", extra="ignore")
+        service_name: str = "auth"
+        port: int = 8001
+
+The defaults point at the local native stack started by ``make stack-up``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from peertrain.common.blobs.config import BlobStoreConfig
+
+__all__ = ["ServiceSettings"]
+
+
+class ServiceSettings(BaseSettings):
+    """Settings every service shares.
+
+    Notes
+    -----
+    The event log lives in ``mongo_db`` (shared by all services: it *is* the bus's
+    source of truth); a service's own read models live in ``<mongo_db>_<service>``.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="PEERTRAIN_", extra="ignore")
+
+    service_name: str = "peertrain"
+    environment: Literal["development", "test", "production"] = "development"
+    host: str = "127.0.0.1"
+    port: int = 8000
+    api_prefix: str = ""
+    """Where the service's public routes live, e.g. ``/api/auth`` (the gateway's path)."""
+
+    mongo_url: str = "mongodb://127.0.0.1:27017/"
+    mongo_db: str = "peertrain"
+    mongo_timeout_s: float = 2.0
+
+    amqp_url: SecretStr = SecretStr("amqp://admin:admin@127.0.0.1:5672/")
+    prefetch_count: int = Field(default=64, ge=1)
+    delivery_limit: int = Field(default=5, ge=1)
+
+    s3_endpoint_url: str = "http://127.0.0.1:9000"
+    s3_access_key: str = "minioadmin"
+    s3_secret_key: SecretStr = SecretStr("minioadmin")
+    s3_region: str = "us-east-1"
+    s3_bucket: str = "peertrain"
+
+    relay_enabled: bool = True
+    relay_batch_size: int = Field(default=500, ge=1)
+    relay_poll_interval_s: float = Field(default=0.05, gt=0)
+
+    log_level: str = "INFO"
+    log_json: bool = True
+
+    s3_presign_endpoint_url: str | None = None
+    """Where peers reach S3, if not at ``s3_endpoint_url`` (compose: the host's address)."""
+
+    def blob_store_config(self) -> BlobStoreConfig:
+        """The blob store's configuration from the ``s3_*`` settings."""
+        return BlobStoreConfig(
+            endpoint_url=self.s3_endpoint_url,
+            access_key=self.s3_access_key,
+            secret_key=self.s3_secret_key,
+            region=self.s3_region,
+            bucket=self.s3_bucket,
+            presign_endpoint_url=self.s3_presign_endpoint_url,
+        )
+
+    @property
+    def own_db(self) -> str:
+        """Name of this service's private database (its read models)."""
+        return f"{self.mongo_db}_{self.service_name}"

@@ -1,0 +1,124 @@
+"""Fixtures for tests against the real local stack (started by ``make test``).
+
+Each test session uses its own database names and queue names, so runs never see each
+other's data; fault-injection tests stop and start the real servers through
+``deploy/local/stack.sh``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pymongo import AsyncMongoClient
+
+from peertrain.common.bus import make_broker
+from peertrain.common.eventlog import EventLog
+from peertrain.common.settings import ServiceSettings
+
+ROOT = Path(__file__).resolve().parents[1]
+STACK = ROOT / "deploy" / "local" / "stack.sh"
+RUN_ID = uuid.uuid4().hex[:8]
+
+
+def stack_ctl(action: str, name: str | None = None, *, timeout: float = 180) -> str:
+    """Run ``deploy/local/stack.sh ACTION [NAME]`` and return its output."""
+    cmd = ["bash", str(STACK), action] + ([name] if name else [])
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed: {done.stdout}\n{done.stderr}")
+    return done.stdout
+
+
+@pytest.fixture(scope="session")
+def run_id() -> str:
+    """A short id unique to this test session (for db, collection and queue names)."""
+    return RUN_ID
+
+
+@pytest.fixture(scope="session")
+def settings(run_id: str) -> ServiceSettings:
+    """Settings pointing at the local stack, with a database of this session's own."""
+    return ServiceSettings(
+        service_name="test",
+        mongo_db=f"pt_test_{run_id}",
+        environment="test",
+        log_json=False,
+    )
+
+
+@pytest.fixture
+def unique() -> Callable[[str], str]:
+    """Make a name unique to this test (``unique("q")`` -> ``q.<run>.<rand>``)."""
+    return lambda prefix: f"{prefix}.{RUN_ID}.{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture
+async def mongo(settings: ServiceSettings) -> AsyncIterator[AsyncMongoClient[dict[str, Any]]]:
+    """A client on the real MongoDB-wire server."""
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
+        settings.mongo_url, tz_aware=True, serverSelectionTimeoutMS=5000
+    )
+    yield client
+    await client.close()
+
+
+@pytest.fixture
+async def event_log(
+    mongo: AsyncMongoClient[dict[str, Any]], settings: ServiceSettings, unique: Callable[[str], str]
+) -> EventLog:
+    """An event log in a collection of this test's own."""
+    log = EventLog(mongo[settings.mongo_db], collection=unique("events").replace(".", "_"))
+    await log.ensure_indexes()
+    return log
+
+
+@pytest.fixture
+async def broker(settings: ServiceSettings) -> AsyncIterator[Any]:
+    """A connected (not started) FastStream broker; tests add subscribers, then start it."""
+    b = make_broker(settings.amqp_url.get_secret_value(), prefetch_count=64)
+    await b.connect()
+    yield b
+    await b.stop()
+
+
+async def _eventually(
+    check: Callable[[], Any], *, timeout: float = 120, interval: float = 0.2, what: str = ""
+) -> Any:
+    """Poll ``check`` (sync or async) until it returns a truthy value, or fail."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    last: Any = None
+    while loop.time() < deadline:
+        last = check()
+        if asyncio.iscoroutine(last):
+            last = await last
+        if last:
+            return last
+        await asyncio.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what or check}: last={last!r}")
+
+
+@pytest.fixture
+def eventually() -> Callable[..., Any]:
+    """``await eventually(check, timeout=..., what=...)``: poll until truthy, or fail."""
+    return _eventually
+
+
+@pytest.fixture
+def stack() -> Callable[..., str]:
+    """``stack("kill", "rabbitmq")``: drive the real servers (deploy/local/stack.sh)."""
+    return stack_ctl
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Everything under tests/stack needs the real stack."""
+    for item in items:
+        if "tests/stack" in str(item.fspath).replace(os.sep, "/"):
+            item.add_marker(pytest.mark.stack)
