@@ -1,0 +1,1 @@
+"""PeerTrain auth service."""

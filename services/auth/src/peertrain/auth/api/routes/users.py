@@ -1,0 +1,79 @@
+"""Accounts: register, who am I, and the admin's list and disable."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, status
+
+from peertrain.auth.api.deps import AuthDep, no_unknown_query
+from peertrain.auth.api.responses import errors
+from peertrain.auth.models import RegisterRequest, UserAdminView, UserDisable, UserPublic
+from peertrain.auth.store import UserRecord
+from peertrain.auth.usecases import accounts
+from peertrain.common.errors import NotFound
+from peertrain.common.security import AdminUser, CurrentUser
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["users"], dependencies=[Depends(no_unknown_query)])
+
+
+def _public(user: UserRecord) -> UserPublic:
+    return UserPublic(id=user.id, username=user.username, roles=list(user.roles))
+
+
+def _admin_view(user: UserRecord) -> UserAdminView:
+    return UserAdminView(
+        id=user.id,
+        username=user.username,
+        roles=list(user.roles),
+        disabled=user.disabled,
+        created_at=user.created_at,
+    )
+
+
+@router.post(
+    "/register",
+    status_code=status.HTTP_201_CREATED,
+    summary="Create a user account",
+    responses=errors(409),
+)
+async def register(body: RegisterRequest, auth: AuthDep) -> UserPublic:
+    """Passwords: at least 12 characters, no composition rules, not a common one."""
+    return _public(await accounts.register(auth, body.username, body.password))
+
+
+@router.get("/me", summary="The calling user", responses=errors(401, 403))
+async def me(user: CurrentUser, auth: AuthDep) -> UserPublic:
+    """Peers are refused (403): this is a user's route."""
+    record = await auth.users.get(user.subject)
+    if record is None:
+        raise NotFound("no such user")
+    return _public(record)
+
+
+@router.get("/users", summary="Every account (admin)", responses=errors(401, 403))
+async def list_users(
+    _: AdminUser,
+    auth: AuthDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+) -> list[UserAdminView]:
+    """Accounts by creation time."""
+    return [_admin_view(u) for u in await auth.users.list(limit=limit, offset=offset)]
+
+
+@router.post(
+    "/users/{user_id}/disable",
+    summary="Disable an account (admin)",
+    responses=errors(401, 403, 404, 409),
+)
+async def disable_user(
+    user_id: str, admin: AdminUser, auth: AuthDep, body: UserDisable | None = None
+) -> UserAdminView:
+    """Appends ``user.disabled``: every service refuses the user's tokens from then on."""
+    reason = body.reason if body else None
+    return _admin_view(
+        await accounts.disable_user(auth, user_id, actor=admin.subject, reason=reason)
+    )

@@ -1,0 +1,1 @@
+"""The auth service's pure core: policies and decisions, no I/O."""

@@ -1,0 +1,5 @@
+"""``python -m peertrain.auth.testing probe ...``."""
+
+from .probe import main
+
+main()

@@ -1,0 +1,149 @@
+"""Everything the use cases need, built once at start-up."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import structlog
+from jose import jwt
+
+from peertrain.auth.config import AuthSettings
+from peertrain.auth.domain.hashing import Argon2Params, PasswordHasher
+from peertrain.auth.domain.passwords import PasswordPolicy
+from peertrain.auth.domain.tokens import access_claims
+from peertrain.auth.store import KeyStore, PeerStore, SessionStore, ThrottleStore, UserStore
+from peertrain.common.app import ServiceContext
+from peertrain.common.eventlog import EventLog
+from peertrain.common.events import EventData, NewEvent, RecordedEvent
+from peertrain.common.security import ACCESS_TOKEN_TYPE, ALGORITHMS, Security
+
+__all__ = ["AuthContext", "IssuedTokens"]
+
+PRODUCER = "auth"
+
+
+@dataclass(frozen=True)
+class IssuedTokens:
+    """What a login, a refresh or a peer login hands out."""
+
+    access_token: str
+    expires_in: int
+    refresh_token: str | None = None
+
+
+@dataclass
+class AuthContext:
+    """The auth service's stores, hasher, signer and event log."""
+
+    settings: AuthSettings
+    log: EventLog
+    security: Security
+    users: UserStore
+    sessions: SessionStore
+    throttle: ThrottleStore
+    keys: KeyStore
+    peers: PeerStore
+    hasher: PasswordHasher
+    policy: PasswordPolicy
+    hash_slots: asyncio.Semaphore
+
+    @classmethod
+    def build(cls, ctx: ServiceContext, settings: AuthSettings, security: Security) -> AuthContext:
+        """Wire the stores on the service's own database."""
+        params = Argon2Params(
+            time_cost=settings.argon2_time_cost,
+            memory_kib=settings.argon2_memory_kib,
+            parallelism=settings.argon2_parallelism,
+        )
+        return cls(
+            settings=settings,
+            log=ctx.log,
+            security=security,
+            users=UserStore(ctx.db),
+            sessions=SessionStore(ctx.db),
+            throttle=ThrottleStore(
+                ctx.db, max_attempts=settings.login_max_failures, window_s=settings.login_window_s
+            ),
+            keys=KeyStore(ctx.db, settings.signing_key_dir, cache_s=settings.signer_cache_s),
+            peers=PeerStore(ctx.db),
+            hasher=PasswordHasher(params),
+            policy=PasswordPolicy(),
+            hash_slots=asyncio.Semaphore(settings.hash_concurrency),
+        )
+
+    async def ensure_indexes(self) -> None:
+        """Create the collections' indexes (idempotent)."""
+        await self.users.ensure_indexes()
+        await self.peers.ensure_indexes()
+
+    @staticmethod
+    def now() -> datetime:
+        """The current time (UTC), to the millisecond (what BSON dates keep)."""
+        now = datetime.now(UTC)
+        return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+    # -- passwords (CPU-heavy: in threads, a bounded number at once) ----------------------
+
+    async def hash_password(self, password: str) -> str:
+        """Argon2id hash, computed off the event loop."""
+        async with self.hash_slots:
+            return await asyncio.to_thread(self.hasher.hash, password)
+
+    async def verify_password(self, password: str, stored: str | None) -> tuple[bool, str | None]:
+        """Argon2id verification (a dummy hash when ``stored`` is ``None``)."""
+        async with self.hash_slots:
+            return await asyncio.to_thread(self.hasher.verify, password, stored)
+
+    # -- tokens ---------------------------------------------------------------------------
+
+    async def access_token(
+        self,
+        *,
+        subject: str,
+        roles: tuple[str, ...],
+        username: str | None = None,
+        owner: str | None = None,
+    ) -> IssuedTokens:
+        """Sign an access token with the active key."""
+        kid, key = await self.keys.signer()
+        ttl = self.settings.access_ttl_s
+        claims = access_claims(
+            subject=subject,
+            roles=roles,
+            issuer=self.security.settings.issuer,
+            audience=self.security.settings.audience,
+            now=int(time.time()),
+            ttl_s=ttl,
+            username=username,
+            owner=owner,
+        )
+        token = jwt.encode(
+            claims, key, algorithm=ALGORITHMS[0], headers={"kid": kid, "typ": ACCESS_TOKEN_TYPE}
+        )
+        return IssuedTokens(access_token=str(token), expires_in=ttl)
+
+    # -- events ---------------------------------------------------------------------------
+
+    async def append(
+        self,
+        stream: str,
+        data: EventData,
+        *,
+        expected_version: int,
+        actor: str | None,
+        event_id: str | None = None,
+    ) -> RecordedEvent:
+        """Append one event, correlated with the current request."""
+        request_id = structlog.contextvars.get_contextvars().get("request_id")
+        event = NewEvent.of(
+            data,
+            producer=PRODUCER,
+            actor=actor,
+            correlation_id=request_id if isinstance(request_id, str) else None,
+            event_id=event_id,
+        )
+        recorded = await self.log.append(stream, [event], expected_version=expected_version)
+        return recorded[0]

@@ -1,0 +1,79 @@
+"""Refresh-token rotation decisions, throttle windows and opaque secrets."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from peertrain.auth.domain.refresh import Family, Verdict, judge
+from peertrain.auth.domain.throttle import retry_after_s, throttle_key, window_open
+from peertrain.auth.domain.tokens import (
+    digest,
+    new_enrollment_token,
+    new_peer_secret,
+    new_refresh_token,
+    split_refresh_token,
+)
+
+NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def family(**changes: object) -> Family:
+    base: dict[str, object] = {
+        "id": "fam",
+        "user_id": "u1",
+        "current": digest("t3"),
+        "previous": (digest("t1"), digest("t2")),
+        "expires_at": NOW + timedelta(days=1),
+    }
+    base.update(changes)
+    return Family(**base)  # type: ignore[arg-type]
+
+
+def test_current_token_rotates() -> None:
+    assert judge(family(), digest("t3"), NOW) is Verdict.ROTATE
+
+
+def test_a_used_token_is_reuse() -> None:
+    assert judge(family(), digest("t1"), NOW) is Verdict.REUSE
+    assert judge(family(), digest("t2"), NOW) is Verdict.REUSE
+
+
+def test_unknown_token_is_invalid_not_reuse() -> None:
+    assert judge(family(), digest("guess"), NOW) is Verdict.INVALID
+    assert judge(None, digest("t3"), NOW) is Verdict.INVALID
+
+
+def test_revoked_and_expired_families_refuse_even_the_current_token() -> None:
+    assert judge(family(revoked=True), digest("t3"), NOW) is Verdict.REVOKED
+    assert judge(family(expires_at=NOW), digest("t3"), NOW) is Verdict.EXPIRED
+
+
+def test_refresh_tokens_carry_their_family() -> None:
+    token = new_refresh_token("0193-abc")
+    assert split_refresh_token(token) == "0193-abc"
+    assert new_refresh_token("f") != new_refresh_token("f")
+    for bad in ("", "ptr.x", "ptr..s", "xyz.f.s", "ptr.f.s.t", "ptr.f." + "s" * 600):
+        assert split_refresh_token(bad) is None
+
+
+def test_opaque_secrets_are_long_random_and_stored_as_digests() -> None:
+    enrollment, secret = new_enrollment_token(), new_peer_secret()
+    assert enrollment.startswith("pte.") and secret.startswith("pts.")
+    assert len(secret) > 40 and new_peer_secret() != secret
+    assert digest(secret) == digest(secret) and len(digest(secret)) == 64
+    assert secret not in digest(secret)
+
+
+def test_throttle_window() -> None:
+    started = NOW
+    assert window_open(started, NOW + timedelta(seconds=899), 900)
+    assert not window_open(started, NOW + timedelta(seconds=900), 900)
+    assert retry_after_s(started, NOW + timedelta(seconds=100), 900) == 800
+    assert retry_after_s(started, NOW + timedelta(seconds=899.5), 900) == 1
+
+
+def test_throttle_key_is_per_username_and_address() -> None:
+    key = throttle_key("ada", "10.0.0.1")
+    assert key == throttle_key("ada", "10.0.0.1")
+    assert key != throttle_key("ada", "10.0.0.2")
+    assert key != throttle_key("bob", "10.0.0.1")
