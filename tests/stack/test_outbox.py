@@ -139,4 +139,5 @@ async def test_a_poison_event_is_dead_lettered_and_the_rest_flow(
     assert b"not json" in bodies
     poison = [json.loads(b) for b in bodies if b != b"not json"]
     assert poison[0]["data"]["n"] == 3
-    assert len(attempts) == 3  # the delivery limit, then no more
+    # x-delivery-limit counts redeliveries: 1 delivery + 3 redeliveries, then the DLQ
+    assert len(attempts) == 4

@@ -13,9 +13,9 @@ apart from the log, not as a ``published_at`` flag on each event, because Ferret
 on SQLite answers every query except inserts by scanning the whole collection: what
 the relay polls must stay small, while the log grows.
 
-A global ``position`` comes from a counter document (one ``$inc`` per append batch),
-so "read everything from position P" works for replays and catch-up. Positions are
-increasing but may have gaps (an append that lost a race keeps its numbers).
+A global ``position`` comes from :class:`~.positions.PositionAllocator`, so "read
+everything from position P" works for replays and catch-up. Positions increase with
+append order but may have gaps (an append that lost a race keeps its numbers).
 No multi-document transactions are used, so this works on FerretDB and on MongoDB.
 """
 
@@ -26,7 +26,7 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from pymongo import ASCENDING, ReturnDocument
+from pymongo import ASCENDING
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
@@ -36,6 +36,7 @@ from peertrain.common.events import NewEvent, RecordedEvent, from_document, to_d
 from peertrain.common.metrics import EVENTS_APPENDED
 
 from .outbox import Outbox
+from .positions import PositionAllocator
 
 __all__ = ["ConcurrencyError", "EventLog"]
 
@@ -70,9 +71,8 @@ class EventLog:
     def __init__(self, db: AsyncDatabase[Doc], collection: str = "events") -> None:
         self.db = db
         self.events: AsyncCollection[Doc] = db[collection]
-        self.counters: AsyncCollection[Doc] = db[f"{collection}_counters"]
+        self.positions = PositionAllocator(db, collection)
         self.outbox = Outbox(db, collection)
-        self._counter_id = collection
         self._appended = asyncio.Event()
 
     async def ensure_indexes(self) -> None:
@@ -114,14 +114,14 @@ class EventLog:
             return []
         if expected_version < 0:
             raise ValueError("expected_version must be >= 0")
-        first = await self._allocate_positions(len(events))
+        positions = await self.positions.allocate(len(events))
         recorded = [
             RecordedEvent(
                 **e.model_dump(exclude={"data"}),
                 data=e.data,
                 stream=stream,
                 seq=expected_version + i + 1,
-                position=first + i,
+                position=positions[i],
             )
             for i, e in enumerate(events)
         ]
@@ -139,21 +139,6 @@ class EventLog:
         self._appended.set()
         EVENTS_APPENDED.labels(producer=recorded[0].producer).inc(len(recorded))
         return recorded
-
-    async def _allocate_positions(self, n: int) -> int:
-        for _ in range(3):
-            try:
-                doc = await self.counters.find_one_and_update(
-                    {"_id": self._counter_id},
-                    {"$inc": {"value": n}},
-                    upsert=True,
-                    return_document=ReturnDocument.AFTER,
-                )
-            except DuplicateKeyError:  # two first-ever appends raced to create the counter
-                continue
-            assert doc is not None
-            return int(doc["value"]) - n + 1
-        raise RuntimeError("could not allocate log positions")
 
     async def _resolve_duplicate(
         self,
