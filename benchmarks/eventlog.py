@@ -88,8 +88,9 @@ async def main() -> None:
     await asyncio.wait_for(done.wait(), timeout=1800)
     elapsed = last_consumed - started
     await relay.stop()
-    queue_obj = await broker.declare_queue(RabbitQueue(queue, declare=False))
-    await queue_obj.delete(if_unused=False, if_empty=False)
+    for name in (queue, f"{queue}.dlq"):
+        queue_obj = await broker.declare_queue(RabbitQueue(name, declare=False))
+        await queue_obj.delete(if_unused=False, if_empty=False)
     await broker.stop()
     await mongo.drop_database(db_name)
     await mongo.close()

@@ -8,13 +8,16 @@ other's data; fault-injection tests stop and start the real servers through
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+import httpx
 import pytest
 from pymongo import AsyncMongoClient
 
@@ -25,6 +28,7 @@ from peertrain.common.settings import ServiceSettings
 ROOT = Path(__file__).resolve().parents[1]
 STACK = ROOT / "deploy" / "local" / "stack.sh"
 RUN_ID = uuid.uuid4().hex[:8]
+MANAGEMENT = "http://127.0.0.1:15672/api"
 
 
 def stack_ctl(action: str, name: str | None = None, *, timeout: float = 180) -> str:
@@ -54,9 +58,30 @@ def settings(run_id: str) -> ServiceSettings:
 
 
 @pytest.fixture
-def unique() -> Callable[[str], str]:
-    """Make a name unique to this test (``unique("q")`` -> ``q.<run>.<rand>``)."""
-    return lambda prefix: f"{prefix}.{RUN_ID}.{uuid.uuid4().hex[:6]}"
+def unique() -> Iterator[Callable[[str], str]]:
+    """Make a name unique to this test (``unique("q")`` -> ``q.<run>.<rand>``).
+
+    Queues of that name (and their ``.dlq``) are deleted after the test: a test queue
+    left bound to a shared event type would collect every later test's events.
+    """
+    made: list[str] = []
+
+    def make(prefix: str) -> str:
+        name = f"{prefix}.{RUN_ID}.{uuid.uuid4().hex[:6]}"
+        made.append(name)
+        return name
+
+    yield make
+    delete_queues([n for name in made for n in (name, f"{name}.dlq")])
+
+
+def delete_queues(names: list[str]) -> None:
+    """Delete queues through RabbitMQ's management API (missing ones are fine)."""
+    with httpx.Client(auth=("admin", "admin"), timeout=10) as client:
+        for name in names:
+            # the broker may be down after a fault test: nothing to clean then
+            with contextlib.suppress(httpx.HTTPError):
+                client.delete(f"{MANAGEMENT}/queues/%2F/{quote(name, safe='')}")
 
 
 @pytest.fixture

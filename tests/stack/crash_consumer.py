@@ -50,7 +50,7 @@ async def main(mode: str, queue: str, db_name: str) -> None:
         inbox.mark = mark_then_die  # type: ignore[method-assign]
 
     broker = make_broker(settings.amqp_url.get_secret_value())
-    subs = Subscriptions(delivery_limit=10)
+    subs = Subscriptions(delivery_limit=5)  # as the test declared it
     subs.add(queue, [DIAGNOSTIC_PINGED], handler, inbox=inbox)
     await broker.connect()
     await subs.declare(broker)

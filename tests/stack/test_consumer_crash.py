@@ -25,7 +25,7 @@ from peertrain.common.events.diagnostics import DIAGNOSTIC_PINGED, DiagnosticPin
 SCRIPT = Path(__file__).with_name("crash_consumer.py")
 
 
-def run_consumer(mode: str, queue: str, db: str, seconds: float = 8) -> int:
+def run_consumer(mode: str, queue: str, db: str, seconds: float = 8) -> tuple[int, str]:
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), mode, queue, db],
         capture_output=True,
@@ -34,7 +34,7 @@ def run_consumer(mode: str, queue: str, db: str, seconds: float = 8) -> int:
         env={**os.environ, "CONSUMER_SECONDS": str(seconds)},
         check=False,
     )
-    return proc.returncode
+    return proc.returncode, proc.stderr[-3000:]
 
 
 @pytest.mark.parametrize(
@@ -62,12 +62,14 @@ async def test_redelivery_after_a_crash_has_no_second_effect(
     await OutboxRelay(event_log, broker, producer="test").relay_once()
 
     # first run: applies the effect, then dies before the ack
-    assert await asyncio.to_thread(run_consumer, mode, queue, db_name) == 9
+    rc, err = await asyncio.to_thread(run_consumer, mode, queue, db_name)
+    assert rc == 9, err
     effects = mongo[db_name]["effects"]
     assert (await effects.find_one({"_id": key}))["count"] == 1
 
     # second run: RabbitMQ redelivers; the inbox (or the guarded write) absorbs it
-    assert await asyncio.to_thread(run_consumer, then, queue, db_name) == 0
+    rc, err = await asyncio.to_thread(run_consumer, then, queue, db_name)
+    assert rc == 0, err
     assert (await effects.find_one({"_id": key}))["count"] == 1
     processed = mongo[db_name]["processed_events"]
     assert await processed.count_documents({}) == 1

@@ -16,8 +16,8 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, TypeVar
 
 import structlog
-from fastapi import APIRouter, FastAPI
-from prometheus_client import make_asgi_app
+from fastapi import APIRouter, FastAPI, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pymongo import AsyncMongoClient
 
 from peertrain.common.blobs import BlobStore
@@ -174,5 +174,10 @@ def create_app(
         app.include_router(health_router(), prefix=prefix, include_in_schema=False)
     for router in routers:
         app.include_router(router, prefix=prefix)
-    app.mount("/metrics", make_asgi_app())
+    app.add_route("/metrics", _metrics, include_in_schema=False)
     return app
+
+
+async def _metrics(_: Request) -> Response:
+    """Prometheus exposition of this process's metrics (exactly at ``/metrics``)."""
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -6,14 +6,15 @@ concurrency (measured: overlapping ranges with 4 writers). An insert under a uni
 index is atomic everywhere, so a position is *claimed* by inserting ``{_id: n}``:
 
 * a process claims upward from what it knows is taken, one number at a time;
-* a duplicate means someone else holds that number: skip it (and catch up with the
-  shared hint), never jumping past numbers that might still be free.
+* a duplicate means someone else holds that number: catch up to the highest claimed
+  number (read from the claims), never jumping past numbers that might still be free.
 
 Hence when ``n`` is claimed, every number below it has been claimed already, so the
 claim order is the position order: an append that starts after another one ended
 gets larger positions (which keeps each stream's positions in ``seq`` order).
 Positions may have gaps. The claims collection is only ever inserted into, which is
-cheap whatever its size; the hint document is small and read on conflicts only.
+cheap whatever its size; it is read (its highest number) only at start-up and after a
+conflict with another process.
 """
 
 from __future__ import annotations
@@ -35,20 +36,18 @@ class PositionAllocator:
 
     def __init__(self, db: AsyncDatabase[Doc], log_collection: str) -> None:
         self.claims: AsyncCollection[Doc] = db[f"{log_collection}_positions"]
-        self.hints: AsyncCollection[Doc] = db[f"{log_collection}_counters"]
-        self._hint_id = log_collection
         self._next: int | None = None
         self._lock = asyncio.Lock()
 
-    async def _known_taken(self) -> int:
-        doc = await self.hints.find_one({"_id": self._hint_id})
-        return int(doc["value"]) if doc else 0
+    async def _highest_claimed(self) -> int:
+        doc = await self.claims.find_one({}, {"_id": 1}, sort=[("_id", -1)])
+        return int(doc["_id"]) if doc else 0
 
     async def allocate(self, count: int) -> list[int]:
         """Claim ``count`` increasing positions."""
         async with self._lock:  # one claimer per process: no contention with ourselves
             if self._next is None:
-                self._next = await self._known_taken() + 1
+                self._next = await self._highest_claimed() + 1
             got: list[int] = []
             while len(got) < count:
                 want = list(range(self._next, self._next + count - len(got)))
@@ -60,13 +59,8 @@ class PositionAllocator:
                     done = int(exc.details.get("nInserted", 0))
                     got += want[:done]
                     taken = want[done]
-                    self._next = max(taken + 1, await self._known_taken() + 1)
+                    self._next = max(taken + 1, await self._highest_claimed() + 1)
                     continue
                 got += want
                 self._next = want[-1] + 1
-            # A hint only ever names a claimed number; racing writers may leave it a
-            # little low, which costs a few duplicate inserts, never a wrong position.
-            await self.hints.update_one(
-                {"_id": self._hint_id}, {"$max": {"value": got[-1]}}, upsert=True
-            )
             return got

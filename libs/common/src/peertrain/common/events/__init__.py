@@ -3,7 +3,7 @@
 Importing this package registers every family, so the catalogue is complete.
 """
 
-from . import auth, diagnostics, jobs, peers, users
+from . import auth, datasets, diagnostics, jobs, peers, users
 from .catalogue import UnknownEventType, catalogue, event_type, payload_model
 from .codec import MalformedEvent, decode_message, from_document, to_document, to_message
 from .envelope import EventData, NewEvent, RawData, RecordedEvent
@@ -17,6 +17,7 @@ __all__ = [
     "UnknownEventType",
     "auth",
     "catalogue",
+    "datasets",
     "decode_message",
     "diagnostics",
     "event_type",
