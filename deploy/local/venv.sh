@@ -11,5 +11,11 @@ if [[ ! -x "$UV" ]]; then
 fi
 mkdir -p "$PEERTRAIN_CACHE/venvs"
 cd "$ROOT"
-"$UV" sync --frozen --all-packages --quiet
+# Re-install the workspace's own (editable, tiny) packages so their .pth files point at
+# this checkout; third-party packages are reused as they are.
+members=()
+for pp in libs/*/pyproject.toml services/*/pyproject.toml peer-runtime/pyproject.toml; do
+  members+=(--reinstall-package "$(sed -n 's/^name = "\(.*\)"/\1/p' "$pp" | head -n1)")
+done
+"$UV" sync --frozen --all-packages --quiet "${members[@]}"
 echo "$UV_PROJECT_ENVIRONMENT"
