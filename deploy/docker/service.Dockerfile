@@ -1,0 +1,28 @@
+# One image per PeerTrain service, built from the workspace:
+#   docker build -f deploy/docker/service.Dockerfile --build-arg SERVICE=auth -t peertrain-auth .
+# Multi-stage: uv installs the one service (and peertrain-common) from the lock into a
+# venv, non-editable; the runtime stage holds that venv only and runs as a non-root user.
+ARG PYTHON=3.11-slim-bookworm
+
+FROM python:${PYTHON} AS build
+ARG SERVICE
+RUN pip install --no-cache-dir uv==0.13.9
+WORKDIR /src
+COPY pyproject.toml uv.lock ./
+COPY libs libs
+COPY services services
+COPY peer-runtime peer-runtime
+ENV UV_PROJECT_ENVIRONMENT=/opt/venv UV_LINK_MODE=copy UV_COMPILE_BYTECODE=1
+RUN uv sync --frozen --no-dev --no-editable --package "peertrain-${SERVICE}"
+
+FROM python:${PYTHON}
+ARG SERVICE
+ENV PEERTRAIN_SERVICE=${SERVICE} PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1
+RUN useradd --create-home --uid 10001 peertrain
+COPY --from=build /opt/venv /opt/venv
+USER peertrain
+WORKDIR /home/peertrain
+EXPOSE 8000
+HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=5 \
+  CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=3)"]
+CMD ["sh", "-c", "exec python -m peertrain.${PEERTRAIN_SERVICE}"]
