@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-
-import uvicorn
+from peertrain.common.app.serve import serve
 
 from .app import create_auth_app
 from .config import AuthSettings
@@ -14,20 +12,7 @@ __all__ = ["main"]
 
 def main() -> None:
     """Serve on ``PEERTRAIN_AUTH_HOST``:``PEERTRAIN_AUTH_PORT`` (exit 2 if unsafe)."""
-    settings = AuthSettings()
-    try:
-        app = create_auth_app(settings)
-    except ValueError as exc:
-        print(f"peertrain-auth: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    uvicorn.run(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_config=None,
-        proxy_headers=False,
-        server_header=False,
-    )
+    serve(AuthSettings(), create_auth_app)
 
 
 if __name__ == "__main__":

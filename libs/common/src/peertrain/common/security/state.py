@@ -11,7 +11,6 @@ an unknown ``kid`` triggers a rate-limited re-read (auth appends the new key set
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 
 import structlog
@@ -20,6 +19,7 @@ from peertrain.common.eventlog import EventLog
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.auth import AUTH_KEYS_ROTATED, AUTH_KEYS_STREAM, KeysRotated
 from peertrain.common.events.users import USER_DISABLED, UserDisabled
+from peertrain.common.tasks import Periodic
 
 from .claims import Principal
 from .disabled import DisabledUsers
@@ -63,7 +63,9 @@ class Security:
         self._requested = 0
         self._completed = 0
         self._last_refresh = -math.inf
-        self._task: asyncio.Task[None] | None = None
+        self._refresher = Periodic(
+            "security-refresh", self.settings.refresh_interval_s, self.refresh
+        )
 
     # -- verifying --------------------------------------------------------------------
 
@@ -135,21 +137,9 @@ class Security:
 
     def start(self) -> None:
         """Re-read the log every ``refresh_interval_s`` in the background."""
-        if self._task is None and self._log is not None:
-            self._task = asyncio.create_task(self._run(), name="security-refresh")
+        if self._log is not None:
+            self._refresher.start()
 
     async def stop(self) -> None:
         """Stop the background re-reads."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self.settings.refresh_interval_s)
-            try:
-                await self.refresh()
-            except Exception as exc:  # the database may be down for a while
-                log.warning("security state refresh failed", error=repr(exc))
+        await self._refresher.stop()
