@@ -1,0 +1,165 @@
+"""The strategy contract: a round's accumulator folds updates one at a time.
+
+Usage, for every strategy::
+
+    acc = strategy.begin_round(global_state, reference_weight=expected_total)
+    acc.add(delta, weight, key=peer_id)   # as updates arrive, in any order
+    new_state = acc.finish()               # when the round closes
+
+Every strategy here gives the same bits for the same set of updates whatever their
+arrival order, and a second ``add`` with a key already folded is ignored (``False``).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import ClassVar
+
+import torch
+
+from ..errors import AggregationError
+from ..weights.codec import state_from_bytes, state_to_bytes
+
+__all__ = ["RoundAccumulator", "Strategy"]
+
+
+class RoundAccumulator(ABC):
+    """One round of one strategy: ``add`` updates, then ``finish`` once.
+
+    Parameters
+    ----------
+    global_state
+        The model version the updates are deltas of.
+    """
+
+    def __init__(self, global_state: Mapping[str, torch.Tensor]) -> None:
+        self.global_state = dict(global_state)
+        self._keys: set[str] = set()
+        self._weights: list[float] = []
+        self._done = False
+
+    @property
+    def count(self) -> int:
+        """Updates folded so far."""
+        return len(self._weights)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The keys of the updates folded so far, sorted."""
+        return tuple(sorted(self._keys))
+
+    @property
+    def total_weight(self) -> float:
+        """Sum of the weights folded so far (exactly rounded, independent of order)."""
+        return math.fsum(self._weights)
+
+    def add(
+        self, update: Mapping[str, torch.Tensor], weight: float = 1.0, *, key: str | None = None
+    ) -> bool:
+        """Fold one validated update (a delta of ``global_state``) with its weight.
+
+        Parameters
+        ----------
+        update
+            The delta, already checked by :func:`peertrain.ml.weights.validate_update`
+            (a norm bound at most the strategy's ``update_bound``).
+        weight
+            For FedAvg-like strategies, the sample count the *server* knows for this
+            peer's shard. Robust strategies (median, trimmed mean) ignore it.
+        key
+            Identifies the sender (the peer id): a key already folded is ignored.
+
+        Returns
+        -------
+        bool
+            ``False`` when ``key`` was already folded (a duplicate delivery).
+        """
+        if self._done:
+            raise AggregationError("this round was already finished")
+        if key is not None and key in self._keys:
+            return False
+        self._add(update, float(weight), key)
+        if key is not None:
+            self._keys.add(key)
+        self._weights.append(float(weight))
+        return True
+
+    def finish(self) -> dict[str, torch.Tensor]:
+        """The new global state (same names, dtypes and devices as ``global_state``).
+
+        Raises
+        ------
+        AggregationError
+            When nothing was folded, or the round was already finished.
+        """
+        if self._done:
+            raise AggregationError("this round was already finished")
+        if not self._weights:
+            raise AggregationError("no update was folded in this round")
+        try:
+            return self._finish()
+        finally:
+            self._done = True
+            self.close()
+
+    def close(self) -> None:  # noqa: B027 - a no-op unless the round holds resources
+        """Release what the round holds (temporary files); idempotent."""
+
+    def __enter__(self) -> RoundAccumulator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @abstractmethod
+    def _add(self, update: Mapping[str, torch.Tensor], weight: float, key: str | None) -> None:
+        """Fold one update (after the duplicate check)."""
+
+    @abstractmethod
+    def _finish(self) -> dict[str, torch.Tensor]:
+        """Compute the new state from what was folded."""
+
+
+class Strategy(ABC):
+    """An aggregation algorithm: makes round accumulators, may carry server state.
+
+    Subclasses set ``name`` and implement :meth:`begin_round`; stateful ones (FedAdam)
+    override :meth:`state_dict` and :meth:`load_state_dict`, so a restarted aggregator
+    resumes with the same state (persist :meth:`state_bytes` with each model version).
+    """
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def begin_round(
+        self, global_state: Mapping[str, torch.Tensor], *, reference_weight: float = 1.0
+    ) -> RoundAccumulator:
+        """Start folding the updates of one round.
+
+        Parameters
+        ----------
+        global_state
+            The model version the round's updates are deltas of.
+        reference_weight
+            The total weight the round expects (sum of the assigned shards' sizes); it
+            sizes the exact accumulator's grid and must be the same on every replay.
+        """
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """Server-side state as tensors (empty for stateless strategies)."""
+        return {}
+
+    def load_state_dict(self, state: Mapping[str, torch.Tensor]) -> None:
+        """Restore :meth:`state_dict`'s output."""
+        if state:
+            raise AggregationError(f"{self.name} keeps no state, got {sorted(state)[:5]}")
+
+    def state_bytes(self) -> bytes:
+        """:meth:`state_dict` as safetensors bytes."""
+        return state_to_bytes(self.state_dict(), metadata={"strategy": self.name})
+
+    def load_state_bytes(self, data: bytes) -> None:
+        """Restore from :meth:`state_bytes`."""
+        self.load_state_dict(state_from_bytes(data))

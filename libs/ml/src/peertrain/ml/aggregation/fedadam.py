@@ -1,0 +1,82 @@
+"""FedAdam: the mean delta is a pseudo-gradient for an Adam optimiser on the server."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+
+from ..errors import AggregationError
+from .fedavg import FedAvg
+
+__all__ = ["FedAdam"]
+
+
+class FedAdam(FedAvg):
+    """FedAdam (Reddi et al., 2021, "Adaptive Federated Optimization").
+
+    With ``d`` the sample-weighted mean delta of a round::
+
+        m = beta1 * m + (1 - beta1) * d
+        v = beta2 * v + (1 - beta2) * d**2
+        w = w + server_lr * m / (sqrt(v) + tau)
+
+    ``m`` and ``v`` (float64) and the step count are the server state, carried across
+    rounds: persist :meth:`state_bytes` with each version so a restart resumes exactly.
+    """
+
+    name = "fedadam"
+
+    def __init__(
+        self,
+        *,
+        server_lr: float = 0.1,
+        beta1: float = 0.9,
+        beta2: float = 0.99,
+        tau: float = 1e-3,
+        update_bound: float = 100.0,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__(server_lr=server_lr, update_bound=update_bound, device=device)
+        if not (0 <= beta1 < 1 and 0 <= beta2 < 1 and tau > 0):
+            raise ValueError("need 0 <= beta1, beta2 < 1 and tau > 0")
+        self.beta1, self.beta2, self.tau = float(beta1), float(beta2), float(tau)
+        self.step = 0
+        self._m: dict[str, torch.Tensor] = {}
+        self._v: dict[str, torch.Tensor] = {}
+
+    def apply_mean(
+        self, global_state: Mapping[str, torch.Tensor], mean: Mapping[str, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
+        """One Adam step on the mean delta; updates ``m``, ``v`` and ``step``."""
+        out, new_m, new_v = {}, {}, {}
+        for name, g in global_state.items():
+            d = mean[name].to(g.device, torch.float64)
+            m = self._m.get(name, torch.zeros_like(d)).to(d.device)
+            v = self._v.get(name, torch.zeros_like(d)).to(d.device)
+            m = self.beta1 * m + (1.0 - self.beta1) * d
+            v = self.beta2 * v + (1.0 - self.beta2) * (d * d)
+            step = self.server_lr * m / (torch.sqrt(v) + self.tau)
+            out[name] = (g.detach().to(torch.float64) + step).to(g.dtype)
+            new_m[name], new_v[name] = m, v
+        self._m, self._v = new_m, new_v
+        self.step += 1
+        return out
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """``m.<name>``, ``v.<name>`` (float64) and ``step``."""
+        state = {"step": torch.tensor([self.step], dtype=torch.int64)}
+        for name in self._m:
+            state[f"m.{name}"] = self._m[name].detach().cpu()
+            state[f"v.{name}"] = self._v[name].detach().cpu()
+        return state
+
+    def load_state_dict(self, state: Mapping[str, torch.Tensor]) -> None:
+        """Restore :meth:`state_dict`'s output."""
+        if "step" not in state:
+            raise AggregationError("FedAdam state has no step")
+        m = {k[2:]: v.to(torch.float64) for k, v in state.items() if k.startswith("m.")}
+        v = {k[2:]: t.to(torch.float64) for k, t in state.items() if k.startswith("v.")}
+        if set(m) != set(v) or len(state) != 1 + len(m) + len(v):
+            raise AggregationError("FedAdam state is malformed")
+        self._m, self._v, self.step = m, v, int(state["step"].reshape(-1)[0])

@@ -1,0 +1,107 @@
+"""FedAvg: the new model is the global one plus the sample-weighted mean of the deltas."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+import torch
+
+from ..errors import AggregationError
+from ..weights.codec import read_header
+from .base import RoundAccumulator, Strategy
+from .exact_sum import ExactSum
+
+__all__ = ["FedAvg", "MeanAccumulator"]
+
+
+class MeanAccumulator(RoundAccumulator):
+    """Folds updates into an :class:`ExactSum`; the strategy turns the mean into weights.
+
+    Memory is one float64 value per parameter, whatever the number of updates.
+    """
+
+    def __init__(
+        self,
+        strategy: FedAvg,
+        global_state: Mapping[str, torch.Tensor],
+        total: ExactSum,
+    ) -> None:
+        super().__init__(global_state)
+        self._strategy = strategy
+        self._sum = total
+
+    def _add(self, update: Mapping[str, torch.Tensor], weight: float, key: str | None) -> None:
+        self._sum.add(update, weight)
+
+    def _finish(self) -> dict[str, torch.Tensor]:
+        return self._strategy.apply_mean(self.global_state, self._sum.mean())
+
+    def checkpoint(self) -> bytes:
+        """The round so far (safetensors); :meth:`FedAvg.resume_round` continues it exactly."""
+        return self._sum.to_bytes(metadata={"keys": json.dumps(sorted(self._keys))})
+
+
+class FedAvg(Strategy):
+    """Federated averaging (McMahan et al., 2017), weighted by the server's sample counts.
+
+    Parameters
+    ----------
+    server_lr
+        Step applied to the mean delta (1.0 is plain FedAvg).
+    update_bound
+        Bound on every update's L2 norm (the ``max_update_norm`` updates were validated
+        against); it sizes the exact accumulator.
+    device
+        Where to accumulate (CPU by default; results are identical on CUDA).
+    """
+
+    name = "fedavg"
+
+    def __init__(
+        self,
+        *,
+        server_lr: float = 1.0,
+        update_bound: float = 100.0,
+        device: torch.device | str | None = None,
+    ) -> None:
+        if not server_lr > 0:
+            raise ValueError(f"server_lr must be positive, not {server_lr}")
+        self.server_lr = float(server_lr)
+        self.update_bound = float(update_bound)
+        self.device = device
+
+    def begin_round(
+        self, global_state: Mapping[str, torch.Tensor], *, reference_weight: float = 1.0
+    ) -> MeanAccumulator:
+        total = ExactSum(
+            global_state,
+            bound=self.update_bound,
+            reference_weight=reference_weight,
+            device=self.device,
+        )
+        return MeanAccumulator(self, global_state, total)
+
+    def resume_round(
+        self, global_state: Mapping[str, torch.Tensor], checkpoint: bytes
+    ) -> MeanAccumulator:
+        """Continue a round from :meth:`MeanAccumulator.checkpoint`."""
+        total = ExactSum.from_bytes(checkpoint, device=self.device)
+        if total.shapes != {k: tuple(v.shape) for k, v in global_state.items()}:
+            raise AggregationError("the checkpoint is of another model")
+        acc = MeanAccumulator(self, global_state, total)
+        acc._keys = set(json.loads(read_header(checkpoint, len(checkpoint)).metadata["keys"]))
+        acc._weights = list(total._weights)
+        return acc
+
+    def apply_mean(
+        self, global_state: Mapping[str, torch.Tensor], mean: Mapping[str, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
+        """``global + server_lr * mean``, rounded once into each tensor's dtype."""
+        out = {}
+        for name, g in global_state.items():
+            step = mean[name].to(g.device)
+            if self.server_lr != 1.0:
+                step = step * self.server_lr
+            out[name] = (g.detach().to(torch.float64) + step).to(g.dtype)
+        return out

@@ -1,0 +1,78 @@
+"""Typed errors of :mod:`peertrain.ml`, rooted in :class:`peertrain.common.errors.PeerTrainError`.
+
+Each mixes in the builtin that fits, so callers may catch ``ValueError`` or the PeerTrain
+class; the HTTP edge (in a service) maps ``status_code`` and ``code``.
+"""
+
+from __future__ import annotations
+
+from peertrain.common.errors import PeerTrainError, ValidationFailed
+
+__all__ = [
+    "AggregationError",
+    "DataInvalid",
+    "MLError",
+    "NotSafetensors",
+    "SpecInvalid",
+    "TrainingCancelled",
+    "UpdateInvalid",
+]
+
+
+class MLError(PeerTrainError):
+    """Root of the errors raised by :mod:`peertrain.ml`."""
+
+    code = "ml_error"
+
+
+class SpecInvalid(MLError, ValidationFailed):
+    """A model, feature, training or aggregation spec is not acceptable.
+
+    ``detail`` lists the problems as ``{"loc": ..., "msg": ...}`` items.
+    """
+
+    status_code = 422
+    code = "spec_invalid"
+
+
+class DataInvalid(MLError, ValidationFailed):
+    """Training or evaluation tensors do not match the model (shape, dtype, labels)."""
+
+    status_code = 422
+    code = "data_invalid"
+
+
+class UpdateInvalid(MLError, ValidationFailed):
+    """A weight update was refused; ``problems`` says why (also in ``detail``)."""
+
+    status_code = 422
+    code = "update_invalid"
+
+    def __init__(self, message: str, *, problems: list[str] | None = None) -> None:
+        self.problems = list(problems) if problems else [message]
+        super().__init__(message, detail={"problems": self.problems})
+
+
+class NotSafetensors(UpdateInvalid):
+    """The bytes are not a well-formed safetensors file (nothing in them was executed)."""
+
+    code = "not_safetensors"
+
+
+class AggregationError(MLError, RuntimeError):
+    """A round accumulator was misused or cannot produce a result."""
+
+    code = "aggregation_error"
+
+
+class TrainingCancelled(MLError):
+    """Local training stopped because ``should_stop()`` said so.
+
+    ``epochs_done`` counts the epochs that completed before the stop.
+    """
+
+    code = "training_cancelled"
+
+    def __init__(self, message: str = "training was cancelled", *, epochs_done: int = 0) -> None:
+        self.epochs_done = epochs_done
+        super().__init__(message, detail={"epochs_done": epochs_done})

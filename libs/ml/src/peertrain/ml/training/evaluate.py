@@ -1,0 +1,72 @@
+"""Evaluating a model on a labelled set (the holdout): loss, accuracy, per class."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..device import select_device
+from .data import check_xy, num_outputs
+
+__all__ = ["EvalMetrics", "evaluate"]
+
+
+class EvalMetrics(TypedDict):
+    """Evaluation results (JSON-ready).
+
+    ``per_class_accuracy[i]`` is ``None`` when class ``i`` has no sample.
+    """
+
+    loss: float
+    accuracy: float
+    per_class_accuracy: list[float | None]
+    samples: int
+
+
+def evaluate(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    batch_size: int = 1024,
+    device: torch.device | str | None = None,
+) -> EvalMetrics:
+    """Mean cross-entropy loss, accuracy and per-class accuracy of ``model`` on ``x, y``.
+
+    The model is evaluated in eval mode (no dropout) and left in the mode it was in.
+
+    Raises
+    ------
+    DataInvalid
+        When ``x``/``y`` do not fit the model.
+    """
+    dev = select_device(str(device)) if device is not None else select_device()
+    model.to(dev)
+    x, y = x.to(dev), y.to(dev)
+    classes = num_outputs(model, x)
+    check_xy(x, y, classes)
+    was_training = model.training
+    model.eval()
+    loss_sum = torch.zeros((), dtype=torch.float64, device=dev)
+    per_class = torch.zeros(classes, dtype=torch.int64, device=dev)
+    hits = torch.zeros(classes, dtype=torch.int64, device=dev)
+    with torch.inference_mode():
+        for start in range(0, x.shape[0], batch_size):
+            xb, yb = x[start : start + batch_size], y[start : start + batch_size]
+            out = model(xb)
+            loss_sum += F.cross_entropy(out, yb, reduction="sum").to(torch.float64)
+            right = out.argmax(dim=1) == yb
+            per_class += torch.bincount(yb, minlength=classes)
+            hits += torch.bincount(yb[right], minlength=classes)
+    model.train(was_training)
+    n = x.shape[0]
+    counts, good = per_class.cpu().tolist(), hits.cpu().tolist()
+    return EvalMetrics(
+        loss=float(loss_sum) / n,
+        accuracy=sum(good) / n,
+        per_class_accuracy=[g / c if c else None for g, c in zip(good, counts, strict=True)],
+        samples=n,
+    )

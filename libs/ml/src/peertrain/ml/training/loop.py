@@ -1,0 +1,156 @@
+"""A peer's local training for one round: seeded, cancellable, with per-epoch metrics."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..device import limit_threads, select_device
+from ..errors import TrainingCancelled
+from ..weights.delta import compute_delta
+from .data import check_xy, num_outputs
+from .metrics import EpochMetrics, TrainResult
+from .params import TrainingParams, parse_training_params
+
+__all__ = ["train_local"]
+
+
+def _optimizer(model: nn.Module, p: TrainingParams) -> torch.optim.Optimizer:
+    if p.optimizer == "adam":
+        return torch.optim.Adam(model.parameters(), lr=p.lr, weight_decay=p.weight_decay)
+    return torch.optim.SGD(
+        model.parameters(), lr=p.lr, momentum=p.momentum, weight_decay=p.weight_decay
+    )
+
+
+@contextmanager
+def _seeded(seed: int, device: torch.device) -> Iterator[None]:
+    """torch's global RNG (dropout) seeded inside and restored after; on CUDA, cuDNN and
+    torch's deterministic algorithms (cuBLAS also needs ``CUBLAS_WORKSPACE_CONFIG=:4096:8``
+    in the environment before CUDA starts)."""
+    cuda = device.type == "cuda"
+    devices = [device.index or 0] if cuda else []
+    flags = (
+        torch.backends.cudnn.deterministic,
+        torch.backends.cudnn.benchmark,
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+    )
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        if cuda:
+            torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
+            torch.use_deterministic_algorithms(True, warn_only=True)
+        try:
+            yield
+        finally:
+            if cuda:
+                torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = flags[:2]
+                torch.use_deterministic_algorithms(flags[2], warn_only=flags[3])
+
+
+def _proximal(model: nn.Module, anchor: list[torch.Tensor], mu: float) -> torch.Tensor:
+    total = sum(((w - w0) ** 2).sum() for w, w0 in zip(model.parameters(), anchor, strict=True))
+    return 0.5 * mu * torch.as_tensor(total)
+
+
+def train_local(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    params: TrainingParams | dict[str, Any],
+    *,
+    seed: int | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    on_epoch: Callable[[EpochMetrics], None] | None = None,
+    device: torch.device | str | None = None,
+    threads: int | None = None,
+) -> TrainResult:
+    """Train ``model`` in place on one shard and return its weight delta and metrics.
+
+    Parameters
+    ----------
+    model
+        The current global model (built by the zoo, weights loaded).
+    x, y
+        The shard: float samples along dim 0 and int64 class indices.
+    params
+        The job's training block (``local_epochs``, ``batch_size``, ``lr``, ...).
+    seed
+        Seed of this round's randomness (shuffling, dropout); default ``params.seed``.
+        Peers pass ``derive_seed(params.seed, round, shard)``.
+    should_stop
+        Polled before every batch; when it returns true, training stops with
+        :class:`TrainingCancelled`.
+    on_epoch
+        Called with each epoch's :class:`EpochMetrics`.
+    device
+        ``None`` picks CUDA, then MPS, then the CPU.
+    threads
+        Bound on torch's CPU threads (a process-wide setting); ``None`` leaves it.
+
+    Returns
+    -------
+    TrainResult
+        The delta (on the CPU, in the model's dtypes) and the metrics.
+
+    Raises
+    ------
+    TrainingCancelled
+        When ``should_stop()`` returned true.
+    DataInvalid
+        When ``x``/``y`` do not fit the model.
+    """
+    p = parse_training_params(params)
+    limit_threads(threads)
+    dev = select_device(str(device)) if device is not None else select_device()
+    check_xy(x, y)
+    model.to(dev)
+    x, y = x.to(dev), y.to(dev)
+    check_xy(x, y, num_outputs(model, x))
+    initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    anchor = [w.detach().clone() for w in model.parameters()] if p.proximal_mu > 0 else []
+    optimizer = _optimizer(model, p)
+    shuffle = torch.Generator(device="cpu").manual_seed(p.seed if seed is None else seed)
+    epochs: list[EpochMetrics] = []
+    n, started = x.shape[0], time.perf_counter()
+    with _seeded(p.seed if seed is None else seed, dev):
+        model.train()
+        for epoch in range(1, p.local_epochs + 1):
+            began = time.perf_counter()
+            loss_sum = torch.zeros((), dtype=torch.float64, device=dev)
+            correct = torch.zeros((), dtype=torch.int64, device=dev)
+            order = torch.randperm(n, generator=shuffle).to(dev)
+            for start in range(0, n, p.batch_size):
+                if should_stop is not None and should_stop():
+                    raise TrainingCancelled(epochs_done=epoch - 1)
+                idx = order[start : start + p.batch_size]
+                xb, yb = x[idx], y[idx]
+                out = model(xb)
+                loss = F.cross_entropy(out, yb)
+                total = loss + _proximal(model, anchor, p.proximal_mu) if anchor else loss
+                optimizer.zero_grad(set_to_none=True)
+                total.backward()  # type: ignore[no-untyped-call]
+                optimizer.step()
+                loss_sum += loss.detach().to(torch.float64) * yb.shape[0]
+                correct += (out.detach().argmax(dim=1) == yb).sum()
+            metrics = EpochMetrics(
+                epoch=epoch,
+                loss=float(loss_sum) / n,
+                accuracy=int(correct) / n,
+                samples=n,
+                duration_s=time.perf_counter() - began,
+            )
+            epochs.append(metrics)
+            if on_epoch is not None:
+                on_epoch(metrics)
+    delta = compute_delta(model.state_dict(), initial)
+    return TrainResult(
+        delta=delta, epochs=tuple(epochs), samples=n, duration_s=time.perf_counter() - started
+    )

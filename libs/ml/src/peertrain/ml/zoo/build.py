@@ -1,0 +1,51 @@
+"""Building a zoo model from its JSON spec, with seeded initial weights."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from .models import MLP, LogisticRegression, SmallCNN
+from .shapes import check_budget
+from .specs import FeatureSpec, LogRegSpec, MLPSpec, parse_feature_spec, parse_model_spec
+
+__all__ = ["build_model"]
+
+
+def build_model(spec: Any, feature_spec: Any, seed: int = 0) -> nn.Module:
+    """Build the zoo model ``spec`` describes, for data that ``feature_spec`` describes.
+
+    Parameters
+    ----------
+    spec
+        A model spec (mapping or parsed), e.g. ``{"arch": "mlp", "hidden": [128]}``.
+    feature_spec
+        ``{"input_size": d, "num_classes": k}`` or ``{"image_shape": [c, h, w],
+        "num_classes": k}`` (or the dataset service's feature spec).
+    seed
+        Initial weights are a function of the seed alone; torch's global random state
+        is left as it was.
+
+    Returns
+    -------
+    torch.nn.Module
+        On the CPU, float32, in training mode.
+
+    Raises
+    ------
+    SpecInvalid
+        For an invalid spec, a cnn without images, or a model over the size bounds.
+    """
+    model_spec = parse_model_spec(spec)
+    features: FeatureSpec = parse_feature_spec(feature_spec)
+    check_budget(model_spec, features)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        if isinstance(model_spec, LogRegSpec):
+            return LogisticRegression(features.flat_size, features.num_classes)
+        if isinstance(model_spec, MLPSpec):
+            return MLP(model_spec, features.flat_size, features.num_classes)
+        assert features.image_shape is not None  # check_budget refused a cnn without it
+        return SmallCNN(model_spec, features.image_shape, features.num_classes)
