@@ -1,0 +1,5 @@
+"""The dataset service's HTTP edge."""
+
+from .routes import ROUTERS
+
+__all__ = ["ROUTERS"]

@@ -1,0 +1,1 @@
+"""The dataset service's pure core: aggregate, holdout, limits, errors."""

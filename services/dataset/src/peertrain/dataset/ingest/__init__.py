@@ -1,0 +1,1 @@
+"""Reading uploads safely: format detection, ZIP checks, bounded decompression, CSV text."""

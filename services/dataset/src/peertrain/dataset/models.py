@@ -1,0 +1,88 @@
+"""HTTP schemas of the dataset API."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from peertrain.common.events.datasets import ColumnSchema
+
+__all__ = [
+    "DatasetAccepted",
+    "DatasetError",
+    "DatasetPublic",
+    "ErrorBody",
+    "ErrorResponse",
+    "Preview",
+]
+
+
+class ErrorBody(BaseModel):
+    """What went wrong."""
+
+    code: str
+    message: str
+    detail: Any = None
+
+
+class ErrorResponse(BaseModel):
+    """The one error shape of every PeerTrain service."""
+
+    error: ErrorBody
+
+
+class DatasetAccepted(BaseModel):
+    """An upload was stored; validation runs next."""
+
+    dataset_id: str
+    status: Literal["validating"] = "validating"
+
+
+class DatasetError(BaseModel):
+    """Why a dataset was rejected."""
+
+    code: str
+    message: str
+    detail: dict[str, Any] | None = None
+
+
+class DatasetPublic(BaseModel):
+    """A dataset as its owner sees it."""
+
+    id: str
+    name: str
+    filename: str
+    status: Literal["validating", "validated", "rejected"]
+    error: DatasetError | None = None
+    size: int
+    sha256: str
+    kind: Literal["table", "images"] | None = None
+    rows: int | None = None
+    columns: int | None = None
+    schema_: list[ColumnSchema] | None = Field(default=None, alias="schema")
+    label_column: str | None = None
+    classes: list[str] | None = None
+    class_counts: list[int] | None = None
+    train_rows: int | None = None
+    holdout_rows: int | None = None
+    input_shape: list[int] | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    @classmethod
+    def from_doc(cls, doc: dict[str, Any]) -> DatasetPublic:
+        """From the read model's document."""
+        fields = {k: v for k, v in doc.items() if k in cls.model_fields and k != "schema_"}
+        return cls(id=doc["_id"], schema_=doc.get("schema"), **fields)
+
+
+class Preview(BaseModel):
+    """The first rows of a dataset, as uploaded (cells are data, never evaluated)."""
+
+    kind: Literal["table", "images"]
+    columns: list[str]
+    rows: list[list[Any]]

@@ -1,0 +1,149 @@
+"""The read model: one small document per dataset, in the service's own database.
+
+The log is the truth; this collection follows it. Every write is guarded by the
+event's ``seq`` (applied only over an older version), so applying an event twice, late,
+or out of order never moves a document backwards, and the collection can be rebuilt
+from the log at any time (:func:`replay`). Large things (the feature spec, the preview)
+stay in the bucket and the log; documents keep what a listing needs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import UTC, datetime
+from typing import Any
+
+from pymongo import ASCENDING, DESCENDING
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
+
+from peertrain.common.eventlog import EventLog
+from peertrain.common.events import RecordedEvent
+from peertrain.common.events.datasets import (
+    DATASET_DELETED,
+    DATASET_REJECTED,
+    DATASET_UPLOADED,
+    DATASET_VALIDATED,
+    DatasetDeleted,
+    DatasetRejected,
+    DatasetUploaded,
+    DatasetValidated,
+)
+
+__all__ = ["INLINE_SCHEMA_COLUMNS", "LIFECYCLE_EVENTS", "DatasetViews", "replay", "schema_key"]
+
+Doc = dict[str, Any]
+
+INLINE_SCHEMA_COLUMNS = 256
+"""Up to this many columns, a document carries the schema itself."""
+
+LIFECYCLE_EVENTS = (DATASET_UPLOADED, DATASET_VALIDATED, DATASET_REJECTED, DATASET_DELETED)
+
+
+def schema_key(dataset_id: str) -> str:
+    """Where a validated dataset's full schema is kept (JSON list of columns)."""
+    return f"datasets/{dataset_id}/schema.json"
+
+
+def _uploaded(data: DatasetUploaded, at: datetime) -> Doc:
+    return {
+        "owner_id": data.owner_id,
+        "name": data.name,
+        "filename": data.filename,
+        "size": data.raw.size,
+        "sha256": data.raw.sha256,
+        "status": "validating",
+        "error": None,
+        "label_column": data.label_column,
+        "holdout_fraction": data.holdout_fraction,
+        "created_at": at,
+    }
+
+
+def _validated(data: DatasetValidated) -> Doc:
+    spec = data.feature_spec
+    return {
+        "status": "validated",
+        "error": None,
+        "kind": data.kind,
+        "rows": data.rows,
+        "train_rows": data.train_rows,
+        "holdout_rows": data.holdout_rows,
+        "columns": len(data.columns),
+        # Wide tables keep their schema in the bucket (schema.json), not in the document.
+        "schema": (
+            [c.model_dump(mode="json") for c in data.columns]
+            if len(data.columns) <= INLINE_SCHEMA_COLUMNS
+            else None
+        ),
+        "label_column": data.label_column,
+        "classes": list(data.classes),
+        "class_counts": list(data.class_counts),
+        "input_shape": list(spec.input_shape),
+        "preview_key": data.preview.key,
+    }
+
+
+def _rejected(data: DatasetRejected) -> Doc:
+    return {
+        "status": "rejected",
+        "error": {"code": data.code, "message": data.message, "detail": data.detail},
+    }
+
+
+class DatasetViews:
+    """The ``datasets`` collection: what ``GET /api/datasets`` answers from."""
+
+    def __init__(self, db: AsyncDatabase[Doc]) -> None:
+        self.docs: AsyncCollection[Doc] = db["datasets"]
+
+    async def ensure_indexes(self) -> None:
+        """Indexes (FerretDB scans anyway; they pay off on MongoDB)."""
+        await self.docs.create_index([("owner_id", ASCENDING), ("created_at", DESCENDING)])
+
+    async def apply(self, event: RecordedEvent) -> None:
+        """Fold one lifecycle event into its document (idempotent, version-guarded)."""
+        data = event.data
+        now = datetime.now(UTC)
+        if isinstance(data, DatasetUploaded):
+            fields = _uploaded(data, event.occurred_at)
+            dataset_id = data.dataset_id
+        elif isinstance(data, DatasetValidated):
+            fields, dataset_id = _validated(data), data.dataset_id
+        elif isinstance(data, DatasetRejected):
+            fields, dataset_id = _rejected(data), data.dataset_id
+        elif isinstance(data, DatasetDeleted):
+            fields, dataset_id = {"status": "deleted"}, data.dataset_id
+        else:
+            return
+        fields.update(version=event.seq, updated_at=now)
+        guard = {"_id": dataset_id, "version": {"$lt": event.seq}}
+        # A duplicate key means the document is already at this version or later.
+        with contextlib.suppress(DuplicateKeyError):
+            await self.docs.update_one(
+                guard, {"$set": fields}, upsert=isinstance(data, DatasetUploaded)
+            )
+
+    async def get(self, dataset_id: str) -> Doc | None:
+        """One dataset's document (deleted ones included)."""
+        return await self.docs.find_one({"_id": dataset_id})
+
+    async def list_for(self, owner_id: str, *, limit: int, offset: int) -> list[Doc]:
+        """The owner's datasets, newest first (deleted ones left out)."""
+        cursor = (
+            self.docs.find({"owner_id": owner_id, "status": {"$ne": "deleted"}})
+            .sort("created_at", DESCENDING)
+            .skip(offset)
+            .limit(limit)
+        )
+        return [doc async for doc in cursor]
+
+
+async def replay(views: DatasetViews, log: EventLog) -> int:
+    """Apply every lifecycle event in the log (start-up catch-up; idempotent)."""
+    count = 0
+    async for event in log.read_all(types=LIFECYCLE_EVENTS):
+        await views.apply(event)
+        count += 1
+    return count

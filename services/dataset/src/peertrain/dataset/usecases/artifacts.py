@@ -1,0 +1,49 @@
+"""Moving files between the scratch folder and the bucket."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from peertrain.common.blobs import BlobStore
+from peertrain.common.blobs.errors import translated
+from peertrain.common.events.datasets import ArtifactRef
+
+__all__ = ["copy_object", "upload_file"]
+
+_CHUNK = 2 * 1024 * 1024
+
+
+async def _chunks(path: Path) -> AsyncIterator[bytes]:
+    file = await asyncio.to_thread(path.open, "rb")
+    try:
+        while chunk := await asyncio.to_thread(file.read, _CHUNK):
+            yield chunk
+    finally:
+        await asyncio.to_thread(file.close)
+
+
+async def upload_file(
+    blobs: BlobStore,
+    key: str,
+    path: Path,
+    *,
+    rows: int | None = None,
+    class_counts: tuple[int, ...] | None = None,
+    content_type: str = "application/octet-stream",
+) -> ArtifactRef:
+    """Stream a local file to ``key``; its reference carries the SHA-256 computed on the way."""
+    result = await blobs.put_stream(key, _chunks(path), content_type=content_type)
+    return ArtifactRef(
+        key=key, sha256=result.sha256, size=result.size, rows=rows, class_counts=class_counts
+    )
+
+
+async def copy_object(blobs: BlobStore, source: ArtifactRef, key: str) -> ArtifactRef:
+    """A server-side copy of ``source`` at ``key`` (same bytes, same SHA-256)."""
+    with translated(source.key):
+        await blobs.client.copy_object(
+            Bucket=blobs.bucket, Key=key, CopySource={"Bucket": blobs.bucket, "Key": source.key}
+        )
+    return source.model_copy(update={"key": key})

@@ -1,0 +1,115 @@
+"""What every use case of the dataset service works with."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import structlog
+
+from peertrain.common.app import ServiceContext
+from peertrain.common.blobs import BlobStore
+from peertrain.common.eventlog import EventLog
+from peertrain.common.events import NewEvent, RecordedEvent
+from peertrain.common.events.datasets import dataset_stream
+from peertrain.dataset.config import DatasetSettings
+from peertrain.dataset.domain.dataset import DatasetState, fold
+from peertrain.dataset.domain.limits import Limits
+from peertrain.dataset.projections import DatasetViews
+
+__all__ = ["DatasetContext"]
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class DatasetContext:
+    """The service's resources, settings and limits, for routes and subscribers alike."""
+
+    ctx: ServiceContext
+    settings: DatasetSettings
+    views: DatasetViews
+    limits: Limits
+    work_slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(1))
+
+    @classmethod
+    def build(cls, ctx: ServiceContext, settings: DatasetSettings) -> DatasetContext:
+        """Wire the context from a connected service."""
+        return cls(
+            ctx=ctx,
+            settings=settings,
+            views=DatasetViews(ctx.db),
+            limits=Limits.from_settings(settings),
+            work_slots=asyncio.Semaphore(settings.max_concurrent_work),
+        )
+
+    @property
+    def log(self) -> EventLog:
+        """The shared event log."""
+        return self.ctx.log
+
+    @property
+    def blobs(self) -> BlobStore:
+        """The bucket."""
+        assert self.ctx.blobs is not None, "the dataset service needs the blob store"
+        return self.ctx.blobs
+
+    @property
+    def producer(self) -> str:
+        """This service's name on the events it appends."""
+        return self.settings.service_name
+
+    async def load(self, dataset_id: str) -> DatasetState | None:
+        """Fold the dataset's stream."""
+        return fold(await self.log.read_stream(dataset_stream(dataset_id)))
+
+    async def append(
+        self, stream: str, events: list[NewEvent], *, expected_version: int
+    ) -> list[RecordedEvent]:
+        """Append to the log, then update the read model at once (read-your-writes)."""
+        recorded = await self.log.append(stream, events, expected_version=expected_version)
+        try:
+            for event in recorded:
+                await self.views.apply(event)
+        except Exception as exc:  # the projection subscriber applies it later
+            log.warning("read model update deferred", error=repr(exc), stream=stream)
+        return recorded
+
+    def sweep_work_dir(self) -> int:
+        """Remove scratch folders left by processes that died (their pid is gone)."""
+        removed = 0
+        root = Path(self.settings.work_dir)
+        for entry in root.iterdir() if root.is_dir() else ():
+            parts = entry.name.rsplit("-", 2)
+            if len(parts) != 3 or not parts[1].isdigit() or _alive(int(parts[1])):
+                continue
+            shutil.rmtree(entry, ignore_errors=True)
+            removed += 1
+        return removed
+
+    @asynccontextmanager
+    async def workspace(self, label: str) -> AsyncIterator[Path]:
+        """A work slot (bounded concurrency) and a fresh scratch folder, removed after."""
+        async with self.work_slots:
+            path = Path(self.settings.work_dir) / f"{label}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            await asyncio.to_thread(path.mkdir, parents=True, exist_ok=False)
+            try:
+                yield path
+            finally:
+                await asyncio.to_thread(shutil.rmtree, path, True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

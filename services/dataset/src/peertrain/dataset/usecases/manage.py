@@ -1,0 +1,80 @@
+"""Reading and deleting datasets (the owner's view)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from peertrain.common.blobs import BlobNotFound
+from peertrain.common.eventlog import ConcurrencyError
+from peertrain.common.events import NewEvent
+from peertrain.common.events.datasets import DatasetDeleted, dataset_stream
+from peertrain.dataset.domain.dataset import raw_prefix
+from peertrain.dataset.domain.errors import DatasetNotFound, DatasetNotReady
+from peertrain.dataset.projections import schema_key
+
+from .context import DatasetContext
+
+__all__ = ["delete_dataset", "get_dataset", "preview"]
+
+Doc = dict[str, Any]
+
+
+async def get_dataset(dctx: DatasetContext, dataset_id: str, user_id: str) -> Doc:
+    """The read model's document, if the caller owns the dataset (else 404)."""
+    doc = await dctx.views.get(dataset_id)
+    if doc is None:
+        # Appended but not projected yet (or the projection lags): fold the log.
+        state = await dctx.load(dataset_id)
+        if state is not None and state.visible_to(user_id):
+            doc = {
+                "_id": dataset_id,
+                "owner_id": state.owner_id,
+                "name": state.uploaded.name,
+                "filename": state.uploaded.filename,
+                "size": state.uploaded.raw.size,
+                "sha256": state.uploaded.raw.sha256,
+                "status": state.status,
+                "label_column": state.uploaded.label_column,
+            }
+    if doc is None or doc.get("owner_id") != user_id or doc.get("status") == "deleted":
+        raise DatasetNotFound(dataset_id)
+    if doc.get("status") == "validated" and doc.get("schema") is None:
+        try:  # a wide table: its schema is kept in the bucket
+            doc["schema"] = json.loads(await dctx.blobs.get_bytes(schema_key(dataset_id)))
+        except BlobNotFound:
+            raise DatasetNotFound(dataset_id) from None
+    return doc
+
+
+async def preview(dctx: DatasetContext, dataset_id: str, user_id: str) -> Any:
+    """The first rows, as written by validation."""
+    doc = await get_dataset(dctx, dataset_id, user_id)
+    key = doc.get("preview_key")
+    if doc.get("status") != "validated" or not key:
+        raise DatasetNotReady(
+            f"dataset {dataset_id!r} is {doc.get('status')}: a preview exists once it is validated",
+            detail={"status": doc.get("status")},
+        )
+    try:
+        return json.loads(await dctx.blobs.get_bytes(key))
+    except BlobNotFound:
+        raise DatasetNotFound(dataset_id) from None
+
+
+async def delete_dataset(dctx: DatasetContext, dataset_id: str, user_id: str) -> None:
+    """Append ``dataset.deleted`` and remove every object under ``datasets/<id>/``."""
+    for _ in range(5):
+        state = await dctx.load(dataset_id)
+        if state is None or not state.visible_to(user_id):
+            raise DatasetNotFound(dataset_id)
+        deleted = DatasetDeleted(dataset_id=dataset_id, owner_id=user_id)
+        new = NewEvent.of(deleted, producer=dctx.producer, actor=user_id, correlation_id=dataset_id)
+        try:
+            await dctx.append(dataset_stream(dataset_id), [new], expected_version=state.version)
+        except ConcurrencyError:
+            continue  # validation finished meanwhile: decide again
+        break
+    else:
+        raise DatasetNotReady(f"dataset {dataset_id!r} keeps changing; try again")
+    await dctx.blobs.delete_prefix(raw_prefix(dataset_id))

@@ -1,0 +1,173 @@
+"""Receiving an upload: the form streamed part by part, the file straight to the bucket.
+
+Nothing of the body is held beyond the blob store's one-part buffer. The format is
+checked on the file's first bytes before anything is stored; the size cap is enforced
+while streaming (413 as soon as it is passed, without reading the rest). Whatever goes
+wrong after the file is stored removes it again, so a refused upload leaves nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from peertrain.common.blobs import BlobTooLarge
+from peertrain.common.events import NewEvent, RecordedEvent
+from peertrain.common.events.datasets import ArtifactRef, DatasetUploaded, dataset_stream
+from peertrain.common.ids import new_id
+from peertrain.dataset.api.form import FormPart, StreamingForm, boundary_of
+from peertrain.dataset.domain.dataset import raw_prefix
+from peertrain.dataset.domain.errors import InvalidUploadForm, UploadTooLarge
+from peertrain.dataset.ingest.formats import SNIFF_BYTES, detect_format
+
+from .context import DatasetContext
+
+__all__ = ["FORM_FIELDS", "UploadOptions", "receive_upload"]
+
+FORM_FIELDS = ("file", "label_column", "name", "holdout_fraction", "image_size")
+_FIELD_LIMIT = 1024
+_FORM_OVERHEAD = 64 * 1024
+"""Room for the form's boundaries and small fields on top of the file's cap."""
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class UploadOptions:
+    """The form's fields, checked."""
+
+    name: str | None
+    label_column: str | None
+    holdout_fraction: float
+    image_size: tuple[int, int] | None
+
+
+def safe_filename(filename: str | None) -> str:
+    """The last path component, reduced to ``[A-Za-z0-9._-]`` (for the object key)."""
+    base = (filename or "").replace("\\", "/").rsplit("/", 1)[-1]
+    cleaned = _SAFE.sub("_", base).lstrip(".")[:100]
+    return cleaned or "upload"
+
+
+def _options(fields: dict[str, str], default_fraction: float) -> UploadOptions:
+    name = fields.get("name", "").strip() or None
+    label = fields.get("label_column", "").strip() or None
+    fraction = default_fraction
+    if "holdout_fraction" in fields:
+        try:
+            fraction = float(fields["holdout_fraction"])
+        except ValueError:
+            fraction = math.nan
+        if not 0 < fraction <= 0.5:
+            raise InvalidUploadForm(
+                "holdout_fraction must be a number in (0, 0.5]",
+                detail={"field": "holdout_fraction"},
+            )
+    size: tuple[int, int] | None = None
+    if fields.get("image_size", "").strip():
+        match = re.fullmatch(r"\s*(\d{1,4})\s*[xX,]\s*(\d{1,4})\s*", fields["image_size"])
+        if not match or min(int(match[1]), int(match[2])) < 1:
+            raise InvalidUploadForm(
+                "image_size must be WIDTHxHEIGHT, e.g. 28x28", detail={"field": "image_size"}
+            )
+        size = (int(match[1]), int(match[2]))
+    if name is not None and len(name) > 200:
+        raise InvalidUploadForm("name is longer than 200 characters", detail={"field": "name"})
+    return UploadOptions(name, label, fraction, size)
+
+
+async def _prefix(chunks: AsyncIterator[bytes]) -> tuple[bytes, bool]:
+    """Up to :data:`SNIFF_BYTES` from the start (more if a chunk overshoots); and whether
+    that is everything."""
+    buffer = bytearray()
+    async for chunk in chunks:
+        buffer += chunk
+        if len(buffer) >= SNIFF_BYTES:
+            return bytes(buffer), False
+    return bytes(buffer), True
+
+
+async def _store_file(
+    dctx: DatasetContext, part: FormPart, dataset_id: str
+) -> tuple[ArtifactRef, str]:
+    cap = dctx.settings.max_upload_bytes
+    filename = part.filename or "upload"
+    chunks = part.data()
+    prefix, complete = await _prefix(chunks)
+    detect_format(prefix[:SNIFF_BYTES], complete=complete, name=filename)
+    if len(prefix) > cap:
+        raise UploadTooLarge(cap)
+
+    async def body() -> AsyncIterator[bytes]:
+        yield prefix
+        async for chunk in chunks:
+            yield chunk
+
+    key = f"{raw_prefix(dataset_id)}raw/{safe_filename(filename)}"
+    try:
+        result = await dctx.blobs.put_stream(key, body(), max_bytes=cap)
+    except BlobTooLarge:
+        raise UploadTooLarge(cap) from None
+    return ArtifactRef(key=key, sha256=result.sha256, size=result.size), filename
+
+
+async def receive_upload(
+    dctx: DatasetContext,
+    body: AsyncIterator[bytes],
+    *,
+    content_type: str | None,
+    content_length: int | None,
+    owner_id: str,
+) -> RecordedEvent:
+    """Stream one upload into the bucket and append ``dataset.uploaded``.
+
+    Raises
+    ------
+    UnsupportedMediaType, UploadTooLarge, InvalidUploadForm, InvalidDataset
+        The upload is refused; nothing of it is stored.
+    """
+    boundary = boundary_of(content_type)
+    cap = dctx.settings.max_upload_bytes
+    if content_length is not None and content_length > cap + _FORM_OVERHEAD:
+        raise UploadTooLarge(cap)
+    dataset_id = new_id()
+    form = StreamingForm(body, boundary)
+    fields: dict[str, str] = {}
+    raw: ArtifactRef | None = None
+    filename = "upload"
+    try:
+        while (part := await form.next_part()) is not None:
+            if part.name not in FORM_FIELDS:
+                raise InvalidUploadForm(
+                    f"unknown form field {part.name!r}", detail={"allowed": list(FORM_FIELDS)}
+                )
+            if part.name in fields or (part.name == "file" and raw is not None):
+                raise InvalidUploadForm(f"form field {part.name!r} is given twice")
+            if part.name == "file":
+                raw, filename = await _store_file(dctx, part, dataset_id)
+            else:
+                fields[part.name] = await part.text(_FIELD_LIMIT)
+        if raw is None:
+            raise InvalidUploadForm("the form has no 'file' part", detail={"field": "file"})
+        options = _options(fields, dctx.settings.default_holdout_fraction)
+        uploaded = DatasetUploaded(
+            dataset_id=dataset_id,
+            owner_id=owner_id,
+            name=options.name or filename[:200] or dataset_id,
+            filename=filename[:255],
+            raw=raw,
+            label_column=options.label_column,
+            holdout_fraction=options.holdout_fraction,
+            image_size=options.image_size,
+        )
+        event = NewEvent.of(
+            uploaded, producer=dctx.producer, actor=owner_id, correlation_id=dataset_id
+        )
+        recorded = await dctx.append(dataset_stream(dataset_id), [event], expected_version=0)
+    except BaseException:
+        if raw is not None:
+            await asyncio.shield(dctx.blobs.delete(raw.key))
+        raise
+    return recorded[0]

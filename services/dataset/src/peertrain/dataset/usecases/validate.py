@@ -1,0 +1,182 @@
+"""Validation, run from ``dataset.uploaded``: accept (encoded, split) or reject (cleaned up).
+
+The raw upload is streamed from the bucket to scratch space, prepared in a worker
+thread (the event loop keeps serving), and the outcome appended to the dataset's
+stream at the version the upload left it: if the dataset was deleted meanwhile, the
+append fails and whatever was written is removed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import structlog
+
+from peertrain.common.blobs import BlobError, BlobNotFound
+from peertrain.common.eventlog import ConcurrencyError
+from peertrain.common.events import NewEvent, RecordedEvent
+from peertrain.common.events.datasets import (
+    DatasetRejected,
+    DatasetUploaded,
+    DatasetValidated,
+    dataset_stream,
+)
+from peertrain.dataset.domain.dataset import DatasetState, raw_prefix
+from peertrain.dataset.domain.errors import InvalidDataset
+from peertrain.dataset.domain.holdout import holdout_seed
+from peertrain.dataset.prepare import PreparedDataset, PrepareOptions, prepare_upload
+from peertrain.dataset.projections import schema_key
+
+from .artifacts import upload_file
+from .context import DatasetContext
+
+__all__ = ["validate_upload"]
+
+log = structlog.get_logger(__name__)
+
+
+async def validate_upload(dctx: DatasetContext, event: RecordedEvent) -> None:
+    """Validate the upload ``event`` announced (a no-op once it was decided)."""
+    assert isinstance(event.data, DatasetUploaded)
+    state = await dctx.load(event.data.dataset_id)
+    if state is None or state.status != "validating":
+        return
+    uploaded = state.uploaded
+    clock = _Clock()
+    async with dctx.workspace(f"validate-{uploaded.dataset_id}") as scratch:
+        raw_path = scratch / "raw"
+        try:
+            digest = await dctx.blobs.download_to(uploaded.raw.key, raw_path)
+            clock.lap("downloaded")
+        except BlobNotFound:
+            await _reject(dctx, state, event, InvalidDataset("the uploaded file is gone"))
+            return
+        if digest.sha256 != uploaded.raw.sha256:
+            await _reject(
+                dctx, state, event, InvalidDataset("the uploaded file changed after upload")
+            )
+            return
+        options = PrepareOptions(
+            label_column=uploaded.label_column,
+            holdout_fraction=uploaded.holdout_fraction,
+            holdout_seed=holdout_seed(uploaded.dataset_id),
+            image_size=uploaded.image_size,
+        )
+        work = scratch / "work"
+        work.mkdir()
+        try:
+            prepared = await asyncio.to_thread(
+                prepare_upload, raw_path, uploaded.filename, work, options, dctx.limits
+            )
+        except InvalidDataset as exc:
+            await _reject(dctx, state, event, exc)
+            return
+        except (MemoryError, OSError, BlobError):
+            raise  # the machine, not the data: worth another delivery
+        except Exception as exc:
+            log.exception("validation failed unexpectedly", dataset_id=uploaded.dataset_id)
+            await _reject(
+                dctx, state, event, InvalidDataset(f"the file could not be read: {exc!r}"[:300])
+            )
+            return
+        clock.lap("prepared")
+        raw_path.unlink(missing_ok=True)
+        await _accept(dctx, state, event, prepared)
+        clock.lap("stored")
+        log.info("validation timings", dataset_id=uploaded.dataset_id, **clock.laps)
+
+
+async def _accept(
+    dctx: DatasetContext, state: DatasetState, cause: RecordedEvent, prepared: PreparedDataset
+) -> None:
+    dataset_id = state.dataset_id
+    prefix = raw_prefix(dataset_id)
+    blobs = dctx.blobs
+    preview_path = prepared.train_x.parent / "preview.json"
+    preview_path.write_text(json.dumps(prepared.preview, ensure_ascii=False))
+    train_x = await upload_file(
+        blobs, f"{prefix}train/X.npy", prepared.train_x, rows=prepared.train_rows
+    )
+    train_y = await upload_file(
+        blobs, f"{prefix}train/y.npy", prepared.train_y, rows=prepared.train_rows
+    )
+    holdout = await upload_file(
+        blobs,
+        f"{prefix}holdout.npz",
+        prepared.holdout,
+        rows=prepared.holdout_rows,
+        class_counts=prepared.holdout_class_counts,
+    )
+    preview = await upload_file(
+        blobs, f"{prefix}preview.json", preview_path, content_type="application/json"
+    )
+    schema = json.dumps([c.model_dump(mode="json") for c in prepared.columns]).encode()
+    await blobs.put_bytes(schema_key(dataset_id), schema, content_type="application/json")
+    validated = DatasetValidated(
+        dataset_id=dataset_id,
+        kind=prepared.kind,
+        rows=prepared.rows,
+        train_rows=prepared.train_rows,
+        holdout_rows=prepared.holdout_rows,
+        columns=prepared.columns,
+        label_column=prepared.label_column,
+        classes=prepared.classes,
+        class_counts=prepared.class_counts,
+        feature_spec=prepared.feature_spec,
+        train_x=train_x,
+        train_y=train_y,
+        holdout=holdout,
+        preview=preview,
+        holdout_seed=prepared.holdout_seed,
+    )
+    new = NewEvent.of(validated, producer=dctx.producer, causation=cause, actor=state.owner_id)
+    try:
+        await dctx.append(dataset_stream(dataset_id), [new], expected_version=state.version)
+    except ConcurrencyError:
+        # Deleted (or decided by another instance) meanwhile: what is there is not ours.
+        latest = await dctx.load(dataset_id)
+        if latest is None or latest.status == "deleted":
+            await blobs.delete_prefix(prefix)
+        return
+    log.info("dataset validated", dataset_id=dataset_id, rows=prepared.rows)
+
+
+async def _reject(
+    dctx: DatasetContext, state: DatasetState, cause: RecordedEvent, error: InvalidDataset
+) -> None:
+    dataset_id = state.dataset_id
+    await dctx.blobs.delete_prefix(raw_prefix(dataset_id))
+    detail = error.detail if isinstance(error.detail, dict) else None
+    rejected = DatasetRejected(
+        dataset_id=dataset_id,
+        code=error.code,
+        message=error.message,
+        detail={k: _scalar(v) for k, v in detail.items()} if detail else None,
+    )
+    new = NewEvent.of(rejected, producer=dctx.producer, causation=cause, actor=state.owner_id)
+    try:
+        await dctx.append(dataset_stream(dataset_id), [new], expected_version=state.version)
+    except ConcurrencyError:
+        return
+    log.info("dataset rejected", dataset_id=dataset_id, reason=error.code)
+
+
+class _Clock:
+    """Seconds spent in each phase (for the logs)."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[f"{name}_s"] = round(now - self._last, 3)
+        self._last = now
+
+
+def _scalar(value: object) -> str | int | float | None:
+    if value is None or isinstance(value, str | int | float):
+        return value
+    return str(value)
