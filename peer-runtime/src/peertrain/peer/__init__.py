@@ -1,1 +1,1 @@
-"""PeerTrain peer runtime."""
+"""PeerTrain peer runtime: the program a volunteer runs (listener + worker)."""

@@ -1,1 +1,1 @@
-"""PeerTrain registry service."""
+"""PeerTrain registry service: peers, device specs, heartbeats, liveness, selection."""

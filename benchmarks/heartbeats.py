@@ -1,0 +1,507 @@
+"""Heartbeat benchmark: one registry process consuming many simulated peers.
+
+    python benchmarks/heartbeats.py [--peers 25000] [--interval 5] [--duration 30]
+
+Simulated peers are coroutines in this process (not one process each), every one with
+its own valid peer access token, heartbeating on ``peertrain.telemetry`` with routing
+key ``peer.<id>.heartbeat`` exactly as the runtime does. They are enrolled, registered
+and online in a throw-away event log, so the registry (``python -m peertrain.registry``
+with that log, started here) sees steady state: no transitions, just heartbeats.
+
+``heartbeats_per_s``: heartbeats the registry accepted per second, over a window of at
+least ``--duration`` seconds after a warm-up (from its ``registry_heartbeats_total``).
+``liveness_lag_p99_ms``: 99th percentile from a heartbeat's ``sent_at`` to the update
+of the registry's liveness table, the in-memory part of its read model that the API
+answers from (``registry_heartbeat_lag_seconds``, interpolated in its bucket). The
+stored copy of last-seen times is written every few seconds by design.
+
+Also: ``drain_per_s``, how fast the registry works through ``--prefill`` heartbeats
+queued before it started (its capacity with no publisher competing for the CPU), and
+``cpu_cores_used`` per process and for the whole machine over the window (a busy
+machine explains a low rate; cores / rate is the cost of one heartbeat).
+
+Goal on this 2-core machine (shared by RabbitMQ, FerretDB, the registry and these
+publishers): 5,000 heartbeats/s (25,000 peers at 5 s) with a p99 lag <= 1,000 ms. The
+last line printed is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import aiormq
+import httpx
+import psutil
+from aiormq.abc import ChannelFrame
+from jose import jwk, jwt
+from pamqp.body import ContentBody
+from pamqp.commands import Basic
+from pamqp.frame import marshal
+from pamqp.header import ContentHeader
+from pymongo import AsyncMongoClient
+
+from peertrain.auth.domain.keys import generate_key
+from peertrain.auth.domain.tokens import access_claims
+from peertrain.auth.testing import free_port
+from peertrain.common.bus import TELEMETRY
+from peertrain.common.eventlog import EventLog
+from peertrain.common.events import NewEvent, RecordedEvent, to_document
+from peertrain.common.events.auth import AUTH_KEYS_STREAM, KeysRotated
+from peertrain.common.events.peers import (
+    PeerEnrolled,
+    PeerRegistered,
+    PeerWentOnline,
+    peer_queue,
+    peer_stream,
+    telemetry_key,
+)
+from peertrain.common.ids import new_id
+from peertrain.common.security import (
+    ACCESS_TOKEN_TYPE,
+    DEFAULT_AUDIENCE,
+    DEFAULT_ISSUER,
+    peer_headers,
+)
+from peertrain.common.settings import ServiceSettings
+from peertrain.registry.testing import registry_process
+
+ROOT = Path(__file__).resolve().parents[1]
+AMQP = ServiceSettings().amqp_url.get_secret_value()
+MONGO = ServiceSettings().mongo_url
+MGMT = "http://127.0.0.1:15672/api"
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# -- setup ---------------------------------------------------------------------------------
+
+
+async def seed_log(db_name: str, peers: list[str], owner: str, interval_s: float, key: Any) -> None:
+    """The signing key, and every peer enrolled, registered and online, in a fresh log."""
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(MONGO, tz_aware=True)
+    try:
+        event_log = EventLog(client[db_name])
+        await event_log.ensure_indexes()
+        await event_log.append(
+            AUTH_KEYS_STREAM,
+            [NewEvent.of(KeysRotated(keys=(key.jwk,), active_kid=key.kid), producer="auth")],
+            expected_version=0,
+        )
+        positions = iter(await event_log.positions.allocate(3 * len(peers)))
+        docs: list[dict[str, Any]] = []
+        for peer_id in peers:
+            payloads = (
+                PeerEnrolled(peer_id=peer_id, owner_id=owner, name="bench"),
+                PeerRegistered(
+                    peer_id=peer_id, owner_id=owner, name="bench", queue=peer_queue(peer_id)
+                ),
+                PeerWentOnline(peer_id=peer_id, interval_s=interval_s),
+            )
+            for seq, data in enumerate(payloads, start=1):
+                new = NewEvent.of(data, producer="bench")
+                recorded = RecordedEvent(
+                    **new.model_dump(exclude={"data"}),
+                    data=data,
+                    stream=peer_stream(peer_id),
+                    seq=seq,
+                    position=next(positions),
+                )
+                docs.append(to_document(recorded))
+        for start in range(0, len(docs), 2000):
+            await event_log.events.insert_many(docs[start : start + 2000], ordered=False)
+    finally:
+        await client.close()
+
+
+def sign_tokens(peers: list[str], owner: str, key: Any) -> list[str]:
+    """One real peer access token per simulated peer (valid for the whole run)."""
+    signer = jwk.construct(key.private_pem, "RS256")
+    headers = {"kid": key.kid, "typ": ACCESS_TOKEN_TYPE}
+    now = int(time.time())
+    return [
+        jwt.encode(
+            access_claims(
+                subject=peer_id,
+                roles=("peer",),
+                issuer=DEFAULT_ISSUER,
+                audience=DEFAULT_AUDIENCE,
+                now=now,
+                ttl_s=900,
+                owner=owner,
+            ),
+            signer,
+            algorithm="RS256",
+            headers=headers,
+        )
+        for peer_id in peers
+    ]
+
+
+# -- the simulated peers ---------------------------------------------------------------------
+
+
+class Fleet:
+    """Simulated peers: one coroutine each, publishing on a few shared channels.
+
+    Each heartbeat is exactly what the runtime sends (same exchange, routing key,
+    headers with the peer's token, JSON body), but its AMQP frames are marshalled once
+    per peer and only the body frame per message: the load generator shares the two
+    cores with the registry and must not be what limits the rate.
+    """
+
+    def __init__(self, peers: list[str], tokens: list[str], interval_s: float) -> None:
+        self.peers = peers
+        self.tokens = tokens
+        self.interval_s = interval_s
+        self.sent = 0
+        self.stopping = asyncio.Event()
+        self.session = uuid.uuid4().hex
+
+    def _body(self, seq: int) -> bytes:
+        return (
+            f'{{"session":"{self.session}","seq":{seq:12d},"sent_at":{time.time():17.6f},'
+            f'"interval_s":{self.interval_s:.3f}}}'
+        ).encode()
+
+    async def run(self, connections: int = 2) -> None:
+        conns = [await aiormq.connect(AMQP) for _ in range(connections)]
+        channels = [await c.channel(publisher_confirms=False) for c in conns]
+        try:
+            await asyncio.gather(
+                *(self._peer(i, channels[i % len(channels)]) for i in range(len(self.peers)))
+            )
+        finally:
+            for c in conns:
+                await c.close()
+
+    async def _peer(self, i: int, channel: aiormq.abc.AbstractChannel) -> None:
+        peer_id = self.peers[i]
+        number = channel.number
+        size = len(self._body(0))
+        props = Basic.Properties(
+            headers=dict(peer_headers(self.tokens[i])),
+            content_type="application/json",
+            delivery_mode=1,
+        )
+        prefix = marshal(
+            Basic.Publish(exchange=TELEMETRY.name, routing_key=telemetry_key(peer_id, "heartbeat")),
+            number,
+        ) + marshal(ContentHeader(0, size, props), number)
+        queue = channel.connection.write_queue
+        # Peers start spread over one interval, as real ones would be.
+        await asyncio.sleep(self.interval_s * i / len(self.peers))
+        seq = 0
+        loop = asyncio.get_running_loop()
+        next_at = loop.time()
+        while not self.stopping.is_set():
+            seq += 1
+            body = self._body(seq)
+            frame = prefix + marshal(ContentBody(body), number)
+            await queue.put(ChannelFrame(payload=frame, should_close=False))
+            self.sent += 1
+            next_at += self.interval_s
+            await asyncio.sleep(max(0.0, next_at - loop.time()))
+
+
+PREFILL_TTL_S = 600
+
+
+async def prefill(namespace: str, peers: list[str], tokens: list[str], count: int) -> None:
+    """Queue ``count`` heartbeats for a registry that is not consuming yet.
+
+    The queue is declared exactly as the registry declares it (with a TTL long enough
+    to outlive its start-up).
+    """
+    queue = f"{namespace}.heartbeats"
+    conn = await aiormq.connect(AMQP)
+    try:
+        channel = await conn.channel(publisher_confirms=False)
+        await channel.queue_declare(
+            queue,
+            durable=True,
+            arguments={
+                "x-queue-type": "classic",
+                "x-message-ttl": PREFILL_TTL_S * 1000,
+                "x-max-length": 1_000_000,
+                "x-overflow": "drop-head",
+            },
+        )
+        await channel.queue_bind(queue, TELEMETRY.name, routing_key="peer.*.heartbeat")
+        fleet = Fleet(peers, tokens, 5.0)
+        number = channel.number
+        size = len(fleet._body(0))
+        prefixes: dict[int, bytes] = {}
+        for k in range(count):
+            i = k % len(peers)
+            if i not in prefixes:
+                props = Basic.Properties(
+                    headers=dict(peer_headers(tokens[i])),
+                    content_type="application/json",
+                    delivery_mode=1,
+                )
+                key = telemetry_key(peers[i], "heartbeat")
+                prefixes[i] = marshal(
+                    Basic.Publish(exchange=TELEMETRY.name, routing_key=key), number
+                ) + marshal(ContentHeader(0, size, props), number)
+            frame = prefixes[i] + marshal(ContentBody(fleet._body(k)), number)
+            await conn.write_queue.put(ChannelFrame(payload=frame, should_close=False))
+        for _ in range(600):  # RabbitMQ's counts lag a little behind the publishes
+            if queue_depth(queue) >= count * 0.99:
+                break
+            await asyncio.sleep(0.5)
+    finally:
+        await conn.close()
+
+
+async def drain_rate(port: int, count: int) -> float:
+    """How fast the registry works through ``count`` queued heartbeats."""
+    first: float | None = None
+    while True:
+        done = scrape(port).get("registry_heartbeats_total", 0.0)
+        now = time.monotonic()
+        if first is None and done > 0:
+            first, first_done = now, done
+        if done >= 0.98 * count and first is not None:
+            return (done - first_done) / max(now - first, 1e-6)
+        await asyncio.sleep(0.2)
+
+
+# -- reading the registry's metrics ---------------------------------------------------------
+
+
+def scrape(port: int) -> dict[str, float]:
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        m = re.match(r"^(registry_\w*)(\{[^}]*\})? ([0-9.e+-]+)$", line)
+        if m:
+            out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+    return out
+
+
+def quantile_ms(
+    before: dict[str, float],
+    after: dict[str, float],
+    q: float = 0.99,
+    metric: str = "registry_heartbeat_lag_seconds",
+) -> float | None:
+    """A quantile of a histogram's growth between two scrapes (interpolated)."""
+    buckets: list[tuple[float, float]] = []
+    for name, value in after.items():
+        m = re.match(rf'{metric}_bucket\{{le="([^"]+)"\}}', name)
+        if m:
+            le = float("inf") if m.group(1) == "+Inf" else float(m.group(1))
+            buckets.append((le, value - before.get(name, 0.0)))
+    buckets.sort()
+    if not buckets or buckets[-1][1] <= 0:
+        return None
+    target = q * buckets[-1][1]
+    lower, below = 0.0, 0.0
+    for le, count in buckets:
+        if count >= target:
+            if le == float("inf"):
+                return lower * 1000
+            share = (target - below) / (count - below) if count > below else 1.0
+            return (lower + (le - lower) * share) * 1000
+        lower, below = le, count
+    return None
+
+
+def queue_depth(name: str) -> int:
+    r = httpx.get(f"{MGMT}/queues/%2F/{name}", auth=("admin", "admin"), timeout=10)
+    return int(r.json().get("messages", 0)) if r.status_code == 200 else -1
+
+
+def cleanup(namespace: str, *dbs: str) -> None:
+    with httpx.Client(base_url=MGMT, auth=("admin", "admin"), timeout=10) as mgmt:
+        r = mgmt.get("/queues/%2F", params={"columns": "name"})
+        for q in r.json() if r.status_code == 200 else []:
+            if q["name"].startswith(namespace + "."):
+                mgmt.delete(f"/queues/%2F/{q['name']}")
+    from pymongo import MongoClient
+
+    with MongoClient(MONGO) as client:
+        for db in dbs:
+            client.drop_database(db)
+
+
+# -- main ------------------------------------------------------------------------------------
+
+
+def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
+    """User + system CPU seconds used so far by each named process (and its threads)."""
+    out: dict[str, float] = {}
+    for name, pid in pids.items():
+        try:
+            times = psutil.Process(pid).cpu_times()
+            out[name] = times.user + times.system
+        except psutil.Error:
+            out[name] = 0.0
+    return out
+
+
+def machine_busy() -> float:
+    """CPU seconds the whole machine spent busy so far."""
+    t = psutil.cpu_times()
+    return float(sum(t) - t.idle - getattr(t, "iowait", 0.0))
+
+
+async def measure(
+    args: argparse.Namespace,
+    port: int,
+    fleet: Fleet,
+    namespace: str,
+    pids: dict[str, int],
+) -> dict[str, Any]:
+    publishing = asyncio.create_task(fleet.run())
+    await asyncio.sleep(args.warmup)
+    before, t0, sent0 = scrape(port), time.monotonic(), fleet.sent
+    cpu0, busy0 = cpu_seconds(pids), machine_busy()
+    samples: list[float] = []
+    last, last_t = before.get("registry_heartbeats_total", 0.0), t0
+    while time.monotonic() - t0 < args.duration:
+        await asyncio.sleep(5)
+        now = scrape(port)
+        total, t = now.get("registry_heartbeats_total", 0.0), time.monotonic()
+        samples.append((total - last) / (t - last_t))
+        log(
+            f"consumed {samples[-1]:,.0f}/s, sent {fleet.sent:,}, "
+            f"backlog {queue_depth(namespace + '.heartbeats'):,}"
+        )
+        last, last_t = total, t
+    after, t1, sent1 = scrape(port), time.monotonic(), fleet.sent
+    cpu1, busy1 = cpu_seconds(pids), machine_busy()
+    backlog = queue_depth(namespace + ".heartbeats")
+    fleet.stopping.set()
+    publishing.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await publishing
+    window = t1 - t0
+    accepted = after.get("registry_heartbeats_total", 0.0) - before.get(
+        "registry_heartbeats_total", 0.0
+    )
+    rejected = sum(v for k, v in after.items() if k.startswith("registry_rejected")) - sum(
+        v for k, v in before.items() if k.startswith("registry_rejected")
+    )
+    lag = quantile_ms(before, after)
+    p50 = quantile_ms(before, after, 0.5)
+    loop_p99 = quantile_ms(before, after, 0.99, "registry_event_loop_lag_seconds")
+    return {
+        "heartbeats_per_s": round(accepted / window, 1),
+        "liveness_lag_p99_ms": round(lag, 1) if lag is not None else None,
+        "liveness_lag_p50_ms": round(p50, 1) if p50 is not None else None,
+        "event_loop_lag_p99_ms": round(loop_p99, 1) if loop_p99 is not None else None,
+        "sent_per_s": round((sent1 - sent0) / window, 1),
+        "min_5s_rate": round(min(samples), 1) if samples else None,
+        "window_s": round(window, 1),
+        "peers": args.peers,
+        "interval_s": args.interval,
+        "backlog_at_end": backlog,
+        "rejected": rejected,
+        "cpu_cores_used": {k: round((cpu1[k] - cpu0[k]) / window, 2) for k in pids}
+        | {"machine": round((busy1 - busy0) / window, 2)},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--peers", type=int, default=25_000)
+    parser.add_argument("--interval", type=float, default=5.0)
+    parser.add_argument("--duration", type=float, default=30.0, help="measured window (s)")
+    parser.add_argument(
+        "--prefill",
+        type=int,
+        default=100_000,
+        help="heartbeats queued before the registry starts: its drain rate, alone",
+    )
+    parser.add_argument(
+        "--warmup", type=float, default=20.0, help="first sight of every token, then steady"
+    )
+    args = parser.parse_args()
+
+    run = uuid.uuid4().hex[:8]
+    db, namespace = f"pt_bench_hb_{run}", f"registry.bench{run}"
+    peers = [new_id() for _ in range(args.peers)]
+    owner = new_id()
+    key = generate_key()
+    started = time.perf_counter()
+    asyncio.run(seed_log(db, peers, owner, args.interval, key))
+    log(f"seeded {args.peers:,} peers (3 events each) in {time.perf_counter() - started:.1f}s")
+    started = time.perf_counter()
+    tokens = sign_tokens(peers, owner, key)
+    log(f"signed {len(tokens):,} tokens in {time.perf_counter() - started:.1f}s")
+
+    port = free_port()
+    log_dir = Path(tempfile.mkdtemp(prefix="bench-heartbeats-"))
+    registry = registry_process(
+        mongo_db=db,
+        log_dir=log_dir,
+        namespace=namespace,
+        port=port,
+        extra_env={
+            "PEERTRAIN_REGISTRY_LOG_LEVEL": "WARNING",
+            "PEERTRAIN_REGISTRY_HEARTBEAT_TTL_S": str(PREFILL_TTL_S),
+        },
+    )
+    result: dict[str, Any] = {}
+    try:
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "peertrain.registry", "replay"],
+            env=registry.env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        replay_s = time.perf_counter() - started
+        log(f"replay (read model rebuilt from the log): {replay_s:.1f}s {done.stdout.strip()}")
+        if args.prefill:
+            asyncio.run(prefill(namespace, peers, tokens, args.prefill))
+            log(f"prefilled {args.prefill:,} heartbeats before the registry started")
+        started = time.perf_counter()
+        registry.start(timeout=300)
+        log(f"registry ready in {time.perf_counter() - started:.1f}s on port {port}")
+        if args.prefill:
+            drain = asyncio.run(drain_rate(port, args.prefill))
+            log(f"drained the backlog at {drain:,.0f} heartbeats/s (no publishers running)")
+        fleet = Fleet(peers, tokens, args.interval)
+        assert registry.proc is not None
+        pids = {"registry": registry.proc.pid, "publishers": os.getpid()}
+        rabbit = subprocess.run(
+            ["bash", str(ROOT / "deploy/local/stack.sh"), "pid", "rabbitmq"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        if rabbit.isdigit():
+            pids["rabbitmq"] = int(rabbit)
+        result = asyncio.run(measure(args, port, fleet, namespace, pids))
+        result["replay_s"] = round(replay_s, 1)
+        if args.prefill:
+            result["drain_per_s"] = round(drain, 1)
+    finally:
+        registry.stop()
+        log(f"registry log: {registry.log_path}")
+        # FerretDB finishes a write whose client died; dropping a database under it can
+        # leave a broken file behind, so let in-flight writes land first.
+        time.sleep(3)
+        cleanup(namespace, db, f"{db}_registry")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,296 @@
+"""The listener: one asyncio loop that stays connected, heartbeats and takes work.
+
+It connects to RabbitMQ with the peer's *own* user (it may only publish telemetry
+under ``peer.<id>.*`` and consume ``peer.<id>``), announces the device specs, then
+heartbeats every interval, each message carrying the current access token. Messages on
+its queue are acknowledged as soon as they are accepted and handed to the worker.
+
+Any loss (broker restart, network) ends the session; the listener reconnects with
+backoff by itself. A refused login to the broker means the credentials are stale (the
+registry issues a new password on every request): it asks for new ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aio_pika
+import aiormq
+import structlog
+from aio_pika.abc import AbstractIncomingMessage
+
+from peertrain.common.events.peers import (
+    ANNOUNCE,
+    HEARTBEAT,
+    LEAVING,
+    Announce,
+    DeviceSpecs,
+    Heartbeat,
+    Leaving,
+    telemetry_key,
+)
+from peertrain.common.security import peer_headers
+
+from .api import ApiError, PeerApi
+from .backoff import Backoff
+from .files import BROKER_FILE, read_model, remove, write_json
+from .identity import BrokerAccess, Identity
+from .status import StatusReporter
+from .tokens import TokenManager
+from .worker import Worker, WorkItem
+
+__all__ = ["Listener"]
+
+log = structlog.get_logger(__name__)
+
+
+def _refused(exc: BaseException) -> bool:
+    return isinstance(
+        exc,
+        aiormq.exceptions.AuthenticationError
+        | aiormq.exceptions.ProbableAuthenticationError
+        | aiormq.exceptions.ChannelAccessRefused,
+    ) or "ACCESS_REFUSED" in str(exc)
+
+
+class Listener:
+    """Keeps the peer present on the platform until ``stop`` is set.
+
+    Parameters
+    ----------
+    identity
+        Who the peer is.
+    api
+        The platform's HTTP API (broker credentials).
+    tokens
+        Access tokens, renewed as they age.
+    worker
+        Where accepted work goes.
+    specs
+        Announced at every (re)connection.
+    config_dir
+        Where broker credentials are cached (mode 0600).
+    interval_s
+        Heartbeat period.
+    """
+
+    def __init__(
+        self,
+        identity: Identity,
+        api: PeerApi,
+        tokens: TokenManager,
+        worker: Worker,
+        specs: DeviceSpecs,
+        status: StatusReporter,
+        *,
+        config_dir: Path,
+        interval_s: float = 5.0,
+        announce_every: int = 60,
+        reconnect_max_s: float = 15.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.identity = identity
+        self.api = api
+        self.tokens = tokens
+        self.worker = worker
+        self.specs = specs
+        self.status = status
+        self.config_dir = config_dir
+        self.interval_s = interval_s
+        self.announce_every = announce_every
+        self.backoff = Backoff(initial_s=0.5, max_s=reconnect_max_s)
+        self.clock = clock
+        self.session = status.session
+        self._seq = 0
+        self.heartbeats_sent = 0
+        self.reconnects = 0
+        self.tasks_received = 0
+
+    # -- the loop ------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Stay connected until ``stop`` is set; announce leaving on the way out.
+
+        Raises
+        ------
+        ApiError
+            If the platform refuses this peer for good (a 4xx answer other than 429).
+        """
+        while not stop.is_set():
+            try:
+                await self.tokens.wait_for_token(stop)
+                access = await self._broker_access()
+                await self._session(access, stop)
+            except asyncio.CancelledError:
+                if stop.is_set():
+                    break
+                raise
+            except ApiError as exc:
+                if not exc.retryable:
+                    raise
+                self._lost(exc)
+            except Exception as exc:
+                if _refused(exc):
+                    log.warning("broker refused our credentials; asking for new ones")
+                    remove(self.config_dir, BROKER_FILE)
+                self._lost(exc)
+            if stop.is_set():
+                break
+            delay = self.backoff.next()
+            log.info("reconnecting", in_s=round(delay, 2))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay)
+        self.status.update(state="stopped")
+
+    def _lost(self, exc: BaseException) -> None:
+        self.reconnects += 1
+        log.warning("disconnected from the platform", error=repr(exc))
+        self.status.update(
+            state="reconnecting", last_error=repr(exc)[:300], reconnects=self.reconnects
+        )
+
+    async def _broker_access(self) -> BrokerAccess:
+        cached = read_model(self.config_dir, BROKER_FILE, BrokerAccess)
+        if cached is not None:
+            return cached
+        token = await self.tokens.get()
+        try:
+            access = await self.api.broker_credentials(self.identity.peer_id, token)
+        except ApiError as exc:
+            if exc.status in (401, 404):  # the registry may not have caught up yet: retry
+                raise ConnectionError(str(exc)) from exc
+            raise
+        write_json(self.config_dir, BROKER_FILE, access.model_dump())
+        return access
+
+    async def _session(self, access: BrokerAccess, stop: asyncio.Event) -> None:
+        connection = await aio_pika.connect(access.amqp_url(), timeout=10)
+        lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def on_close(*_: Any) -> None:
+            if not lost.done():
+                lost.set_result(None)
+
+        connection.close_callbacks.add(on_close)
+        try:
+            channel = await connection.channel(publisher_confirms=True)
+            channel.close_callbacks.add(on_close)
+            await channel.set_qos(prefetch_count=1)
+            exchange = await channel.get_exchange(access.telemetry_exchange, ensure=False)
+            queue = await channel.get_queue(access.queue, ensure=False)
+            await queue.consume(self._on_message)
+            await self._publish(exchange, ANNOUNCE, self._announce())
+            self.heartbeats_sent += 1  # an announce is a heartbeat too
+            self.backoff.reset()
+            log.info("connected", queue=access.queue, session=self.session)
+            self.status.update(
+                state="connected",
+                broker=access.url,
+                queue=access.queue,
+                last_error=None,
+                last_heartbeat_at=datetime.now(UTC),
+                heartbeats_sent=self.heartbeats_sent,
+            )
+            await self._heartbeat_until(exchange, stop, lost)
+            if stop.is_set() and not lost.done():
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(
+                        self._publish(exchange, LEAVING, self._leaving()), timeout=3
+                    )
+                    log.info("announced leaving")
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(connection.close(), 3)
+        if lost.done() and not stop.is_set():
+            raise ConnectionError("broker connection lost")
+
+    async def _heartbeat_until(
+        self,
+        exchange: aio_pika.abc.AbstractExchange,
+        stop: asyncio.Event,
+        lost: asyncio.Future[None],
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        stopping: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
+        try:
+            next_at = loop.time() + self.interval_s
+            while not stop.is_set() and not lost.done():
+                timeout = max(0.0, next_at - loop.time())
+                waiting: set[asyncio.Future[Any]] = {stopping, lost}
+                await asyncio.wait(waiting, timeout=timeout)
+                if stop.is_set() or lost.done():
+                    return
+                next_at += self.interval_s
+                if next_at < loop.time():  # we fell behind (suspended): do not burst
+                    next_at = loop.time() + self.interval_s
+                kind = ANNOUNCE if self.heartbeats_sent % self.announce_every == 0 else HEARTBEAT
+                body = self._announce() if kind == ANNOUNCE else self._heartbeat()
+                await self._publish(exchange, kind, body)
+                self.heartbeats_sent += 1
+                self.status.update(
+                    last_heartbeat_at=datetime.now(UTC), heartbeats_sent=self.heartbeats_sent
+                )
+        finally:
+            stopping.cancel()
+
+    # -- messages ------------------------------------------------------------------------
+
+    def _next(self) -> dict[str, Any]:
+        self._seq += 1
+        return {"session": self.session, "seq": self._seq, "sent_at": self.clock()}
+
+    def _heartbeat(self) -> Heartbeat:
+        return Heartbeat(**self._next(), interval_s=self.interval_s)
+
+    def _announce(self) -> Announce:
+        return Announce(**self._next(), interval_s=self.interval_s, specs=self.specs)
+
+    def _leaving(self) -> Leaving:
+        return Leaving(**self._next(), reason="shutdown")
+
+    async def _publish(
+        self, exchange: aio_pika.abc.AbstractExchange, kind: str, body: Heartbeat | Leaving
+    ) -> None:
+        token = self.tokens.current
+        with contextlib.suppress(ApiError):
+            token = await self.tokens.get()
+        if token is None:
+            raise ApiError("no access token")
+        message = aio_pika.Message(
+            body.model_dump_json().encode(),
+            content_type="application/json",
+            headers=dict(peer_headers(token)),
+            delivery_mode=aio_pika.DeliveryMode.NOT_PERSISTENT,
+            expiration=max(1.0, self.interval_s * 3) if kind == HEARTBEAT else None,
+            message_id=str(uuid.uuid4()),
+        )
+        await exchange.publish(message, routing_key=telemetry_key(self.identity.peer_id, kind))
+
+    async def _on_message(self, message: AbstractIncomingMessage) -> None:
+        """Accept the message (ack at once) and hand it to the worker."""
+        await message.ack()
+        self.tasks_received += 1
+        self.worker.submit(
+            WorkItem(
+                routing_key=message.routing_key or "",
+                body=message.body,
+                message_id=message.message_id,
+            )
+        )
+        self.status.update(tasks_received=self.tasks_received)
+        log.info("accepted a message", routing_key=message.routing_key, body=_preview(message.body))
+
+
+def _preview(body: bytes) -> str:
+    try:
+        return json.dumps(json.loads(body))[:200]
+    except ValueError:
+        return repr(body[:80])

@@ -1,0 +1,56 @@
+"""The runtime's status file, written while it runs, read by ``peertrain-peer status``."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .files import STATUS_FILE, read_model, write_json
+from .identity import RuntimeStatus
+
+__all__ = ["StatusReporter", "load_status", "pid_alive"]
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with ``pid`` exists."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def load_status(config_dir: Path) -> RuntimeStatus | None:
+    """The last status a runtime wrote (``None`` if it never ran)."""
+    return read_model(config_dir, STATUS_FILE, RuntimeStatus, secret=False)
+
+
+@dataclass
+class StatusReporter:
+    """Keeps ``status.json`` current (small, atomic writes; at most one per heartbeat)."""
+
+    config_dir: Path
+    session: str
+    status: RuntimeStatus = field(init=False)
+
+    def __post_init__(self) -> None:
+        now = datetime.now(UTC)
+        self.status = RuntimeStatus(
+            pid=os.getpid(), session=self.session, started_at=now, state="starting", updated_at=now
+        )
+        self.write()
+
+    def update(self, **changes: object) -> None:
+        """Change fields and write the file."""
+        self.status = self.status.model_copy(update={**changes, "updated_at": datetime.now(UTC)})
+        self.write()
+
+    def write(self) -> None:
+        """Write the file (errors are ignored: status is informative)."""
+        with contextlib.suppress(OSError):
+            write_json(self.config_dir, STATUS_FILE, self.status.model_dump(mode="json"))

@@ -1,0 +1,138 @@
+"""Run real peer runtimes as processes, for stack tests and benchmarks.
+
+::
+
+    peer = PeerProcess.enroll(api, enrollment_token, config_dir=tmp / "p1", log_dir=tmp, name="p1")
+    peer.start(interval_s=1)
+    peer.kill()                            # SIGKILL; peer.stop() is SIGTERM
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["PeerProcess"]
+
+
+def _env(extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PEERTRAIN_")}
+    env.update(extra)
+    return env
+
+
+def _peer_cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "peertrain.peer", *args]
+
+
+@dataclass
+class PeerProcess:
+    """A real ``peertrain-peer`` with its own config directory."""
+
+    config_dir: Path
+    log_path: Path
+    peer_id: str
+    name: str
+    proc: subprocess.Popen[bytes] | None = None
+    _log: IO[bytes] | None = field(default=None, repr=False)
+
+    @classmethod
+    def enroll(
+        cls, api: str, enrollment_token: str, *, config_dir: Path, log_dir: Path, name: str
+    ) -> PeerProcess:
+        """``peertrain-peer enroll`` into ``config_dir``."""
+        done = subprocess.run(  # noqa: S603 (our own interpreter and module)
+            _peer_cli("enroll", "--api", api, "--token", enrollment_token, "--name", name),
+            env=_env({"PEERTRAIN_PEER_CONFIG_DIR": str(config_dir)}),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"enroll failed: {done.stdout}\n{done.stderr}")
+        data = json.loads(done.stdout.strip().splitlines()[-1])
+        return cls(config_dir, log_dir / f"peer-{name}.log", data["peer_id"], data["name"])
+
+    def start(self, *, interval_s: float = 1.0, reconnect_max_s: float = 2.0) -> None:
+        """``peertrain-peer run`` in the background."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = self.log_path.open("ab")
+        env = _env(
+            {
+                "PEERTRAIN_PEER_CONFIG_DIR": str(self.config_dir),
+                "PEERTRAIN_PEER_RECONNECT_MAX_S": str(reconnect_max_s),
+            }
+        )
+        self.proc = subprocess.Popen(  # noqa: S603 (our own interpreter and module)
+            _peer_cli("run", "--interval", str(interval_s)),
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    @property
+    def running(self) -> bool:
+        """Whether the process is alive."""
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, *, timeout: float = 20.0) -> int | None:
+        """SIGTERM (the runtime announces it is leaving), then wait; its exit code."""
+        return self._end(signal.SIGTERM, timeout)
+
+    def kill(self) -> int | None:
+        """SIGKILL: no goodbye."""
+        return self._end(signal.SIGKILL, 10)
+
+    def _end(self, sig: signal.Signals, timeout: float) -> int | None:
+        code = None
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.send_signal(sig)
+            try:
+                code = self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                code = self.proc.wait(5)
+            self.proc = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        return code
+
+    def status(self) -> dict[str, Any]:
+        """``peertrain-peer status --json``."""
+        done = subprocess.run(  # noqa: S603 (our own interpreter and module)
+            _peer_cli("status", "--json"),
+            env=_env({"PEERTRAIN_PEER_CONFIG_DIR": str(self.config_dir)}),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"status failed: {done.stdout}\n{done.stderr}")
+        data: dict[str, Any] = json.loads(done.stdout)
+        return data
+
+    def tail(self, lines: int = 30) -> str:
+        """The end of the runtime's log."""
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except FileNotFoundError:
+            return ""
+
+    def wait_exit(self, timeout: float) -> int | None:
+        """Wait for the process to exit by itself."""
+        deadline = time.monotonic() + timeout
+        while self.running and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return None if self.proc is None else self.proc.poll()

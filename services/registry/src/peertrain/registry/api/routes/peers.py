@@ -1,0 +1,81 @@
+"""Peers: list, one, settings, and a peer's own broker credentials."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+from fastapi import APIRouter, Query
+
+from peertrain.common.bus import TELEMETRY
+from peertrain.common.events.peers import Device
+from peertrain.common.security import CurrentPeer, CurrentPrincipal, CurrentUser
+from peertrain.registry.api.deps import RegistryDep
+from peertrain.registry.domain.liveness import Status
+from peertrain.registry.domain.selection import PeerFilters
+from peertrain.registry.models import BrokerCredentials, PeerPublic, PeerSettingsUpdate
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/peers", tags=["peers"])
+
+
+@router.get("", summary="Peers you may see: yours, shared ones (all, for an admin)")
+async def list_peers(
+    user: CurrentUser,
+    registry: RegistryDep,
+    status: Status | None = None,
+    device: Device | None = None,
+    min_memory_gb: Annotated[float | None, Query(ge=0)] = None,
+    owner: Literal["me", "any"] = "any",
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+) -> list[PeerPublic]:
+    """``min_memory_gb`` is the training device's memory (GPU on cuda peers, else RAM)."""
+    filters = PeerFilters(
+        status=status,
+        device=device,
+        min_memory_gb=min_memory_gb,
+        owner_id=user.subject if owner == "me" else None,
+    )
+    return [PeerPublic.of(v) for v in registry.list_peers(user, filters, limit=limit)]
+
+
+@router.get("/{peer_id}", summary="One peer (a peer may read its own record)")
+async def get_peer(peer_id: str, who: CurrentPrincipal, registry: RegistryDep) -> PeerPublic:
+    """Another user's unshared peer answers 404, like a missing one."""
+    return PeerPublic.of(registry.get(who, peer_id))
+
+
+@router.patch("/{peer_id}", summary="Share or disable a peer (its owner or an admin)")
+async def update_peer(
+    peer_id: str, body: PeerSettingsUpdate, user: CurrentUser, registry: RegistryDep
+) -> PeerPublic:
+    """A disabled peer stays listed but is never selected."""
+    view = await registry.change_settings(user, peer_id, shared=body.shared, disabled=body.disabled)
+    return PeerPublic.of(view)
+
+
+def _public_url(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.hostname or "127.0.0.1"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme or "amqp", netloc, parts.path or "/", "", ""))
+
+
+@router.post(
+    "/{peer_id}/broker-credentials",
+    summary="The calling peer's own RabbitMQ credentials (a new password each time)",
+)
+async def broker_credentials(
+    peer_id: str, peer: CurrentPeer, registry: RegistryDep
+) -> BrokerCredentials:
+    """Only the peer itself may ask (its token's subject must be ``peer_id``)."""
+    grant = await registry.broker_credentials(peer, peer_id)
+    return BrokerCredentials(
+        username=grant.username,
+        password=grant.password,
+        url=_public_url(registry.settings.peer_amqp_url),
+        queue=grant.queue,
+        telemetry_exchange=TELEMETRY.name,
+        routing_key_prefix=f"peer.{peer_id}.",
+    )

@@ -1,0 +1,32 @@
+"""Selections: pick active peers for a job."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from peertrain.common.security import CurrentUser
+from peertrain.registry.api.deps import RegistryDep
+from peertrain.registry.domain.selection import PeerFilters
+from peertrain.registry.models import SelectedPeer, SelectionRequest
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/selections", tags=["selections"])
+
+
+@router.post(
+    "",
+    summary="Pick `count` usable active peers",
+    responses={409: {"description": "fewer than `count` usable active peers match"}},
+)
+async def select(
+    body: SelectionRequest, user: CurrentUser, registry: RegistryDep
+) -> list[SelectedPeer]:
+    """Usable: active (not stale), registered, not disabled, visible to you."""
+    filters = PeerFilters(
+        device=body.filters.device,
+        min_memory_gb=body.filters.min_memory_gb,
+        owner_id=user.subject if body.filters.owner == "me" else None,
+    )
+    chosen = registry.select(user, body.count, filters, body.prefer, seed=body.seed)
+    return [SelectedPeer.of(v) for v in chosen]

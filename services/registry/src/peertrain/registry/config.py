@@ -1,0 +1,76 @@
+"""The registry's settings (``PEERTRAIN_REGISTRY_*``)."""
+
+from __future__ import annotations
+
+from pydantic import Field, SecretStr
+from pydantic_settings import SettingsConfigDict
+
+from peertrain.common.settings import ServiceSettings
+
+__all__ = ["RegistrySettings"]
+
+
+class RegistrySettings(ServiceSettings):
+    """Everything the registry reads from its environment.
+
+    Token issuer and audience come from ``PEERTRAIN_JWT_*`` like everywhere else.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="PEERTRAIN_REGISTRY_", extra="ignore")
+
+    service_name: str = "registry"
+    port: int = 8002
+    api_prefix: str = "/api/registry"
+
+    relay_poll_interval_s: float = Field(default=1.0, gt=0)
+    """The relay only publishes the registry's own events, and an append in this process
+    wakes it at once: polling is a safety net, kept cheap for FerretDB."""
+
+    queue_namespace: str = "registry"
+    """Prefix of the registry's own queues (``<ns>.peers``, ``<ns>.heartbeats``, ...);
+    tests give each run its own."""
+
+    # -- RabbitMQ administration (infrastructure, not a PeerTrain service) --------------
+    rabbitmq_management_url: str = "http://127.0.0.1:15672"
+    rabbitmq_admin_user: str = "admin"
+    rabbitmq_admin_password: SecretStr = SecretStr("admin")
+    rabbitmq_vhost: str = "/"
+    peer_amqp_url: str = "amqp://127.0.0.1:5672/"
+    """Where peers reach RabbitMQ (no credentials in it: each peer gets its own)."""
+    peer_password_bytes: int = Field(default=32, ge=16, le=128)
+
+    # -- liveness -------------------------------------------------------------------------
+    default_interval_s: float = Field(default=5.0, gt=0)
+    min_interval_s: float = Field(default=0.5, gt=0)
+    max_interval_s: float = Field(default=300.0, gt=0)
+    stale_after_intervals: float = Field(default=2.0, gt=0)
+    offline_after_intervals: float = Field(default=3.0, gt=0)
+    sweep_interval_s: float = Field(default=0.5, gt=0)
+    """How often silence is checked (each sweep visits every tracked peer)."""
+
+    # -- telemetry consumption ------------------------------------------------------------
+    heartbeat_prefetch: int = Field(default=2000, ge=1)
+    heartbeat_ack_every: int = Field(default=250, ge=1)
+    heartbeat_ttl_s: float = Field(default=30.0, gt=0)
+    """Heartbeats older than this are dropped by RabbitMQ (stale news after an outage)."""
+    presence_prefetch: int = Field(default=32, ge=1)
+    reconnect_max_s: float = Field(default=5.0, gt=0)
+    token_cache_size: int = Field(default=200_000, ge=0)
+
+    # -- read model -----------------------------------------------------------------------
+    flush_interval_s: float = Field(default=1.0, gt=0)
+    """How often changed peers are written to the ``peers`` collection."""
+    presence_snapshot_interval_s: float = Field(default=5.0, gt=0)
+    """How often every peer's last-seen time is saved (one small document)."""
+
+    def queue(self, purpose: str) -> str:
+        """The name of one of the registry's queues."""
+        return f"{self.queue_namespace}.{purpose}"
+
+    def startup_problems(self) -> list[str]:
+        """Why this configuration must not run in production."""
+        if self.environment != "production":
+            return []
+        if self.rabbitmq_admin_password.get_secret_value() in {"", "admin", "guest"}:
+            return ["PEERTRAIN_REGISTRY_RABBITMQ_ADMIN_PASSWORD is empty or a default"]
+        return []

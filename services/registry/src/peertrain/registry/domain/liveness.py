@@ -1,0 +1,234 @@
+"""Liveness: active -> stale -> offline, from when each peer was last seen.
+
+A pure state machine with no I/O and no clock of its own: every call takes ``now``
+(seconds on a monotonic clock). The registry feeds it heartbeats and sweeps it a few
+times per interval; it answers the *transitions* worth logging:
+
+* ``went_online``: a heartbeat from a peer that was offline (or never seen);
+* ``went_offline``: ``offline_after`` intervals without a heartbeat, or the peer said
+  it was leaving.
+
+``stale`` (``stale_after`` intervals without one) is a soft state: shown, not logged.
+Each peer has its own interval (it says so in every heartbeat).
+
+While the registry cannot see heartbeats at all (its broker connection is down), time
+is *paused* for liveness: a blind registry must not declare everyone offline. On
+resume, the blind time is excused: every peer's age continues from where it was (its
+``last_seen`` stays the true time of its last heartbeat).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+
+__all__ = ["Liveness", "LivenessTracker", "Status", "Transition", "TransitionKind"]
+
+
+class Status(StrEnum):
+    """What the registry says about a peer now."""
+
+    ACTIVE = "active"
+    STALE = "stale"
+    OFFLINE = "offline"
+
+
+class TransitionKind(StrEnum):
+    """A change worth an event."""
+
+    WENT_ONLINE = "went_online"
+    WENT_OFFLINE = "went_offline"
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """``peer_id`` went online or offline at ``at`` (tracker time)."""
+
+    peer_id: str
+    kind: TransitionKind
+    at: float
+    last_seen: float
+    interval_s: float
+    reason: str | None = None
+    """For ``went_offline``: ``missed_heartbeats`` or ``left``."""
+
+
+class Liveness:
+    """One peer's liveness record."""
+
+    __slots__ = ("excused", "interval_s", "last_seen", "left_session", "online", "session")
+
+    def __init__(self, last_seen: float, interval_s: float, *, online: bool) -> None:
+        self.last_seen = last_seen
+        self.excused = 0.0
+        """Time since ``last_seen`` during which the registry was blind."""
+        self.interval_s = interval_s
+        self.online = online
+        """Whether the log says online (the last logged transition)."""
+        self.session: str | None = None
+        self.left_session: str | None = None
+
+
+class LivenessTracker:
+    """Liveness of many peers.
+
+    Parameters
+    ----------
+    default_interval_s
+        Interval assumed for peers seeded without one.
+    stale_after, offline_after
+        Missed intervals before a peer is stale, then offline.
+    min_interval_s, max_interval_s
+        Bounds on the interval a peer may claim.
+    """
+
+    def __init__(
+        self,
+        *,
+        default_interval_s: float = 5.0,
+        stale_after: float = 2.0,
+        offline_after: float = 3.0,
+        min_interval_s: float = 0.5,
+        max_interval_s: float = 300.0,
+    ) -> None:
+        if not 0 < stale_after <= offline_after:
+            raise ValueError("need 0 < stale_after <= offline_after")
+        self.default_interval_s = default_interval_s
+        self.stale_after = stale_after
+        self.offline_after = offline_after
+        self.min_interval_s = min_interval_s
+        self.max_interval_s = max_interval_s
+        self._peers: dict[str, Liveness] = {}
+        self._paused_at: float | None = None
+
+    # -- input --------------------------------------------------------------------------
+
+    def seed(self, peer_id: str, now: float, *, interval_s: float | None, online: bool) -> None:
+        """Start tracking a peer the log knows (after a restart): an online one gets
+        ``offline_after`` intervals from ``now`` to show up before it goes offline."""
+        if peer_id not in self._peers:
+            interval = self._clamp(interval_s or self.default_interval_s)
+            self._peers[peer_id] = Liveness(now, interval, online=online)
+
+    def seen(
+        self, peer_id: str, now: float, *, interval_s: float, session: str | None = None
+    ) -> Transition | None:
+        """A heartbeat (or announce) from ``peer_id``; ``went_online`` if it was offline.
+
+        A heartbeat from a session that already said it was leaving is a late message
+        of a stopped run: ignored.
+        """
+        peer = self._peers.get(peer_id)
+        interval = self._clamp(interval_s)
+        if peer is None:
+            peer = self._peers[peer_id] = Liveness(now, interval, online=False)
+        elif session is not None and session == peer.left_session:
+            return None
+        if now >= peer.last_seen:
+            peer.last_seen = now
+            peer.excused = 0.0
+        peer.interval_s = interval
+        peer.session = session
+        peer.left_session = None
+        if peer.online:
+            return None
+        peer.online = True
+        return Transition(peer_id, TransitionKind.WENT_ONLINE, now, peer.last_seen, interval)
+
+    def left(self, peer_id: str, now: float, *, session: str | None = None) -> Transition | None:
+        """The peer said it is leaving: offline now (``went_offline`` if it was online)."""
+        peer = self._peers.get(peer_id)
+        if peer is None:
+            return None
+        if session is not None and peer.session is not None and session != peer.session:
+            return None  # an old run's goodbye arriving after a new run started
+        peer.left_session = session or peer.session or ""
+        if not peer.online:
+            return None
+        peer.online = False
+        return Transition(
+            peer_id,
+            TransitionKind.WENT_OFFLINE,
+            now,
+            peer.last_seen,
+            peer.interval_s,
+            reason="left",
+        )
+
+    def forget(self, peer_id: str) -> None:
+        """Stop tracking a peer."""
+        self._peers.pop(peer_id, None)
+
+    # -- blindness ----------------------------------------------------------------------
+
+    def pause(self, now: float) -> None:
+        """The registry cannot see heartbeats from ``now`` on: stop the clocks."""
+        if self._paused_at is None:
+            self._paused_at = now
+
+    def resume(self, now: float) -> None:
+        """Heartbeats flow again: every peer's age goes on from where it stopped."""
+        if self._paused_at is None:
+            return
+        paused_at, self._paused_at = self._paused_at, None
+        for peer in self._peers.values():
+            peer.excused += max(0.0, now - max(paused_at, peer.last_seen))
+
+    @property
+    def paused(self) -> bool:
+        """Whether liveness is paused (the registry is blind)."""
+        return self._paused_at is not None
+
+    # -- output -------------------------------------------------------------------------
+
+    def sweep(self, now: float) -> list[Transition]:
+        """The ``went_offline`` transitions due at ``now`` (none while paused)."""
+        if self._paused_at is not None:
+            return []
+        due: list[Transition] = []
+        limit = self.offline_after
+        for peer_id, peer in self._peers.items():
+            if peer.online and now - peer.last_seen - peer.excused > limit * peer.interval_s:
+                peer.online = False
+                due.append(
+                    Transition(
+                        peer_id,
+                        TransitionKind.WENT_OFFLINE,
+                        now,
+                        peer.last_seen,
+                        peer.interval_s,
+                        reason="missed_heartbeats",
+                    )
+                )
+        return due
+
+    def status(self, peer_id: str, now: float) -> Status:
+        """The peer's status at ``now`` (``offline`` for peers not tracked)."""
+        peer = self._peers.get(peer_id)
+        if peer is None or not peer.online:
+            return Status.OFFLINE
+        if self._paused_at is not None:
+            now = self._paused_at
+        age = now - peer.last_seen - peer.excused
+        if age > self.offline_after * peer.interval_s:
+            return Status.OFFLINE
+        if age > self.stale_after * peer.interval_s:
+            return Status.STALE
+        return Status.ACTIVE
+
+    def get(self, peer_id: str) -> Liveness | None:
+        """The peer's record, if tracked."""
+        return self._peers.get(peer_id)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._peers)
+
+    def __len__(self) -> int:
+        return len(self._peers)
+
+    def __contains__(self, peer_id: object) -> bool:
+        return peer_id in self._peers
+
+    def _clamp(self, interval_s: float) -> float:
+        return min(self.max_interval_s, max(self.min_interval_s, interval_s))

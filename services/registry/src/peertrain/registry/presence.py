@@ -1,0 +1,236 @@
+"""Presence: heartbeats into the liveness tracker, transitions into the log.
+
+The hot path (:meth:`Presence.heartbeat`) touches memory only. Transitions go on a
+queue that one writer task appends, in order, retrying while the database is away,
+so a slow or absent MongoDB never slows heartbeat consumption. The sweeper turns
+silence into ``went_offline``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+
+import structlog
+
+from peertrain.common.events.peers import Announce, Heartbeat, Leaving
+
+from .directory import Directory
+from .domain.liveness import LivenessTracker, Status, Transition, TransitionKind
+from .domain.peer import PeerRecord, decide_offline, decide_online, decide_specs
+from .metrics import HEARTBEAT_LAG, HEARTBEATS, LOOP_LAG, PEERS, TRANSITIONS
+from .streams import PeerStreams
+
+__all__ = ["Clock", "Presence"]
+
+log = structlog.get_logger(__name__)
+
+Register = Callable[[str], Awaitable[PeerRecord]]
+
+
+class Clock:
+    """Monotonic time for liveness, wall time for people (tests may subclass)."""
+
+    def mono(self) -> float:
+        """Seconds on a monotonic clock."""
+        return time.monotonic()
+
+    def wall(self) -> float:
+        """Seconds since the epoch."""
+        return time.time()
+
+    def wall_of(self, mono: float) -> datetime:
+        """The wall-clock time of monotonic instant ``mono``."""
+        return datetime.fromtimestamp(self.wall() - (self.mono() - mono), UTC)
+
+
+class Presence:
+    """Liveness of every peer, and the events that record its transitions.
+
+    Parameters
+    ----------
+    tracker
+        The pure liveness state machine.
+    streams
+        Where transitions are appended.
+    directory
+        The read model (to seed the tracker after a restart).
+    register
+        Makes sure a peer is registered (broker user and queue) before its specs are
+        recorded; returns its record.
+    sweep_interval_s
+        How often silence is checked.
+    """
+
+    def __init__(
+        self,
+        tracker: LivenessTracker,
+        streams: PeerStreams,
+        directory: Directory,
+        register: Register,
+        *,
+        clock: Clock | None = None,
+        sweep_interval_s: float = 0.2,
+    ) -> None:
+        self.tracker = tracker
+        self.streams = streams
+        self.directory = directory
+        self.register = register
+        self.clock = clock or Clock()
+        self.sweep_interval_s = sweep_interval_s
+        self._pending: asyncio.Queue[Transition] = asyncio.Queue()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # -- start-up -------------------------------------------------------------------------
+
+    def seed(self) -> int:
+        """Track every peer the log says is online: each gets ``offline_after`` intervals
+        from now to heartbeat before it is declared offline."""
+        now = self.clock.mono()
+        seeded = 0
+        for record in self.directory.records():
+            if record.online:
+                self.tracker.seed(record.peer_id, now, interval_s=record.interval_s, online=True)
+                seeded += 1
+        return seeded
+
+    # -- telemetry (the hot path) ------------------------------------------------------------
+
+    def heartbeat(self, peer_id: str, message: Heartbeat) -> None:
+        """A verified heartbeat: memory only."""
+        transition = self.tracker.seen(
+            peer_id, self.clock.mono(), interval_s=message.interval_s, session=message.session
+        )
+        HEARTBEATS.inc()
+        HEARTBEAT_LAG.observe(max(0.0, self.clock.wall() - message.sent_at))
+        if transition is not None:
+            self._pending.put_nowait(transition)
+
+    async def announce(self, peer_id: str, message: Announce) -> None:
+        """A verified announce: register the peer if needed, record new specs, and count
+        it as a heartbeat."""
+        record = await self.register(peer_id)
+        if record.enrolled:
+            await self.streams.execute(
+                peer_id, lambda r: decide_specs(r, message.specs), actor=peer_id
+            )
+        self.heartbeat(peer_id, message)
+
+    def leaving(self, peer_id: str, message: Leaving) -> None:
+        """A verified goodbye: offline now."""
+        transition = self.tracker.left(peer_id, self.clock.mono(), session=message.session)
+        if transition is not None:
+            self._pending.put_nowait(transition)
+
+    # -- blindness ------------------------------------------------------------------------
+
+    def blind(self) -> None:
+        """The heartbeat consumer lost its connection."""
+        self.tracker.pause(self.clock.mono())
+
+    def seeing(self) -> None:
+        """The heartbeat consumer is consuming again."""
+        self.tracker.resume(self.clock.mono())
+
+    # -- reading --------------------------------------------------------------------------
+
+    def status(self, peer_id: str) -> Status:
+        """The peer's liveness now."""
+        return self.tracker.status(peer_id, self.clock.mono())
+
+    def last_seen(self, peer_id: str) -> datetime | None:
+        """When the registry last heard from the peer (``None``: not since start-up)."""
+        peer = self.tracker.get(peer_id)
+        return None if peer is None else self.clock.wall_of(peer.last_seen)
+
+    def last_seen_epochs(self) -> dict[str, float]:
+        """Every tracked peer's last-seen time, as seconds since the epoch."""
+        offset = self.clock.wall() - self.clock.mono()
+        out: dict[str, float] = {}
+        for peer_id in self.tracker:
+            peer = self.tracker.get(peer_id)
+            if peer is not None:
+                out[peer_id] = peer.last_seen + offset
+        return out
+
+    def count_by_status(self) -> dict[Status, int]:
+        """How many tracked peers are in each status."""
+        now = self.clock.mono()
+        counts = dict.fromkeys(Status, 0)
+        for peer_id in self.tracker:
+            counts[self.tracker.status(peer_id, now)] += 1
+        return counts
+
+    # -- background -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the sweeper and the transition writer."""
+        self._tasks = [
+            asyncio.create_task(self._sweep_forever(), name="registry-sweeper"),
+            asyncio.create_task(self._write_forever(), name="registry-transitions"),
+        ]
+
+    async def stop(self) -> None:
+        """Stop the background tasks (pending transitions are re-derived after a restart)."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+
+    async def drain(self) -> None:
+        """Wait until every pending transition is in the log (tests, shutdown)."""
+        await self._pending.join()
+
+    async def _sweep_forever(self) -> None:
+        ticks = 0
+        while True:
+            woke = time.monotonic() + self.sweep_interval_s
+            await asyncio.sleep(self.sweep_interval_s)
+            LOOP_LAG.observe(max(0.0, time.monotonic() - woke))
+            for transition in self.tracker.sweep(self.clock.mono()):
+                self._pending.put_nowait(transition)
+            ticks += 1
+            if ticks % max(1, round(5 / self.sweep_interval_s)) == 0:  # every ~5 s
+                for status, n in self.count_by_status().items():
+                    PEERS.labels(status=status.value).set(n)
+
+    async def _write_forever(self) -> None:
+        while True:
+            transition = await self._pending.get()
+            delay = 0.1
+            while True:
+                try:
+                    await self._write(transition)
+                    self._pending.task_done()
+                    break
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # the database is away: keep the order, retry
+                    log.warning(
+                        "could not record a liveness transition; retrying",
+                        peer_id=transition.peer_id,
+                        kind=transition.kind.value,
+                        error=repr(exc),
+                    )
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 5.0)
+
+    async def _write(self, t: Transition) -> None:
+        if t.kind is TransitionKind.WENT_ONLINE:
+            recorded = await self.streams.execute(
+                t.peer_id, lambda r: decide_online(r, t.interval_s), actor=t.peer_id
+            )
+        else:
+            last_seen = self.clock.wall_of(t.last_seen)
+            reason = t.reason or "missed_heartbeats"
+            recorded = await self.streams.execute(
+                t.peer_id, lambda r: decide_offline(r, reason, last_seen), actor=t.peer_id
+            )
+        if recorded:
+            TRANSITIONS.labels(kind=t.kind.value).inc()
+            log.info("peer liveness changed", peer_id=t.peer_id, transition=t.kind.value)

@@ -1,0 +1,62 @@
+"""Run the registry as a process (behind the gateway), for stack tests and benchmarks.
+
+::
+
+    registry = registry_process(mongo_db=auth.mongo_db, log_dir=tmp, namespace="registry.x")
+    registry.start()                       # waits for /readyz
+    ...
+    registry.stop()
+
+It reuses the auth service's process helper (test support only: the registry's
+service code never imports another service).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from peertrain.auth.testing import ServiceProcess
+
+__all__ = ["GATEWAY", "registry_process"]
+
+GATEWAY = "http://127.0.0.1:8080"
+
+
+def _env(extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PEERTRAIN_")}
+    env.update(extra)
+    return env
+
+
+def registry_process(
+    *,
+    mongo_db: str,
+    log_dir: Path,
+    namespace: str,
+    port: int = 8002,
+    extra_env: dict[str, str] | None = None,
+) -> ServiceProcess:
+    """The registry on ``port`` (behind the gateway), sharing the log in ``mongo_db``.
+
+    ``namespace`` names its queues, so that runs sharing one RabbitMQ stay apart.
+    """
+    env = _env(
+        {
+            "PEERTRAIN_REGISTRY_PORT": str(port),
+            "PEERTRAIN_REGISTRY_HOST": "127.0.0.1",
+            "PEERTRAIN_REGISTRY_MONGO_DB": mongo_db,
+            "PEERTRAIN_REGISTRY_ENVIRONMENT": "test",
+            "PEERTRAIN_REGISTRY_QUEUE_NAMESPACE": namespace,
+            "PEERTRAIN_REGISTRY_RECONNECT_MAX_S": "2",
+            **(extra_env or {}),
+        }
+    )
+    return ServiceProcess(
+        "registry",
+        ["-m", "peertrain.registry"],
+        env,
+        port,
+        log_dir / f"registry-{mongo_db}.log",
+        ready_path="/api/registry/readyz",
+    )

@@ -1,0 +1,87 @@
+"""Verified peer tokens, remembered: one RSA check per token, not per heartbeat.
+
+A peer signs every heartbeat with the same access token for up to 15 minutes. The
+first sight of a token costs a full verification; later ones a dictionary look-up and
+the checks that can change while a token lives: its expiry, its owner being
+disabled, and the trusted key set (any change of it re-verifies every token).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from peertrain.common.security import Principal, Security, UnknownSigningKey
+
+__all__ = ["TokenCache"]
+
+
+class TokenCache:
+    """Verify tokens through ``security``, remembering the good ones.
+
+    Parameters
+    ----------
+    security
+        The service's token verification state.
+    max_size
+        Tokens remembered at most (the cache is cleared when full; 0 disables it).
+    clock
+        Seconds since the epoch.
+    """
+
+    def __init__(
+        self,
+        security: Security,
+        *,
+        max_size: int = 200_000,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.security = security
+        self.max_size = max_size
+        self.clock = clock
+        self._known: dict[str, tuple[Principal, int]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def verify(self, token: str) -> Principal:
+        """The token's principal, without I/O.
+
+        Raises
+        ------
+        UnknownSigningKey
+            If the token names a key this process does not know (yet).
+        InvalidToken
+            For every other reason it is refused.
+        """
+        security = self.security
+        version = security.keys.version
+        known = self._known.get(token)
+        if known is not None:
+            principal, seen_version = known
+            if (
+                seen_version == version
+                and self.clock() <= principal.expires_at + security.settings.leeway_s
+                and not security.disabled.refuses(principal)
+            ):
+                self.hits += 1
+                return principal
+            del self._known[token]
+        self.misses += 1
+        principal = security.verify(token)
+        if self.max_size:
+            if len(self._known) >= self.max_size:
+                self._known.clear()
+            self._known[token] = (principal, version)
+        return principal
+
+    async def authenticate(self, token: str) -> Principal:
+        """Like :meth:`verify`; an unknown key id re-reads the log once (rate-limited)."""
+        try:
+            return self.verify(token)
+        except UnknownSigningKey:
+            if not await self.security.refresh_if_stale():
+                raise
+            return self.verify(token)
+
+    def __len__(self) -> int:
+        return len(self._known)
