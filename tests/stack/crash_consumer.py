@@ -2,7 +2,7 @@
 
 Usage: python crash_consumer.py MODE QUEUE DB
 
-MODE ``crash-after-mark``: the handler applies its effect, the inbox records the event,
+MODE ``crash-after-mark``: the handler applies its effect, the inbox records it done,
 then the process dies before acknowledging (os._exit, like SIGKILL).
 MODE ``crash-after-apply-once``: the handler applies its effect atomically with its
 record (Inbox.apply_once_to), then dies before the inbox mark and the ack.
@@ -41,13 +41,13 @@ async def main(mode: str, queue: str, db_name: str) -> None:
         await effects.update_one({"_id": f"plain-{n}"}, {"$inc": {"count": 1}}, upsert=True)
 
     if mode == "crash-after-mark":
-        original = inbox.mark
+        original = inbox.done
 
-        async def mark_then_die(event_id: str) -> bool:
+        async def done_then_die(event_id: str) -> None:
             await original(event_id)
             os._exit(9)
 
-        inbox.mark = mark_then_die  # type: ignore[method-assign]
+        inbox.done = done_then_die  # type: ignore[method-assign]
 
     broker = make_broker(settings.amqp_url.get_secret_value())
     subs = Subscriptions(delivery_limit=5)  # as the test declared it

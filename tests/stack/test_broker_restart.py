@@ -11,12 +11,15 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from peertrain.common.bus import Inbox, OutboxRelay, Subscriptions
 from peertrain.common.eventlog import EventLog
 from peertrain.common.events import NewEvent, RecordedEvent
 from peertrain.common.events.diagnostics import DIAGNOSTIC_PINGED, DiagnosticPinged
 
 
+@pytest.mark.timeout(1500)
 async def test_rabbitmq_killed_while_relaying_ten_thousand_events(
     event_log: EventLog,
     broker: Any,
@@ -59,7 +62,7 @@ async def test_rabbitmq_killed_while_relaying_ten_thousand_events(
         killed_at = len(seen)
         await asyncio.to_thread(stack, "start", "rabbitmq")
         await writers
-        await eventually(lambda: len(seen) >= 10_000, timeout=600, what="all 10k delivered")
+        await eventually(lambda: len(seen) >= 10_000, timeout=1200, what="all 10k delivered")
         assert killed_at < 10_000  # the broker really died mid-stream
         assert len(seen) == 10_000
         await eventually(lambda: _outbox_empty(event_log), timeout=120, what="outbox drained")

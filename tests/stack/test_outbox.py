@@ -8,6 +8,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from faststream.rabbit import QueueType, RabbitQueue
 
 from peertrain.common.bus import Inbox, OutboxRelay, Subscriptions, dlq_name
@@ -35,6 +36,7 @@ class Projection:
         self.seen.add(event.id)
 
 
+@pytest.mark.timeout(1500)
 async def test_ten_thousand_events_from_four_writers_reach_a_consumer_in_order(
     event_log: EventLog,
     broker: Any,
@@ -69,7 +71,7 @@ async def test_ten_thousand_events_from_four_writers_reach_a_consumer_in_order(
                     await event_log.append(stream, batch, expected_version=k * 10)
 
         await asyncio.gather(*(writer(w) for w in range(4)))
-        await eventually(lambda: len(projection.seen) >= 10_000, timeout=300, what="10k events")
+        await eventually(lambda: len(projection.seen) >= 10_000, timeout=1200, what="10k events")
         await asyncio.sleep(1)  # a late duplicate would show up here
         assert len(projection.seen) == 10_000
         assert projection.out_of_order == []

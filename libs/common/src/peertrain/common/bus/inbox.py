@@ -4,14 +4,24 @@ Delivery is at-least-once, so a consumer may see an event twice (a redelivery af
 crash, or the relay publishing again after a lost confirm). The :class:`Inbox` makes the
 second delivery a success with no second effect.
 
-Handlers whose effect is a write to one document can make it atomic with the record by
-using :meth:`Inbox.apply_once_to` (the processed id is kept in the document itself);
-otherwise the effect is applied, then the id recorded (effects must then tolerate a
-crash between the two, e.g. be upserts keyed by the event id).
+Protocol (inserts only on the common path: on FerretDB/SQLite a lookup scans the whole
+collection, while an insert under the unique ``_id`` index is cheap and atomic):
+
+1. :meth:`Inbox.begin` inserts a *claim* ``<consumer>:<event id>``. It succeeds for a
+   first delivery: handle the event.
+2. After the handler, :meth:`Inbox.done` inserts ``<consumer>:<event id>:done``.
+3. A delivery whose claim already exists looks for the ``done`` record (the only
+   lookup, on the rare redelivery path): there, the event is a duplicate; absent, an
+   earlier attempt died or failed mid-way, so the handler runs again.
+
+So a redelivery after a completed handler has no second effect. A crash *inside* a
+handler can still repeat its effect; handlers whose effect is a write to one document
+make it atomic with the record through :meth:`Inbox.apply_once_to`.
 """
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,19 +52,24 @@ class Inbox:
     def _key(self, event_id: str) -> str:
         return f"{self.consumer}:{event_id}"
 
-    async def seen(self, event_id: str) -> bool:
-        """Whether ``event_id`` was already processed by this consumer."""
-        return await self.processed.find_one({"_id": self._key(event_id)}) is not None
-
-    async def mark(self, event_id: str) -> bool:
-        """Record ``event_id`` as processed; ``False`` if it already was."""
+    async def begin(self, event_id: str) -> bool:
+        """Claim ``event_id``; ``False`` if it was already fully processed."""
         try:
-            await self.processed.insert_one(
-                {"_id": self._key(event_id), "consumer": self.consumer, "at": datetime.now(UTC)}
-            )
+            await self.processed.insert_one({"_id": self._key(event_id)})
         except DuplicateKeyError:
-            return False
+            return not await self.seen(event_id)
         return True
+
+    async def done(self, event_id: str) -> None:
+        """Record that the handler of ``event_id`` completed."""
+        with contextlib.suppress(DuplicateKeyError):
+            await self.processed.insert_one(
+                {"_id": f"{self._key(event_id)}:done", "at": datetime.now(UTC)}
+            )
+
+    async def seen(self, event_id: str) -> bool:
+        """Whether ``event_id`` was fully processed by this consumer (a lookup)."""
+        return await self.processed.find_one({"_id": f"{self._key(event_id)}:done"}) is not None
 
     @staticmethod
     async def apply_once_to(

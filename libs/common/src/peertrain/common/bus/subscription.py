@@ -125,7 +125,7 @@ async def _handle(sub: Subscription, message: RabbitMessage) -> None:
     with structlog.contextvars.bound_contextvars(
         correlation_id=event.correlation_id, event_id=event.id, event_type=event.type
     ):
-        if sub.inbox is not None and await sub.inbox.seen(event.id):
+        if sub.inbox is not None and not await sub.inbox.begin(event.id):
             EVENTS_CONSUMED.labels(queue=sub.queue, outcome="duplicate").inc()
             return
         try:
@@ -135,5 +135,5 @@ async def _handle(sub: Subscription, message: RabbitMessage) -> None:
             log.exception("event handler failed; the message will be retried", queue=sub.queue)
             raise
         if sub.inbox is not None:
-            await sub.inbox.mark(event.id)
+            await sub.inbox.done(event.id)
         EVENTS_CONSUMED.labels(queue=sub.queue, outcome="applied").inc()
