@@ -14,13 +14,13 @@ MYPYPATH := $(subst $(space),:,$(MYPY_SRCS))
 PYTEST_ARGS ?=
 
 .PHONY: help venv stack-up stack-down stack-status services-up services-down \
-	services-status up down lint format typecheck test bench-eventlog bench-auth bench-sharding bench-heartbeats demo
+	services-status up down lint format typecheck test bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate demo
 
 help:
 	@echo "make test            venv + local stack + ruff + mypy + pytest (PYTEST_ARGS=...)"
 	@echo "make up / down       local stack and every service built so far"
 	@echo "make stack-up | stack-down | stack-status"
-	@echo "make lint | format | typecheck | bench-{eventlog,auth,sharding,heartbeats} | demo"
+	@echo "make lint | format | typecheck | bench-{eventlog,auth,sharding,heartbeats,aggregate} | demo"
 
 venv:
 	@bash deploy/local/venv.sh >/dev/null
@@ -82,6 +82,10 @@ bench-sharding: venv stack-up
 
 bench-heartbeats: venv stack-up
 	@$(ENV) python benchmarks/heartbeats.py
+
+# Pure torch, no stack needed.
+bench-aggregate: venv
+	@$(ENV) python benchmarks/aggregate.py
 
 # The end-to-end demo arrives with issue 7; for now: everything up, and where it lives.
 demo: up
