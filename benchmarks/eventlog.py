@@ -68,7 +68,7 @@ async def main() -> None:
     await subs.declare(broker)
     subs.attach(broker)
     await broker.start()
-    relay = OutboxRelay(log, broker, producer="bench", batch_size=500)
+    relay = OutboxRelay(log, broker, producer="bench", batch_size=settings.relay_batch_size)
     relay.start()
 
     per_writer = EVENTS // WRITERS

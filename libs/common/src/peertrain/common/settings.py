@@ -56,7 +56,7 @@ class ServiceSettings(BaseSettings):
     s3_bucket: str = "peertrain"
 
     relay_enabled: bool = True
-    relay_batch_size: int = Field(default=500, ge=1)
+    relay_batch_size: int = Field(default=2000, ge=1)
     relay_poll_interval_s: float = Field(default=0.05, gt=0)
 
     log_level: str = "INFO"

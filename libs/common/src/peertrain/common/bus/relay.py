@@ -65,7 +65,7 @@ class OutboxRelay:
         broker: RabbitBroker,
         *,
         producer: str | None,
-        batch_size: int = 500,
+        batch_size: int = 2000,
         poll_interval_s: float = 0.05,
         unroutable_retry_s: float = 5.0,
         publish_timeout_s: float = 10.0,
