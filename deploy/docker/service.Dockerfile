@@ -18,7 +18,10 @@ RUN uv sync --frozen --no-dev --no-editable --package "peertrain-${SERVICE}"
 FROM python:${PYTHON}
 ARG SERVICE
 ENV PEERTRAIN_SERVICE=${SERVICE} PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1
-RUN useradd --create-home --uid 10001 peertrain
+RUN useradd --create-home --uid 10001 peertrain \
+ && mkdir -p /var/lib/peertrain/keys /var/lib/peertrain/work \
+ && chown -R peertrain /var/lib/peertrain
+# (named volumes mounted there start with this ownership)
 COPY --from=build /opt/venv /opt/venv
 USER peertrain
 WORKDIR /home/peertrain
