@@ -54,7 +54,6 @@ from pymongo import AsyncMongoClient
 
 from peertrain.auth.domain.keys import generate_key
 from peertrain.auth.domain.tokens import access_claims
-from peertrain.auth.testing import free_port
 from peertrain.common.bus import TELEMETRY
 from peertrain.common.eventlog import EventLog
 from peertrain.common.events import NewEvent, RecordedEvent, to_document
@@ -75,6 +74,7 @@ from peertrain.common.security import (
     peer_headers,
 )
 from peertrain.common.settings import ServiceSettings
+from peertrain.common.testing import free_port
 from peertrain.registry.testing import registry_process
 
 ROOT = Path(__file__).resolve().parents[1]

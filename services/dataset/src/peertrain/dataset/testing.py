@@ -12,21 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 from urllib.parse import quote
 
 import httpx
 from pymongo import MongoClient
 
 from peertrain.common.blobs import BlobStore
+from peertrain.common.testing import ServiceProcess
 
 from .config import DatasetSettings
 
@@ -115,67 +111,17 @@ def cleanup(*, bucket: str, queue_prefix: str, mongo_db: str | None = None) -> N
             client.drop_database(f"{mongo_db}_dataset")
 
 
-@dataclass
-class DatasetService:
+class DatasetService(ServiceProcess):
     """A dataset service process (``python -m peertrain.dataset``) and its log."""
 
-    env: dict[str, str]
-    log_path: Path
-    port: int = 8003
-    proc: subprocess.Popen[bytes] | None = None
-    _log: IO[bytes] | None = None
-
-    @property
-    def pid(self) -> int:
-        """The process id (while running)."""
-        assert self.proc is not None
-        return self.proc.pid
-
-    def start(self, *, timeout: float = 90.0) -> None:
-        """Start and wait until ``/readyz`` answers 200."""
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "peertrain.dataset"],
-            env=self.env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+    def __init__(self, env: dict[str, str], log_path: Path, port: int = 8003) -> None:
+        super().__init__(
+            name="dataset",
+            args=["-m", "peertrain.dataset"],
+            env=env,
+            port=port,
+            log_path=log_path,
         )
-        deadline = time.monotonic() + timeout
-        url = f"http://127.0.0.1:{self.port}/readyz"
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the dataset service exited: {self.tail()}")
-            try:
-                if httpx.get(url, timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"the dataset service did not become ready: {self.tail()}")
-
-    def stop(self, *, timeout: float = 20.0) -> None:
-        """SIGTERM, then SIGKILL after ``timeout``."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self.proc = None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-    def tail(self, lines: int = 40) -> str:
-        """The end of the service's log."""
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except FileNotFoundError:
-            return ""
 
 
 @contextmanager

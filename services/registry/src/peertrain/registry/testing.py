@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from peertrain.auth.testing import ServiceProcess
+from peertrain.common.testing import ServiceProcess
 
 __all__ = ["GATEWAY", "registry_process"]
 
