@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import math
 import pickle
+import pickletools
 import struct
 
 import pytest
@@ -61,8 +62,14 @@ def test_a_pickle_posing_as_an_update_is_refused_without_running(tmp_path, globa
     with pytest.raises(NotSafetensors):
         load_state_file(tmp_path / "update.safetensors")
     assert not canary.exists()
-    pickle.loads(payload)  # the control: this payload does run code when unpickled
-    assert canary.exists()
+    # The control, read without running it: unpickling this payload would import
+    # open (io.open) and call it on the canary's path (STACK_GLOBAL, then REDUCE), so the
+    # absent canary above means the loaders never unpickled it.
+    ops = [(op.name, arg) for op, arg, _ in pickletools.genops(payload)]
+    names = {name for name, _ in ops}
+    args = {arg for _, arg in ops}
+    assert {"STACK_GLOBAL", "REDUCE"} <= names
+    assert {"open", str(canary)} <= args
 
 
 def test_a_torch_save_zip_is_refused(global_state):
