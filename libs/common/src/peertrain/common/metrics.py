@@ -18,6 +18,7 @@ __all__ = [
     "OUTBOX_LAG",
     "OUTBOX_PENDING",
     "OUTBOX_UNROUTABLE",
+    "REFUSED_MESSAGES",
 ]
 
 EVENTS_APPENDED = Counter(
@@ -51,6 +52,11 @@ DEAD_LETTERED = Counter(
     "peertrain_events_rejected_total",
     "Messages rejected without requeue (they go to the queue's dead-letter queue)",
     ["queue"],
+)
+REFUSED_MESSAGES = Counter(
+    "peertrain_peer_messages_refused_total",
+    "Peer messages refused (dead-lettered) by reason: malformed_key, bad_token, bad_body",
+    ["queue", "reason"],
 )
 HTTP_REQUESTS = Counter(
     "peertrain_http_requests_total", "HTTP requests", ["service", "method", "route", "status"]

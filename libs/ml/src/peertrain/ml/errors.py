@@ -7,6 +7,7 @@ class; the HTTP edge (in a service) maps ``status_code`` and ``code``.
 from __future__ import annotations
 
 from peertrain.common.errors import PeerTrainError, ValidationFailed
+from peertrain.common.specs.errors import SpecInvalid
 
 __all__ = [
     "AggregationError",
@@ -23,16 +24,6 @@ class MLError(PeerTrainError):
     """Root of the errors raised by :mod:`peertrain.ml`."""
 
     code = "ml_error"
-
-
-class SpecInvalid(MLError, ValidationFailed):
-    """A model, feature, training or aggregation spec is not acceptable.
-
-    ``detail`` lists the problems as ``{"loc": ..., "msg": ...}`` items.
-    """
-
-    status_code = 422
-    code = "spec_invalid"
 
 
 class DataInvalid(MLError, ValidationFailed):

@@ -3,7 +3,7 @@
 from .broker import make_broker
 from .inbox import Inbox
 from .relay import OutboxRelay
-from .subscription import EventHandler, Subscription, Subscriptions
+from .subscription import EventHandler, MessageHandler, Subscription, Subscriptions
 from .topology import (
     DLX,
     EVENTS,
@@ -22,6 +22,7 @@ __all__ = [
     "TELEMETRY",
     "EventHandler",
     "Inbox",
+    "MessageHandler",
     "OutboxRelay",
     "Subscription",
     "Subscriptions",

@@ -30,6 +30,7 @@ __all__ = ["EventHandler", "Subscription", "Subscriptions"]
 log = structlog.get_logger(__name__)
 
 EventHandler = Callable[[RecordedEvent], Awaitable[None]]
+MessageHandler = Callable[[RabbitMessage], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ class Subscription:
     exchange: RabbitExchange = EVENTS
     prefetch: int = 1
     channel: Channel = field(default_factory=Channel)
+    raw: MessageHandler | None = None
+    """Set for non-event messages (peer telemetry): gets the message itself."""
 
 
 @dataclass
@@ -83,6 +86,31 @@ class Subscriptions:
         self.items.append(sub)
         return sub
 
+    def add_messages(
+        self,
+        queue: str,
+        routing_keys: Sequence[str],
+        handler: MessageHandler,
+        *,
+        exchange: RabbitExchange,
+        prefetch: int = 1,
+    ) -> Subscription:
+        """Register ``handler`` for raw messages (not events), e.g. peer telemetry.
+
+        The same outcomes as for events: return -> ack; raise ``RejectMessage`` ->
+        dead-lettered at once; raise anything else -> requeued up to the delivery limit.
+        """
+
+        async def never(_: RecordedEvent) -> None:  # pragma: no cover - raw subscriptions
+            raise RuntimeError("raw subscription")
+
+        channel = Channel(prefetch_count=prefetch)
+        sub = Subscription(
+            queue, tuple(routing_keys), never, None, exchange, prefetch, channel, raw=handler
+        )
+        self.items.append(sub)
+        return sub
+
     async def declare(self, broker: RabbitBroker) -> None:
         """Declare every queue, its dead-letter queue and its bindings."""
         for sub in self.items:
@@ -108,7 +136,10 @@ class Subscriptions:
 
 def _consumer(sub: Subscription) -> Callable[[RabbitMessage], Awaitable[None]]:
     async def consume(message: RabbitMessage) -> None:
-        await _handle(sub, message)
+        if sub.raw is not None:
+            await _handle_raw(sub, sub.raw, message)
+        else:
+            await _handle(sub, message)
 
     consume.__name__ = f"on_{sub.queue.replace('.', '_')}"
     return consume
@@ -137,3 +168,17 @@ async def _handle(sub: Subscription, message: RabbitMessage) -> None:
         if sub.inbox is not None:
             await sub.inbox.done(event.id)
         EVENTS_CONSUMED.labels(queue=sub.queue, outcome="applied").inc()
+
+
+async def _handle_raw(sub: Subscription, handler: MessageHandler, message: RabbitMessage) -> None:
+    try:
+        await handler(message)
+    except RejectMessage:
+        EVENTS_CONSUMED.labels(queue=sub.queue, outcome="rejected").inc()
+        DEAD_LETTERED.labels(queue=sub.queue).inc()
+        raise
+    except Exception:
+        EVENTS_CONSUMED.labels(queue=sub.queue, outcome="failed").inc()
+        log.exception("message handler failed; the message will be retried", queue=sub.queue)
+        raise
+    EVENTS_CONSUMED.labels(queue=sub.queue, outcome="applied").inc()

@@ -3,7 +3,7 @@
 Importing this package registers every family, so the catalogue is complete.
 """
 
-from . import auth, datasets, diagnostics, jobs, peers, users
+from . import auth, datasets, diagnostics, jobs, models, peers, tasks, training, users
 from .catalogue import UnknownEventType, catalogue, event_type, payload_model
 from .codec import MalformedEvent, decode_message, from_document, to_document, to_message
 from .envelope import EventData, NewEvent, RawData, RecordedEvent
@@ -23,9 +23,12 @@ __all__ = [
     "event_type",
     "from_document",
     "jobs",
+    "models",
     "payload_model",
     "peers",
+    "tasks",
     "to_document",
     "to_message",
+    "training",
     "users",
 ]

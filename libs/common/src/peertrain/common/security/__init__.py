@@ -36,6 +36,7 @@ from .keyset import KeySet
 from .messages import TOKEN_HEADER, peer_headers, token_from_headers, verify_message
 from .settings import SecuritySettings
 from .state import SECURITY_EVENT_TYPES, Security
+from .telemetry import PeerMessage, peer_message_handler
 from .verifier import TokenVerifier
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "InsufficientRole",
     "InvalidToken",
     "KeySet",
+    "PeerMessage",
     "Principal",
     "Security",
     "SecurityDep",
@@ -68,6 +70,7 @@ __all__ = [
     "get_security",
     "install_security",
     "peer_headers",
+    "peer_message_handler",
     "require_role",
     "security_queue",
     "token_from_headers",

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import SpecInvalid
-from ..zoo.specs import spec_errors
+from peertrain.common.specs.aggregation import AggregationSpec, parse_aggregation_spec
+
 from .base import Strategy
 from .fedadam import FedAdam
 from .fedavg import FedAvg
@@ -23,56 +22,6 @@ STRATEGIES: dict[str, type[Strategy]] = {
     cls.name: cls for cls in (FedAvg, FedProx, FedAdam, TrimmedMean, Median)
 }
 """Strategy classes by name."""
-
-
-class AggregationSpec(BaseModel):
-    """The job's ``aggregation`` block.
-
-    Attributes
-    ----------
-    strategy
-        ``fedavg``, ``fedprox``, ``fedadam``, ``trimmed_mean`` or ``median``.
-    min_peers
-        Fewest accepted updates a round may close with (the orchestrator's rule).
-    round_deadline_s
-        Seconds a round stays open (the orchestrator's rule).
-    server_lr
-        Server step; ``None`` for the strategy's default (1.0, or 0.1 for FedAdam).
-    trim_fraction
-        Share trimmed at each end by ``trimmed_mean``.
-    max_update_norm
-        Updates with a larger L2 norm are rejected; also sizes the exact accumulator.
-    beta1, beta2, tau
-        FedAdam's moment decays and adaptivity constant.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    strategy: Literal["fedavg", "fedprox", "fedadam", "trimmed_mean", "median"] = "fedavg"
-    min_peers: int = Field(default=1, ge=1, le=10_000)
-    round_deadline_s: float = Field(default=600.0, gt=0, le=7 * 24 * 3600)
-    server_lr: float | None = Field(default=None, gt=0, le=100)
-    trim_fraction: float = Field(default=0.1, ge=0, lt=0.5)
-    max_update_norm: float = Field(default=100.0, gt=0, le=1e9)
-    beta1: float = Field(default=0.9, ge=0, lt=1)
-    beta2: float = Field(default=0.99, ge=0, lt=1)
-    tau: float = Field(default=1e-3, gt=0, le=10)
-
-
-def parse_aggregation_spec(value: Any) -> AggregationSpec:
-    """Validate an ``aggregation`` block.
-
-    Raises
-    ------
-    SpecInvalid
-        With one ``{"loc", "msg"}`` item per problem in ``detail``.
-    """
-    if isinstance(value, AggregationSpec):
-        return value
-    try:
-        return AggregationSpec.model_validate(value or {})
-    except ValidationError as exc:
-        raise SpecInvalid("the aggregation spec is not valid", detail=spec_errors(exc)) from None
 
 
 def make_strategy(

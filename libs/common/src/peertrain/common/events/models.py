@@ -1,0 +1,157 @@
+"""Model events, appended by the aggregator on the stream ``model:<job_id>``.
+
+::
+
+    model.version_created(v0)            (from job.configured: the seeded initial model)
+    update.accepted / update.rejected    (one per announced update, duplicates ignored)
+    model.version_created(v<r>)          (from round.closed r) -> model.evaluated(v<r>)
+    model.exported                       (after the last round: final.pt, final.safetensors)
+
+Version ``v`` lives at ``models/<job>/v<v>.safetensors``; a stateful strategy's server
+state (FedAdam's moments) after version ``v`` at ``models/<job>/v<v>.server.safetensors``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .catalogue import event_type
+from .envelope import EventData
+
+__all__ = [
+    "MODEL_EVALUATED",
+    "MODEL_EVENT_TYPES",
+    "MODEL_EXPORTED",
+    "MODEL_VERSION_CREATED",
+    "UPDATE_ACCEPTED",
+    "UPDATE_REJECTED",
+    "Lineage",
+    "ModelEvaluated",
+    "ModelExported",
+    "ModelVersionCreated",
+    "UpdateAccepted",
+    "UpdateRejected",
+    "model_key",
+    "model_stream",
+    "server_state_key",
+]
+
+UPDATE_ACCEPTED = "update.accepted"
+UPDATE_REJECTED = "update.rejected"
+MODEL_VERSION_CREATED = "model.version_created"
+MODEL_EVALUATED = "model.evaluated"
+MODEL_EXPORTED = "model.exported"
+
+MODEL_EVENT_TYPES: tuple[str, ...] = (
+    UPDATE_ACCEPTED,
+    UPDATE_REJECTED,
+    MODEL_VERSION_CREATED,
+    MODEL_EVALUATED,
+    MODEL_EXPORTED,
+)
+
+
+def model_stream(job_id: str) -> str:
+    """The stream of one job's model events, ``model:<job_id>``."""
+    return f"model:{job_id}"
+
+
+def model_key(job_id: str, version: int) -> str:
+    """Where model version ``version`` of a job is stored."""
+    return f"models/{job_id}/v{version}.safetensors"
+
+
+def server_state_key(job_id: str, version: int) -> str:
+    """Where a stateful strategy's server state after ``version`` is stored."""
+    return f"models/{job_id}/v{version}.server.safetensors"
+
+
+@event_type(UPDATE_ACCEPTED)
+class UpdateAccepted(EventData):
+    """A peer's update passed validation and is part of its round's sum.
+
+    ``weight`` is the shard's row count as sharding recorded it (never the peer's
+    claim, which is kept as ``claimed_samples`` for the record).
+    """
+
+    job_id: str
+    round: int = Field(ge=1)
+    attempt: int = Field(ge=1)
+    shard: int = Field(ge=0)
+    task_id: str
+    peer_id: str
+    key: str
+    sha256: str
+    size: int = Field(ge=0)
+    norm: float = Field(ge=0)
+    weight: float = Field(gt=0)
+    claimed_samples: int | None = None
+    train_loss: float | None = None
+    train_accuracy: float | None = None
+
+
+@event_type(UPDATE_REJECTED)
+class UpdateRejected(EventData):
+    """A peer's update was refused; ``code`` is machine-readable, ``reason`` says why."""
+
+    job_id: str
+    round: int = Field(ge=0)
+    attempt: int = Field(ge=0)
+    shard: int | None = None
+    task_id: str
+    peer_id: str
+    code: str
+    reason: str
+
+
+class Lineage(BaseModel):
+    """What a model version was made from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    parent_version: int | None = None
+    peers: tuple[str, ...] = ()
+    updates: tuple[str, ...] = ()
+    """The update objects' keys."""
+    shards: tuple[int, ...] = ()
+
+
+@event_type(MODEL_VERSION_CREATED)
+class ModelVersionCreated(EventData):
+    """Model version ``version`` is stored (``v0``: the initial model of the job)."""
+
+    job_id: str
+    version: int = Field(ge=0)
+    key: str
+    sha256: str
+    size: int = Field(ge=0)
+    strategy: str
+    server_state_key: str | None = None
+    lineage: Lineage = Lineage()
+
+
+@event_type(MODEL_EVALUATED)
+class ModelEvaluated(EventData):
+    """A model version's metrics on the job's holdout."""
+
+    job_id: str
+    version: int = Field(ge=0)
+    loss: float
+    accuracy: float
+    per_class_accuracy: tuple[float | None, ...] = ()
+    samples: int = Field(ge=0)
+
+
+@event_type(MODEL_EXPORTED)
+class ModelExported(EventData):
+    """The final model is exported in both formats."""
+
+    job_id: str
+    version: int = Field(ge=1)
+    pt_key: str
+    pt_sha256: str
+    safetensors_key: str
+    safetensors_sha256: str
+    format: Literal["peertrain-final-v1"] = "peertrain-final-v1"

@@ -1,0 +1,287 @@
+"""Training events, appended by the orchestrator on the stream ``job:<id>``.
+
+Lifecycle of one job::
+
+    job.created -> (dataset.sharded) -> job.configured
+      -> round.opened(r) -> task.assigned ... -> task.accepted / task.progress /
+         task.failed / task.lost -> round.closed(r) | round.failed(r)
+      -> ... -> job.completed | job.failed | job.cancelled
+
+``job.created`` is the contract the dataset service shards from: it carries the whole
+job specification as the user gave it, validated by the orchestrator.
+``job.configured`` is the contract the aggregator builds the model from: the spec plus
+what sharding produced (shard sizes, holdout, feature spec) and the ``config.json`` key.
+
+A task is one shard's training in one round (``task_id`` = ``<job>.<round>.<attempt>.
+<shard>.<n>``); a shard whose peer went offline is assigned again to another peer of
+the job (a new ``task_id``). The aggregator accepts one update per shard per round.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .catalogue import event_type
+from .datasets import ArtifactRef, FeatureSpec
+from .envelope import EventData
+from .jobs import JOB_CREATED
+
+__all__ = [
+    "JOB_CANCELLED",
+    "JOB_COMPLETED",
+    "JOB_CONFIGURED",
+    "JOB_EVENT_TYPES",
+    "JOB_FAILED",
+    "JOB_TERMINAL_TYPES",
+    "ROUND_CLOSED",
+    "ROUND_FAILED",
+    "ROUND_OPENED",
+    "TASK_ACCEPTED",
+    "TASK_ASSIGNED",
+    "TASK_FAILED",
+    "TASK_LOST",
+    "TASK_PROGRESS",
+    "IncludedUpdate",
+    "JobCancelled",
+    "JobCompleted",
+    "JobConfigured",
+    "JobFailed",
+    "RoundClosed",
+    "RoundFailed",
+    "RoundOpened",
+    "ShardPlan",
+    "TaskAccepted",
+    "TaskAssigned",
+    "TaskFailed",
+    "TaskLost",
+    "TaskProgress",
+    "update_key",
+]
+
+JOB_CONFIGURED = "job.configured"
+ROUND_OPENED = "round.opened"
+TASK_ASSIGNED = "task.assigned"
+TASK_ACCEPTED = "task.accepted"
+TASK_PROGRESS = "task.progress"
+TASK_FAILED = "task.failed"
+TASK_LOST = "task.lost"
+ROUND_CLOSED = "round.closed"
+ROUND_FAILED = "round.failed"
+JOB_COMPLETED = "job.completed"
+JOB_FAILED = "job.failed"
+JOB_CANCELLED = "job.cancelled"
+
+JOB_TERMINAL_TYPES: tuple[str, ...] = (JOB_COMPLETED, JOB_FAILED, JOB_CANCELLED)
+JOB_EVENT_TYPES: tuple[str, ...] = (
+    JOB_CREATED,
+    JOB_CONFIGURED,
+    ROUND_OPENED,
+    TASK_ASSIGNED,
+    TASK_ACCEPTED,
+    TASK_PROGRESS,
+    TASK_FAILED,
+    TASK_LOST,
+    ROUND_CLOSED,
+    ROUND_FAILED,
+    *JOB_TERMINAL_TYPES,
+)
+"""Every event type of the ``job:<id>`` streams."""
+
+
+def update_key(job_id: str, round_: int, attempt: int, shard: int, peer_id: str) -> str:
+    """Where a task's update goes: one key per job, round, attempt, shard and peer."""
+    return f"jobs/{job_id}/rounds/{round_}/updates/a{attempt}-s{shard}-{peer_id}.safetensors"
+
+
+class ShardPlan(BaseModel):
+    """One shard of a job as sharding wrote it (``peers[index]`` trains it first)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    index: int = Field(ge=0)
+    peer_id: str
+    key: str
+    sha256: str
+    size: int = Field(ge=0)
+    rows: int = Field(ge=1)
+
+
+@event_type(JOB_CONFIGURED)
+class JobConfigured(EventData):
+    """The job's data is sharded and its ``config.json`` written: rounds can start.
+
+    ``reference_weight`` is the sum of the shards' rows: the weight a full round
+    carries (it sizes the aggregator's exact accumulator, the same on every replay).
+    """
+
+    job_id: str
+    config_key: str
+    config_sha256: str
+    rounds: int = Field(ge=1)
+    model: dict[str, Any]
+    training: dict[str, Any]
+    aggregation: dict[str, Any]
+    feature_spec: FeatureSpec
+    shards: tuple[ShardPlan, ...] = Field(min_length=1)
+    holdout: ArtifactRef
+    reference_weight: float = Field(gt=0)
+
+
+@event_type(ROUND_OPENED)
+class RoundOpened(EventData):
+    """Round ``round`` (from 1) trains model version ``round - 1`` until ``deadline``.
+
+    ``attempt`` counts openings of the same round (a round that closed below
+    ``min_peers`` is opened again).
+    """
+
+    job_id: str
+    round: int = Field(ge=1)
+    attempt: int = Field(ge=1)
+    model_version: int = Field(ge=0)
+    model_key: str
+    model_sha256: str
+    deadline: datetime
+
+
+@event_type(TASK_ASSIGNED)
+class TaskAssigned(EventData):
+    """Shard ``shard`` of round ``round`` goes to ``peer_id`` (sent on ``peer.<id>.task``).
+
+    ``reassigned_from`` names the task this one replaces (its peer went offline).
+    """
+
+    job_id: str
+    task_id: str
+    round: int = Field(ge=1)
+    attempt: int = Field(ge=1)
+    shard: int = Field(ge=0)
+    peer_id: str
+    update_key: str
+    deadline: datetime
+    reassigned_from: str | None = None
+
+
+@event_type(TASK_ACCEPTED)
+class TaskAccepted(EventData):
+    """The peer took the task (it acknowledged the message and started)."""
+
+    job_id: str
+    task_id: str
+    round: int = Field(ge=1)
+    shard: int = Field(ge=0)
+    peer_id: str
+    device: str | None = None
+
+
+@event_type(TASK_PROGRESS)
+class TaskProgress(EventData):
+    """One local epoch done (as the peer reports it: informative, never trusted)."""
+
+    job_id: str
+    task_id: str
+    round: int = Field(ge=1)
+    shard: int = Field(ge=0)
+    peer_id: str
+    epoch: int = Field(ge=1)
+    epochs: int = Field(ge=1)
+    loss: float
+    accuracy: float
+    samples: int = Field(ge=0)
+    duration_s: float = Field(ge=0)
+
+
+@event_type(TASK_FAILED)
+class TaskFailed(EventData):
+    """The peer's training raised: its error and traceback, shown in the job's details."""
+
+    job_id: str
+    task_id: str
+    round: int = Field(ge=1)
+    shard: int = Field(ge=0)
+    peer_id: str
+    error: str
+    traceback: str = ""
+
+
+@event_type(TASK_LOST)
+class TaskLost(EventData):
+    """The task's peer went offline (or the job ended) before its update came."""
+
+    job_id: str
+    task_id: str
+    round: int = Field(ge=1)
+    shard: int = Field(ge=0)
+    peer_id: str
+    reason: Literal["peer_offline", "deadline", "cancelled", "superseded"]
+
+
+class IncludedUpdate(BaseModel):
+    """An accepted update a closed round aggregates: its shard, sender and object."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    shard: int = Field(ge=0)
+    peer_id: str
+    task_id: str
+    key: str
+    sha256: str
+
+
+@event_type(ROUND_CLOSED)
+class RoundClosed(EventData):
+    """Round ``round`` is over: aggregate exactly ``included`` into model version ``round``.
+
+    ``reason``: ``complete`` (every shard answered) or ``deadline``.
+    """
+
+    job_id: str
+    round: int = Field(ge=1)
+    attempt: int = Field(ge=1)
+    reason: Literal["complete", "deadline", "resolved"]
+    included: tuple[IncludedUpdate, ...] = Field(min_length=1)
+
+
+@event_type(ROUND_FAILED)
+class RoundFailed(EventData):
+    """The round ended with fewer accepted updates than ``min_peers``.
+
+    ``retry``: the round is opened again; otherwise the job fails.
+    """
+
+    job_id: str
+    round: int = Field(ge=1)
+    attempt: int = Field(ge=1)
+    accepted: int = Field(ge=0)
+    min_peers: int = Field(ge=1)
+    retry: bool
+
+
+@event_type(JOB_COMPLETED)
+class JobCompleted(EventData):
+    """Every round is aggregated and the final model is exported."""
+
+    job_id: str
+    final_version: int = Field(ge=1)
+    accuracy: float | None = None
+    loss: float | None = None
+
+
+@event_type(JOB_FAILED)
+class JobFailed(EventData):
+    """The job stopped for good; ``code`` is machine-readable, ``reason`` one sentence."""
+
+    job_id: str
+    code: str
+    reason: str
+
+
+@event_type(JOB_CANCELLED)
+class JobCancelled(EventData):
+    """The owner (or an admin) cancelled the job; peers were told to stop."""
+
+    job_id: str
+    by: str

@@ -1,0 +1,93 @@
+"""Consuming what peers send on ``peertrain.telemetry``: verified, typed, or refused.
+
+::
+
+    async def on_update(sender: PeerMessage[UpdateAnnounced]) -> None: ...
+
+    ctx.subscriptions.add_messages(
+        "aggregator.updates", ["peer.*.update"],
+        peer_message_handler(ctx, {"update": UpdateAnnounced}, on_update),
+        exchange=TELEMETRY,
+    )
+
+A message is refused (dead-lettered at once, with its reason logged and counted) when
+its routing key is not ``peer.<id>.<kind>`` of a known kind, its token is missing, not
+valid or not that peer's, or its body does not parse. Peers are untrusted: everything
+the handler gets is checked for form and sender; what it *means* (is this task that
+peer's?) is the handler's to check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+import structlog
+from faststream.exceptions import RejectMessage
+from faststream.rabbit import RabbitMessage
+from pydantic import BaseModel, ValidationError
+
+from peertrain.common.app.context import ServiceContext
+from peertrain.common.events.peers import parse_telemetry_key
+from peertrain.common.metrics import REFUSED_MESSAGES
+
+from .claims import Principal
+from .deps import SECURITY_EXTRA
+from .errors import InsufficientRole, InvalidToken
+from .messages import verify_message
+from .state import Security
+
+__all__ = ["PeerMessage", "peer_message_handler"]
+
+log = structlog.get_logger(__name__)
+
+B = TypeVar("B", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class PeerMessage(Generic[B]):
+    """A verified message from a peer: who sent it, which kind, the parsed body."""
+
+    peer_id: str
+    kind: str
+    body: B
+    principal: Principal
+    message_id: str | None
+
+
+def _refuse(queue: str, reason: str, **detail: object) -> RejectMessage:
+    REFUSED_MESSAGES.labels(queue=queue, reason=reason).inc()
+    log.warning("refusing a peer message", queue=queue, reason=reason, **detail)
+    return RejectMessage()
+
+
+def peer_message_handler(
+    ctx: ServiceContext,
+    kinds: Mapping[str, type[BaseModel]],
+    handler: Callable[[PeerMessage[BaseModel]], Awaitable[None]],
+    *,
+    queue: str = "",
+) -> Callable[[RabbitMessage], Awaitable[None]]:
+    """Wrap ``handler`` so it only sees verified, parsed peer messages of ``kinds``."""
+
+    async def handle(message: RabbitMessage) -> None:
+        key = message.raw_message.routing_key or ""
+        parsed = parse_telemetry_key(key)
+        if parsed is None or parsed[1] not in kinds:
+            raise _refuse(queue, "malformed_key", routing_key=key[:200])
+        peer_id, kind = parsed
+        security: Security = ctx.extras[SECURITY_EXTRA]
+        try:
+            principal = await verify_message(security, message.headers, peer_id=peer_id)
+        except (InvalidToken, InsufficientRole) as exc:
+            raise _refuse(queue, "bad_token", peer_id=peer_id, error=str(exc)) from exc
+        try:
+            body = kinds[kind].model_validate_json(message.body)
+        except ValidationError as exc:
+            raise _refuse(
+                queue, "bad_body", peer_id=peer_id, kind=kind, error=str(exc)[:500]
+            ) from exc
+        await handler(PeerMessage(peer_id, kind, body, principal, message.message_id))
+
+    return handle

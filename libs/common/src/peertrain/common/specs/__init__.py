@@ -1,0 +1,44 @@
+"""The job spec contract, without torch: model, training and aggregation blocks.
+
+The orchestrator validates a job with these; :mod:`peertrain.ml` builds and trains
+from the same models (it re-exports them).
+"""
+
+from .aggregation import AggregationSpec, parse_aggregation_spec
+from .errors import SpecInvalid
+from .model import (
+    MAX_ACTIVATIONS_PER_SAMPLE,
+    MAX_PARAMETERS,
+    CNNSpec,
+    FeatureSpec,
+    LogRegSpec,
+    MLPSpec,
+    ModelSpec,
+    parse_feature_spec,
+    parse_model_spec,
+    spec_errors,
+)
+from .shapes import check_budget, cnn_block_shapes, count_parameters
+from .training import TrainingParams, derive_seed, parse_training_params
+
+__all__ = [
+    "MAX_ACTIVATIONS_PER_SAMPLE",
+    "MAX_PARAMETERS",
+    "AggregationSpec",
+    "CNNSpec",
+    "FeatureSpec",
+    "LogRegSpec",
+    "MLPSpec",
+    "ModelSpec",
+    "SpecInvalid",
+    "TrainingParams",
+    "check_budget",
+    "cnn_block_shapes",
+    "count_parameters",
+    "derive_seed",
+    "parse_aggregation_spec",
+    "parse_feature_spec",
+    "parse_model_spec",
+    "parse_training_params",
+    "spec_errors",
+]
