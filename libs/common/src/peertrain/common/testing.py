@@ -101,6 +101,16 @@ class ServiceProcess:
             self._log.close()
             self._log = None
 
+    def kill(self) -> None:
+        """SIGKILL: no shutdown hooks, nothing flushed (a crash)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.proc = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
     def restart(self) -> None:
         """Stop and start again with the same environment."""
         self.stop()

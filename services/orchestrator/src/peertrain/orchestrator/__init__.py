@@ -1,1 +1,1 @@
-"""PeerTrain orchestrator service."""
+"""PeerTrain's orchestrator: jobs, rounds, tasks for peers, deadlines and reassignment."""

@@ -1,0 +1,7 @@
+"""The orchestrator's HTTP side."""
+
+from .routes import router
+
+ROUTERS = [router]
+
+__all__ = ["ROUTERS"]

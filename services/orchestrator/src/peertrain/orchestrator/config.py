@@ -1,0 +1,35 @@
+"""The orchestrator's settings (``PEERTRAIN_ORCHESTRATOR_*``)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
+
+from peertrain.common.settings import ServiceSettings
+
+__all__ = ["OrchestratorSettings"]
+
+
+class OrchestratorSettings(ServiceSettings):
+    """Everything the orchestrator reads from its environment."""
+
+    model_config = SettingsConfigDict(env_prefix="PEERTRAIN_ORCHESTRATOR_", extra="ignore")
+
+    service_name: str = "orchestrator"
+    port: int = 8004
+    api_prefix: str = "/api/jobs"
+
+    queue_prefix: str = "orchestrator"
+    """Prefix of this service's queue names (``<prefix>.facts``, ``<prefix>.dispatch``, ...)."""
+    tick_s: float = Field(default=1.0, gt=0, le=60)
+    """How often deadlines are checked."""
+    max_round_attempts: int = Field(default=3, ge=1, le=100)
+    """Openings of one round (below ``min_peers``) before the job fails."""
+    presign_slack_s: int = Field(default=600, ge=60, le=86_400)
+    """Presigned URLs stay valid this long after the round's deadline."""
+    update_overhead_bytes: int = Field(default=1024 * 1024, ge=1024)
+    """Upload cap = 4 bytes per model parameter + this (safetensors header, metadata)."""
+
+    def queue(self, purpose: str) -> str:
+        """This service's queue for ``purpose``."""
+        return f"{self.queue_prefix}.{purpose}"

@@ -1,0 +1,136 @@
+"""The orchestrator's own projections of other services' events: peers and datasets.
+
+Folded from ``peer:<id>`` and ``dataset:<id>`` streams; each entity remembers the last
+``seq`` it applied, so replaying the log and consuming the queue may overlap freely.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from peertrain.common.events import RecordedEvent
+from peertrain.common.events.datasets import (
+    DatasetDeleted,
+    DatasetRejected,
+    DatasetUploaded,
+    DatasetValidated,
+)
+from peertrain.common.events.peers import (
+    PeerEnrolled,
+    PeerRegistered,
+    PeerSettingsChanged,
+    PeerSpecsUpdated,
+    PeerWentOffline,
+    PeerWentOnline,
+)
+from peertrain.common.security import Principal
+
+__all__ = ["DatasetInfo", "Directory", "PeerInfo"]
+
+
+@dataclass
+class PeerInfo:
+    """What the orchestrator knows of one peer."""
+
+    peer_id: str
+    owner_id: str | None = None
+    name: str | None = None
+    registered: bool = False
+    online: bool = False
+    shared: bool = False
+    disabled: bool = False
+    device: str | None = None
+    memory_gb: float = 0.0
+    cores: int | None = None
+    seq: int = 0
+
+    @property
+    def usable(self) -> bool:
+        """Online, registered (it has a queue) and not disabled."""
+        return self.online and self.registered and not self.disabled
+
+    def usable_by(self, who: Principal) -> bool:
+        """Whether ``who`` may put this peer in a job (own, shared, or admin)."""
+        return who.is_admin or self.owner_id == who.subject or self.shared
+
+
+@dataclass
+class DatasetInfo:
+    """What the orchestrator knows of one dataset."""
+
+    dataset_id: str
+    owner_id: str | None = None
+    name: str | None = None
+    state: str = "validating"
+    feature_spec: dict[str, Any] | None = None
+    train_rows: int = 0
+    classes: tuple[str, ...] = ()
+    seq: int = 0
+
+
+@dataclass
+class Directory:
+    """Peers and datasets, by id."""
+
+    peers: dict[str, PeerInfo] = field(default_factory=dict)
+    datasets: dict[str, DatasetInfo] = field(default_factory=dict)
+
+    def apply(self, event: RecordedEvent) -> bool:
+        """Fold one peer or dataset event; ``False`` if it was not new."""
+        data = event.data
+        if event.stream.startswith("peer:"):
+            peer_id = event.stream.partition(":")[2]
+            peer = self.peers.setdefault(peer_id, PeerInfo(peer_id))
+            if event.seq <= peer.seq:
+                return False
+            peer.seq = event.seq
+            _apply_peer(peer, data)
+            return True
+        if event.stream.startswith("dataset:"):
+            dataset_id = event.stream.partition(":")[2]
+            ds = self.datasets.setdefault(dataset_id, DatasetInfo(dataset_id))
+            if event.seq <= ds.seq:
+                return False
+            ds.seq = event.seq
+            _apply_dataset(ds, data)
+            return True
+        return False
+
+    def online_peers(self) -> set[str]:
+        """Ids of the peers usable right now."""
+        return {p.peer_id for p in self.peers.values() if p.usable}
+
+
+def _apply_peer(peer: PeerInfo, data: object) -> None:
+    if isinstance(data, PeerEnrolled | PeerRegistered):
+        peer.owner_id = data.owner_id
+        peer.name = data.name
+        if isinstance(data, PeerRegistered):
+            peer.registered = True
+    elif isinstance(data, PeerWentOnline):
+        peer.online = True
+    elif isinstance(data, PeerWentOffline):
+        peer.online = False
+    elif isinstance(data, PeerSettingsChanged):
+        peer.shared = data.shared
+        peer.disabled = data.disabled
+    elif isinstance(data, PeerSpecsUpdated):
+        peer.device = data.specs.device
+        peer.memory_gb = data.specs.memory_gb
+        peer.cores = data.specs.cpu_cores
+
+
+def _apply_dataset(ds: DatasetInfo, data: object) -> None:
+    if isinstance(data, DatasetUploaded):
+        ds.owner_id = data.owner_id
+        ds.name = data.name
+    elif isinstance(data, DatasetValidated):
+        ds.state = "validated"
+        ds.feature_spec = data.feature_spec.model_dump(mode="json")
+        ds.train_rows = data.train_rows
+        ds.classes = data.classes
+    elif isinstance(data, DatasetRejected):
+        ds.state = "rejected"
+    elif isinstance(data, DatasetDeleted):
+        ds.state = "deleted"

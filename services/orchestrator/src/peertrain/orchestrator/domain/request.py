@@ -1,0 +1,180 @@
+"""``POST /api/jobs``: the request body, and turning it into ``job.created``.
+
+Everything is checked against the orchestrator's own projections (the dataset must be
+validated and the caller's, the peers online and usable by the caller) and the spec
+contract (model, training and aggregation blocks; the model must fit the data and the
+parameter budget), so a job that is accepted can run.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from peertrain.common.events.jobs import JobCreated, ShardingSpec
+from peertrain.common.security import Principal
+from peertrain.common.specs import (
+    check_budget,
+    parse_aggregation_spec,
+    parse_feature_spec,
+    parse_model_spec,
+    parse_training_params,
+)
+
+from .directory import Directory, PeerInfo
+from .errors import (
+    DatasetNotFound,
+    DatasetNotReady,
+    JobRequestInvalid,
+    NotEnoughPeers,
+    PeersUnavailable,
+)
+
+__all__ = ["JobRequest", "PeerSelection", "SelectionFilters", "plan_job"]
+
+MAX_PEERS = 1000
+
+
+class SelectionFilters(BaseModel):
+    """Which peers a selection may pick."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    device: Literal["cpu", "cuda", "mps"] | None = None
+    min_memory_gb: float | None = Field(default=None, ge=0)
+
+
+class PeerSelection(BaseModel):
+    """Let the orchestrator pick ``count`` usable peers (most memory first)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    count: int = Field(ge=1, le=MAX_PEERS)
+    filters: SelectionFilters = SelectionFilters()
+
+
+class ShardingRequest(BaseModel):
+    """How to split the data (the seed is the training seed)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    strategy: Literal["iid", "stratified", "dirichlet"] = "iid"
+    alpha: float = Field(default=0.5, gt=0, le=1000)
+
+
+class JobRequest(BaseModel):
+    """The body of ``POST /api/jobs``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+    dataset_id: str = Field(min_length=1, max_length=100)
+    peers: list[str] | None = Field(default=None, min_length=1, max_length=MAX_PEERS)
+    selection: PeerSelection | None = None
+    model: dict[str, Any] = Field(default_factory=lambda: {"arch": "mlp"})
+    training: dict[str, Any] = Field(default_factory=dict)
+    aggregation: dict[str, Any] = Field(default_factory=dict)
+    sharding: ShardingRequest = ShardingRequest()
+
+    @model_validator(mode="after")
+    def _one_way_to_pick_peers(self) -> JobRequest:
+        if (self.peers is None) == (self.selection is None):
+            raise ValueError("give either peers (a list of ids) or selection, not both")
+        if self.peers is not None and len(set(self.peers)) != len(self.peers):
+            raise ValueError("peers must not repeat")
+        return self
+
+
+def _select(request: PeerSelection, usable: list[PeerInfo]) -> list[str]:
+    f = request.filters
+    pool = [
+        p
+        for p in usable
+        if (f.device is None or p.device == f.device)
+        and (f.min_memory_gb is None or p.memory_gb >= f.min_memory_gb)
+    ]
+    if len(pool) < request.count:
+        raise NotEnoughPeers(
+            f"the selection asks for {request.count} peers; {len(pool)} usable peer(s) match",
+            detail={"requested": request.count, "available": len(pool)},
+        )
+    pool.sort(key=lambda p: (-p.memory_gb, p.peer_id))
+    return [p.peer_id for p in pool[: request.count]]
+
+
+def _check_named(peers: list[str], who: Principal, directory: Directory) -> None:
+    problems: list[dict[str, str]] = []
+    for peer_id in peers:
+        info = directory.peers.get(peer_id)
+        if info is None or info.owner_id is None or not info.usable_by(who):
+            problems.append({"peer_id": peer_id, "problem": "unknown"})
+        elif info.disabled:
+            problems.append({"peer_id": peer_id, "problem": "disabled"})
+        elif not info.registered:
+            problems.append({"peer_id": peer_id, "problem": "not_registered"})
+        elif not info.online:
+            problems.append({"peer_id": peer_id, "problem": "offline"})
+    if problems:
+        raise PeersUnavailable(
+            f"{len(problems)} of the named peers cannot take part in a job now",
+            detail={"peers": problems},
+        )
+
+
+def plan_job(job_id: str, request: JobRequest, who: Principal, directory: Directory) -> JobCreated:
+    """Check ``request`` and make its ``job.created`` (peers in shard order).
+
+    Raises
+    ------
+    SpecInvalid
+        A model, training or aggregation block is not valid (422).
+    DatasetNotFound, DatasetNotReady
+        404 / 409.
+    PeersUnavailable, NotEnoughPeers
+        409, naming the peers and why.
+    JobRequestInvalid
+        The pieces do not fit together (422): too few rows for the peers, a model that
+        does not fit the data, ``min_peers`` above the number of peers.
+    """
+    model = parse_model_spec(request.model)
+    training = parse_training_params(request.training)
+    aggregation = parse_aggregation_spec(request.aggregation)
+    ds = directory.datasets.get(request.dataset_id)
+    if ds is None or ds.owner_id is None or not (who.is_admin or ds.owner_id == who.subject):
+        raise DatasetNotFound(f"no dataset {request.dataset_id!r}")
+    if ds.state != "validated" or ds.feature_spec is None:
+        raise DatasetNotReady(
+            f"dataset {request.dataset_id!r} is {ds.state}, not validated",
+            detail={"state": ds.state},
+        )
+    features = parse_feature_spec(ds.feature_spec)
+    check_budget(model, features)
+    if request.peers is not None:
+        _check_named(request.peers, who, directory)
+        peers = list(request.peers)
+    else:
+        assert request.selection is not None
+        usable = [p for p in directory.peers.values() if p.usable and p.usable_by(who)]
+        peers = _select(request.selection, usable)
+    if aggregation.min_peers > len(peers):
+        raise JobRequestInvalid(
+            f"min_peers={aggregation.min_peers} is more than the job's {len(peers)} peer(s)"
+        )
+    if ds.train_rows < len(peers):
+        raise JobRequestInvalid(
+            f"the dataset has {ds.train_rows} training rows: fewer than one per peer"
+        )
+    return JobCreated(
+        job_id=job_id,
+        owner_id=who.subject,
+        name=request.name,
+        dataset_id=request.dataset_id,
+        peers=tuple(peers),
+        sharding=ShardingSpec(
+            strategy=request.sharding.strategy, alpha=request.sharding.alpha, seed=training.seed
+        ),
+        model=model.model_dump(mode="json"),
+        training=training.model_dump(mode="json"),
+        aggregation=aggregation.model_dump(mode="json"),
+    )

@@ -1,0 +1,348 @@
+"""The job state machine: rounds, reassignment, deadlines, min_peers, completion."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from itertools import count
+
+import pytest
+
+from peertrain.common.events import EventData, NewEvent, RecordedEvent
+from peertrain.common.events.datasets import (
+    ArtifactRef,
+    ColumnEncoding,
+    DatasetSharded,
+    FeatureSpec,
+    ShardRef,
+)
+from peertrain.common.events.jobs import JobCreated, ShardingSpec
+from peertrain.common.events.models import (
+    ModelEvaluated,
+    ModelExported,
+    ModelVersionCreated,
+    UpdateAccepted,
+    UpdateRejected,
+)
+from peertrain.common.events.training import (
+    JobCompleted,
+    JobFailed,
+    RoundClosed,
+    RoundFailed,
+    RoundOpened,
+    TaskAssigned,
+    TaskLost,
+)
+from peertrain.orchestrator.domain import Env, Job, reconcile
+
+SHA = "0" * 64
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+PEERS = ("p0", "p1", "p2", "p3")
+
+
+class Harness:
+    """A job fed events the way the service feeds it (appending what reconcile says)."""
+
+    def __init__(self, *, min_peers: int = 1, rounds: int = 2, deadline_s: float = 60) -> None:
+        self.job = Job("j1")
+        self.seq = {"job": 0, "model": 0, "sharding": 0}
+        self.positions = count(1)
+        self.now = T0
+        self.online = set(PEERS)
+        self.record(
+            "job",
+            JobCreated(
+                job_id="j1",
+                owner_id="u1",
+                name="test",
+                dataset_id="d1",
+                peers=PEERS,
+                sharding=ShardingSpec(),
+                model={"arch": "logreg"},
+                training={"rounds": rounds, "seed": 1},
+                aggregation={"min_peers": min_peers, "round_deadline_s": deadline_s},
+            ),
+        )
+
+    def record(self, stream: str, data: EventData) -> None:
+        self.seq[stream] += 1
+        event = RecordedEvent(
+            **NewEvent.of(data, producer="test").model_dump(exclude={"data"}),
+            data=data,
+            stream=f"{stream}:j1",
+            seq=self.seq[stream],
+            position=next(self.positions),
+        )
+        self.job.apply(event)
+
+    def step(self) -> list[EventData]:
+        """One reconcile; its events are appended (like the service does)."""
+        events = reconcile(self.job, Env(now=self.now, online=frozenset(self.online)))
+        for e in events:
+            self.record("job", e)
+        return events
+
+    def settle(self) -> list[EventData]:
+        out: list[EventData] = []
+        for _ in range(20):
+            events = self.step()
+            if not events:
+                return out
+            out += events
+        raise AssertionError("did not settle")
+
+    def shard(self) -> None:
+        features = FeatureSpec(
+            kind="table",
+            input_shape=(4,),
+            input_size=4,
+            classes=("a", "b"),
+            columns=(ColumnEncoding(name="x", type="numeric", offset=0, width=4),),
+            label_column="y",
+        )
+        self.record(
+            "sharding",
+            DatasetSharded(
+                dataset_id="d1",
+                job_id="j1",
+                sharding=ShardingSpec(),
+                shards=tuple(
+                    ShardRef(key=f"s{k}", sha256=SHA, size=10, rows=10 + k, index=k, peer_id=p)
+                    for k, p in enumerate(PEERS)
+                ),
+                holdout=ArtifactRef(key="h", sha256=SHA, size=1, rows=5),
+                feature_spec=features,
+            ),
+        )
+
+    def version(self, v: int) -> None:
+        self.record(
+            "model",
+            ModelVersionCreated(
+                job_id="j1", version=v, key=f"models/j1/v{v}", sha256=SHA, size=1, strategy="fedavg"
+            ),
+        )
+
+    def accept(self, task: TaskAssigned) -> None:
+        self.record(
+            "model",
+            UpdateAccepted(
+                job_id="j1",
+                round=task.round,
+                attempt=task.attempt,
+                shard=task.shard,
+                task_id=task.task_id,
+                peer_id=task.peer_id,
+                key=task.update_key,
+                sha256=SHA,
+                size=1,
+                norm=1.0,
+                weight=10,
+            ),
+        )
+
+    def open_tasks(self) -> list[TaskAssigned]:
+        rnd = self.job.current
+        assert rnd is not None
+        return [
+            TaskAssigned(
+                job_id="j1",
+                task_id=t.task_id,
+                round=t.round,
+                attempt=t.attempt,
+                shard=t.shard,
+                peer_id=t.peer_id,
+                update_key=t.update_key,
+                deadline=t.deadline,
+            )
+            for t in rnd.tasks.values()
+            if t.open
+        ]
+
+
+def configured(**kw: object) -> Harness:
+    h = Harness(**kw)  # type: ignore[arg-type]
+    assert h.step() == []  # waiting for sharding (configuration is the shell's side effect)
+    h.shard()
+    assert h.job.sharded is not None
+    from peertrain.common.events.training import JobConfigured, ShardPlan
+
+    sh = h.job.sharded
+    h.record(
+        "job",
+        JobConfigured(
+            job_id="j1",
+            config_key="jobs/j1/config.json",
+            config_sha256=SHA,
+            rounds=h.job.rounds_total,
+            model=h.job.created.model,  # type: ignore[union-attr]
+            training=h.job.created.training,  # type: ignore[union-attr]
+            aggregation=h.job.created.aggregation,  # type: ignore[union-attr]
+            feature_spec=sh.feature_spec,
+            shards=tuple(
+                ShardPlan(
+                    index=s.index,
+                    peer_id=s.peer_id,
+                    key=s.key,
+                    sha256=s.sha256,
+                    size=s.size,
+                    rows=s.rows or 1,
+                )
+                for s in sh.shards
+            ),
+            holdout=sh.holdout,
+            reference_weight=46.0,
+        ),
+    )
+    assert h.step() == []  # waiting for v0
+    h.version(0)
+    return h
+
+
+def test_a_round_opens_on_v0_with_one_task_per_shard_and_closes_when_all_answered():
+    h = configured()
+    events = h.settle()
+    assert isinstance(events[0], RoundOpened) and events[0].round == 1
+    tasks = [e for e in events if isinstance(e, TaskAssigned)]
+    assert [(t.shard, t.peer_id) for t in tasks] == list(enumerate(PEERS))
+    assert len({t.task_id for t in tasks}) == 4
+    for t in tasks[:3]:
+        h.accept(t)
+        assert h.settle() == []
+    h.accept(tasks[3])
+    (closed,) = h.settle()
+    assert isinstance(closed, RoundClosed) and closed.reason == "complete"
+    assert [u.shard for u in closed.included] == [0, 1, 2, 3]
+    assert h.settle() == []  # waits for v1
+    h.version(1)
+    (opened, *_) = h.settle()
+    assert isinstance(opened, RoundOpened) and opened.round == 2 and opened.model_version == 1
+
+
+def test_an_offline_peer_has_its_shard_reassigned_to_the_least_busy_online_peer():
+    h = configured()
+    h.settle()
+    tasks = h.open_tasks()
+    h.accept(tasks[0])  # p0 is done: the spare of choice
+    h.settle()
+    h.online.discard("p2")
+    events = h.settle()
+    lost, again = events
+    assert isinstance(lost, TaskLost) and lost.peer_id == "p2" and lost.reason == "peer_offline"
+    assert isinstance(again, TaskAssigned) and again.shard == 2 and again.peer_id == "p0"
+    assert again.reassigned_from == lost.task_id
+    for t in h.open_tasks():
+        h.accept(t)
+    (closed,) = h.settle()
+    assert isinstance(closed, RoundClosed) and len(closed.included) == 4
+
+
+def test_without_a_spare_the_round_closes_with_who_answered():
+    h = configured()
+    h.settle()
+    tasks = h.open_tasks()
+    h.online = {"p0"}
+    h.accept(tasks[0])
+    events = h.settle()
+    assert sum(isinstance(e, TaskLost) for e in events) == 3
+    # p0 is the only spare: it gets all three shards
+    again = [e for e in events if isinstance(e, TaskAssigned)]
+    assert {e.peer_id for e in again} == {"p0"} and len(again) == 3
+
+
+def test_the_deadline_closes_the_round_with_the_accepted_updates():
+    h = configured(deadline_s=30)
+    h.settle()
+    tasks = h.open_tasks()
+    h.accept(tasks[1])
+    h.now = T0 + timedelta(seconds=31)
+    events = h.settle()
+    closed = events[-1]
+    assert isinstance(closed, RoundClosed) and closed.reason == "deadline"
+    assert [u.shard for u in closed.included] == [1]
+    assert sum(isinstance(e, TaskLost) and e.reason == "deadline" for e in events) == 3
+
+
+def test_below_min_peers_the_round_is_opened_again_then_the_job_fails():
+    h = configured(min_peers=3, deadline_s=10)
+    h.settle()
+    for attempt in (1, 2, 3):
+        assert h.job.current is not None and h.job.current.attempt == attempt
+        h.accept(h.open_tasks()[0])
+        h.now += timedelta(seconds=11)
+        events = h.settle()
+        failed = next(e for e in events if isinstance(e, RoundFailed))
+        assert failed.attempt == attempt and failed.accepted == 1
+        assert failed.retry == (attempt < 3)
+    assert isinstance(events[-1], JobFailed) and events[-1].code == "too_few_updates"
+    assert h.job.state == "failed"
+    assert h.settle() == []
+
+
+def test_rejected_updates_resolve_their_shard_and_a_duplicate_accept_changes_nothing():
+    h = configured()
+    h.settle()
+    tasks = h.open_tasks()
+    for t in tasks[:3]:
+        h.accept(t)
+        h.accept(t)
+    bad = tasks[3]
+    h.record(
+        "model",
+        UpdateRejected(
+            job_id="j1",
+            round=1,
+            attempt=1,
+            shard=3,
+            task_id=bad.task_id,
+            peer_id=bad.peer_id,
+            code="not_finite",
+            reason="NaN",
+        ),
+    )
+    (closed,) = h.settle()
+    assert isinstance(closed, RoundClosed) and closed.reason == "resolved"
+    assert [u.shard for u in closed.included] == [0, 1, 2]
+
+
+def test_the_job_completes_after_the_last_version_is_exported():
+    h = configured(rounds=1)
+    h.settle()
+    for t in h.open_tasks():
+        h.accept(t)
+    h.settle()
+    h.version(1)
+    assert h.settle() == []
+    h.record("model", ModelEvaluated(job_id="j1", version=1, loss=0.5, accuracy=0.9, samples=5))
+    h.record(
+        "model",
+        ModelExported(
+            job_id="j1",
+            version=1,
+            pt_key="k",
+            pt_sha256=SHA,
+            safetensors_key="k2",
+            safetensors_sha256=SHA,
+        ),
+    )
+    (done,) = h.settle()
+    assert isinstance(done, JobCompleted) and done.accuracy == pytest.approx(0.9)
+    assert h.job.state == "completed"
+
+
+def test_replaying_the_same_events_twice_is_harmless():
+    h = configured()
+    h.settle()
+    before = (h.job.version, len(h.job.current.tasks))  # type: ignore[union-attr]
+    # re-apply an old event: ignored by its seq
+    event = RecordedEvent(
+        **NewEvent.of(
+            ModelVersionCreated(job_id="j1", version=0, key="x", sha256=SHA, size=1, strategy="x"),
+            producer="t",
+        ).model_dump(exclude={"data"}),
+        data=ModelVersionCreated(job_id="j1", version=0, key="x", sha256=SHA, size=1, strategy="x"),
+        stream="model:j1",
+        seq=1,
+        position=999,
+    )
+    assert h.job.apply(event) is False
+    assert (h.job.version, len(h.job.current.tasks)) == before  # type: ignore[union-attr]

@@ -1,0 +1,157 @@
+"""Failures are normal: duplicates, hostile peers, killed peers, killed services.
+
+Every run here is the same small job (MNIST 10k, 4 shards, MLP, 4 rounds, one seed) so
+that each disturbed run can be compared with the undisturbed one: bit for bit where the
+platform promises it (duplicate delivery, service restarts, the same seed twice), within
+one accuracy point where data is lost (a hostile or killed peer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import pytest
+from test_mnist import mnist, mnist_job
+from training_support import (
+    Platform,
+    create_job,
+    final_weights,
+    finished,
+    peers_active,
+    same_weights,
+    wait_for,
+)
+
+pytestmark = [pytest.mark.stack, pytest.mark.slow]
+
+ROUNDS = 4
+
+
+def small_job(dataset_id: str, peers: list[str]) -> dict[str, Any]:
+    job = mnist_job(dataset_id, peers, rounds=ROUNDS, seed=11)
+    job["name"] = "mnist-small"
+    job["model"] = {"arch": "mlp", "hidden": [64]}
+    job["aggregation"]["round_deadline_s"] = 120
+    return job
+
+
+async def run(platform: Platform, names: list[str], **peer_kw: Any) -> tuple[str, dict[str, Any]]:
+    dataset_id = await mnist(platform)
+    peers = [platform.peer(n, **peer_kw.get(n, {})).peer_id for n in names]
+    await peers_active(platform, peers)
+    job_id = await create_job(platform, small_job(dataset_id, peers))
+    return job_id, await finished(platform, job_id)
+
+
+_baseline: dict[str, Any] = {}
+
+
+async def baseline(platform: Platform) -> dict[str, Any]:
+    """The undisturbed run: weights and holdout accuracy."""
+    if not _baseline:
+        job_id, job = await run(platform, ["p0", "p1", "p2", "p3"])
+        assert job["state"] == "completed", job
+        _baseline.update(
+            job_id=job_id,
+            weights=await final_weights(platform, job_id),
+            accuracy=job["latest"]["accuracy"],
+        )
+    return _baseline
+
+
+async def test_two_runs_with_the_same_seed_give_bit_identical_weights(platform: Platform) -> None:
+    first = await baseline(platform)
+    job_id, job = await run(platform, ["p0", "p1", "p2", "p3"])
+    assert job["state"] == "completed", job
+    assert same_weights(await final_weights(platform, job_id), first["weights"])
+
+
+async def test_an_update_announced_twice_is_folded_once(platform: Platform, http: Any) -> None:
+    first = await baseline(platform)
+    script = {"dup": {"script": ["--mode", "duplicate"]}}
+    job_id, job = await run(platform, ["p0", "p1", "p2", "dup"], **script)
+    assert job["state"] == "completed", job
+    assert same_weights(await final_weights(platform, job_id), first["weights"])
+    events = (await http.get(f"/api/jobs/{job_id}/events")).json()["items"]
+    accepted = [e for e in events if e["type"] == "update.accepted"]
+    assert len(accepted) == 4 * ROUNDS  # one per shard per round, duplicates ignored
+
+
+async def test_hostile_updates_are_rejected_and_nothing_is_executed(
+    platform: Platform, http: Any, tmp_path: Any
+) -> None:
+    first = await baseline(platform)
+    canary = tmp_path / "canary"
+    os.environ["PEERTRAIN_TEST_CANARY"] = str(canary)  # inherited by the hostile peer
+    try:
+        script = {"bad": {"script": ["--mode", "cycle"]}}
+        _, job = await run(platform, ["p0", "p1", "p2", "bad"], **script)
+    finally:
+        os.environ.pop("PEERTRAIN_TEST_CANARY", None)
+    assert job["state"] == "completed", job
+    rejected = job["rejected_updates"]
+    codes = {r["round"]: r["code"] for r in rejected}
+    assert len(rejected) == 4, rejected  # nan, shape, norm, pickle: one per round
+    assert all(r["reason"] for r in rejected)
+    assert {r["peer_id"] for r in rejected} == {platform.peers["bad"].peer_id}
+    assert len(set(codes.values())) >= 3, codes  # different problems, told apart
+    assert not canary.exists(), "a pickle sent by a peer was executed"
+    assert abs(job["latest"]["accuracy"] - first["accuracy"]) <= 0.01
+    # the user sees why, in the job's tasks
+    tasks = [t for t in job["tasks"] if t["state"] == "rejected"]
+    assert tasks and all("rejected" in (t["error"] or "") for t in tasks)
+
+
+async def test_a_peer_killed_mid_round_is_replaced_and_the_job_completes(
+    platform: Platform, http: Any
+) -> None:
+    first = await baseline(platform)
+    dataset_id = await mnist(platform)
+    names = ["p0", "p1", "p2", "victim"]
+    peers = [platform.peer(n).peer_id for n in names]
+    await peers_active(platform, peers)
+    job_id = await create_job(platform, small_job(dataset_id, peers))
+
+    async def in_round_two() -> bool:
+        r = await http.get(f"/api/jobs/{job_id}")
+        return (r.json().get("current_round") or 0) >= 2
+
+    await wait_for(in_round_two, timeout=300, what="round 2")
+    platform.peers["victim"].kill()
+    job = await finished(platform, job_id)
+    assert job["state"] == "completed", job
+    assert abs(job["latest"]["accuracy"] - first["accuracy"]) <= 0.01
+    events = (await http.get(f"/api/jobs/{job_id}/events")).json()["items"]
+    victim = platform.peers["victim"].peer_id
+    lost = [e for e in events if e["type"] == "task.lost" and e["data"]["peer_id"] == victim]
+    reassigned = [
+        e for e in events if e["type"] == "task.assigned" and e["data"]["reassigned_from"]
+    ]
+    assert lost or reassigned, "the killed peer's work was neither lost nor reassigned"
+
+
+async def test_orchestrator_and_aggregator_killed_mid_job_resume_to_identical_weights(
+    platform: Platform, http: Any
+) -> None:
+    first = await baseline(platform)
+    dataset_id = await mnist(platform)
+    peers = [platform.peer(f"p{i}").peer_id for i in range(4)]
+    await peers_active(platform, peers)
+    job_id = await create_job(platform, small_job(dataset_id, peers))
+
+    async def in_round_two() -> bool:
+        r = await http.get(f"/api/jobs/{job_id}")
+        return (r.json().get("current_round") or 0) >= 2
+
+    await wait_for(in_round_two, timeout=300, what="round 2")
+    orch, agg = platform.services["orchestrator"], platform.services["aggregator"]
+    orch.kill()
+    agg.kill()
+    await asyncio.sleep(3)  # peers keep training and announcing meanwhile
+    agg.start()
+    orch.start()
+    job = await finished(platform, job_id)
+    assert job["state"] == "completed", job
+    assert same_weights(await final_weights(platform, job_id), first["weights"])

@@ -1,0 +1,305 @@
+"""Support for the end-to-end training tests: the whole platform on the real stack.
+
+One auth, registry, dataset service, orchestrator and aggregator (real processes on
+their usual ports, behind the gateway), sharing one event log and one bucket, plus real
+``peertrain-peer run`` processes. Tests talk to the platform only through the gateway,
+as a user would; they read the event log only to check lineage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import io
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load as load_safetensors
+
+from peertrain.auth.testing import shared_auth_service
+from peertrain.common.testing import ServiceProcess
+from peertrain.dataset.testing import running_dataset_service
+from peertrain.orchestrator.testing import orchestrator_process
+from peertrain.peer.testing import PeerProcess
+from peertrain.registry.testing import registry_process
+
+GATEWAY = "http://127.0.0.1:8080"
+MGMT = "http://127.0.0.1:15672/api"
+ROOT = Path(__file__).resolve().parents[3]
+HEARTBEAT_S = 1.0
+
+
+def shared_data() -> Path:
+    """``../shared/data`` of the project (``PEERTRAIN_DATA_DIR`` overrides)."""
+    candidates = [os.environ.get("PEERTRAIN_DATA_DIR", ""), ROOT.parent / "shared" / "data"]
+    candidates.append(Path("/work/shared/data"))
+    for c in candidates:
+        if c and (Path(c) / "mnist").is_dir():
+            return Path(c)
+    pytest.fail("the shared datasets (../shared/data) are missing; set PEERTRAIN_DATA_DIR")
+
+
+def _idx(path: Path) -> np.ndarray:
+    raw = gzip.decompress(path.read_bytes())
+    dims = raw[3]
+    shape = tuple(int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(dims))
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
+
+
+def mnist_csv_gz() -> bytes:
+    """MNIST 10k as ``label,p0..p783`` CSV (gzip): what a user would upload."""
+    base = shared_data() / "mnist"
+    images = _idx(base / "t10k-images-idx3-ubyte.gz").reshape(10_000, 784)
+    labels = _idx(base / "t10k-labels-idx1-ubyte.gz")
+    out = io.StringIO()
+    out.write("label," + ",".join(f"p{i}" for i in range(784)) + "\n")
+    table = np.concatenate([labels[:, None], images], axis=1)
+    np.savetxt(out, table, fmt="%d", delimiter=",")
+    return gzip.compress(out.getvalue().encode(), compresslevel=1)
+
+
+def letters_csv() -> bytes:
+    """UCI letter recognition with a header row (label first)."""
+    body = (shared_data() / "letter-recognition" / "letter-recognition.data").read_text()
+    header = "letter," + ",".join(f"f{i}" for i in range(16))
+    return (header + "\n" + body).encode()
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@dataclass
+class Platform:
+    """Everything running, and a user with a logged-in client."""
+
+    base: Path
+    mongo_db: str
+    bucket: str
+    services: dict[str, ServiceProcess]
+    peers: dict[str, PeerProcess] = field(default_factory=dict)
+    user_token: str = ""
+    user_id: str = ""
+    enroll: Any = None
+    datasets: dict[str, str] = field(default_factory=dict)
+
+    def client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(base_url=GATEWAY, headers=bearer(self.user_token), timeout=120)
+
+    def peer(self, name: str, *, script: list[str] | None = None, threads: int = 1) -> PeerProcess:
+        """A running peer named ``name`` (enrolled and started on first use)."""
+        peer = self.peers.get(name)
+        if peer is None:
+            peer = PeerProcess.enroll(
+                GATEWAY,
+                self.enroll(),
+                config_dir=self.base / f"peer-{name}",
+                log_dir=self.base,
+                name=f"{name}-{uuid.uuid4().hex[:6]}",
+            )
+            self.peers[name] = peer
+        if not peer.running:
+            start_peer(peer, script=script, threads=threads)
+        return peer
+
+
+def start_peer(peer: PeerProcess, *, script: list[str] | None, threads: int) -> None:
+    """Start a peer with ``threads`` torch threads (one keeps runs bit-reproducible)."""
+    extra = {"PEERTRAIN_PEER_THREADS": str(threads)}
+    peer.start(interval_s=HEARTBEAT_S, script=script, extra_env=extra)
+
+
+def aggregator_process(*, mongo_db: str, bucket: str, log_dir: Path, prefix: str) -> ServiceProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PEERTRAIN_")}
+    env.update(
+        {
+            "PEERTRAIN_AGGREGATOR_PORT": "8005",
+            "PEERTRAIN_AGGREGATOR_HOST": "127.0.0.1",
+            "PEERTRAIN_AGGREGATOR_MONGO_DB": mongo_db,
+            "PEERTRAIN_AGGREGATOR_S3_BUCKET": bucket,
+            "PEERTRAIN_AGGREGATOR_QUEUE_PREFIX": prefix,
+            "PEERTRAIN_AGGREGATOR_ENVIRONMENT": "test",
+            "PEERTRAIN_AGGREGATOR_WORK_DIR": str(log_dir / "aggregator-work"),
+        }
+    )
+    return ServiceProcess(
+        "aggregator",
+        ["-m", "peertrain.aggregator"],
+        env,
+        8005,
+        log_dir / f"aggregator-{mongo_db}.log",
+        ready_path="/api/models/readyz",
+    )
+
+
+def _delete_queues(prefixes: list[str], peer_ids: list[str]) -> None:
+    with httpx.Client(base_url=MGMT, auth=("admin", "admin"), timeout=10) as mgmt:
+        for peer_id in peer_ids:
+            mgmt.delete(f"/users/{quote('peer-' + peer_id, safe='')}")
+            for q in (f"peer.{peer_id}", f"peer.{peer_id}.dlq"):
+                mgmt.delete(f"/queues/%2F/{quote(q, safe='')}")
+        r = mgmt.get("/queues/%2F", params={"columns": "name"})
+        for q in r.json() if r.status_code == 200 else []:
+            if any(q["name"].startswith(p + ".") for p in prefixes):
+                mgmt.delete(f"/queues/%2F/{quote(q['name'], safe='')}")
+
+
+def run_platform(run_id: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
+    """Start the platform; yield it; stop it and remove its queues."""
+    base = tmp_path_factory.mktemp("training")
+    run = f"{run_id}{uuid.uuid4().hex[:4]}"
+    with shared_auth_service(run_id=run_id, base_dir=tmp_path_factory.getbasetemp()) as auth:
+        mongo_db = auth.mongo_db
+        prefixes = [f"registry.{run}", f"orchestrator-{run}", f"aggregator-{run}"]
+        registry = registry_process(
+            mongo_db=mongo_db,
+            log_dir=base,
+            namespace=prefixes[0],
+            extra_env={"PEERTRAIN_REGISTRY_OFFLINE_AFTER_INTERVALS": "5"},
+        )
+        registry.start()
+        try:
+            with running_dataset_service(mongo_db=mongo_db, run=run, base_dir=base) as (ds, bucket):
+                orch = orchestrator_process(
+                    mongo_db=mongo_db,
+                    log_dir=base,
+                    queue_prefix=prefixes[1],
+                    extra_env={"PEERTRAIN_ORCHESTRATOR_S3_BUCKET": bucket},
+                )
+                agg = aggregator_process(
+                    mongo_db=mongo_db, bucket=bucket, log_dir=base, prefix=prefixes[2]
+                )
+                orch.start()
+                agg.start()
+                p = Platform(
+                    base,
+                    mongo_db,
+                    bucket,
+                    {"registry": registry, "dataset": ds, "orchestrator": orch, "aggregator": agg},
+                )
+                try:
+                    _login(p)
+                    yield p
+                finally:
+                    for peer in p.peers.values():
+                        peer.stop()
+                    orch.stop()
+                    agg.stop()
+                    _delete_queues(prefixes, [peer.peer_id for peer in p.peers.values()])
+        finally:
+            registry.stop()
+
+
+def _login(p: Platform) -> None:
+    name, password = f"trainer{uuid.uuid4().hex[:8]}", f"pass {uuid.uuid4().hex}"
+    auth = f"{GATEWAY}/api/auth"
+    r = httpx.post(f"{auth}/register", json={"username": name, "password": password}, timeout=30)
+    assert r.status_code == 201, r.text
+    p.user_id = r.json()["id"]
+    r = httpx.post(f"{auth}/token", data={"username": name, "password": password}, timeout=30)
+    assert r.status_code == 200, r.text
+    p.user_token = r.json()["access_token"]
+
+    def enroll() -> str:
+        r = httpx.post(f"{auth}/peer-enrollments", headers=bearer(p.user_token), timeout=30)
+        assert r.status_code == 201, r.text
+        return str(r.json()["enrollment_token"])
+
+    p.enroll = enroll
+
+
+# -- helpers the tests share -------------------------------------------------------------
+
+
+async def wait_for(check: Any, *, timeout: float, what: str, every: float = 0.5) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = await check()
+        if last:
+            return last
+        await asyncio.sleep(every)
+    raise AssertionError(f"timed out waiting for {what} (last: {str(last)[:2000]})")
+
+
+async def dataset(p: Platform, name: str, filename: str, data: bytes, **fields: str) -> str:
+    """Upload once per platform; the dataset id once validated."""
+    if name in p.datasets:
+        return p.datasets[name]
+    async with p.client() as http:
+        r = await http.post(
+            "/api/datasets", files={"file": (filename, data)}, data={"name": name, **fields}
+        )
+        assert r.status_code == 202, r.text
+        dataset_id = r.json()["dataset_id"]
+
+        async def decided() -> dict[str, Any] | None:
+            r = await http.get(f"/api/datasets/{dataset_id}")
+            body: dict[str, Any] = r.json()
+            return body if body["status"] != "validating" else None
+
+        body = await wait_for(decided, timeout=300, what=f"dataset {name} validated")
+        assert body["status"] == "validated", body
+    p.datasets[name] = dataset_id
+    return dataset_id
+
+
+async def peers_active(p: Platform, peer_ids: list[str]) -> None:
+    """Wait until the registry (and so the orchestrator) sees these peers active."""
+    async with p.client() as http:
+
+        async def active() -> bool:
+            r = await http.get("/api/registry/peers", params={"status": "active"})
+            seen = {x["peer_id"] for x in r.json()} if r.status_code == 200 else set()
+            return set(peer_ids) <= seen
+
+        await wait_for(active, timeout=120, what=f"peers {peer_ids} active")
+    await asyncio.sleep(1.0)  # the orchestrator folds peer.went_online from its queue
+
+
+async def create_job(p: Platform, body: dict[str, Any]) -> str:
+    async with p.client() as http:
+
+        async def created() -> str | None:
+            r = await http.post("/api/jobs", json=body)
+            if r.status_code == 409 and r.json()["error"]["code"] == "peers_unavailable":
+                return None  # the orchestrator has not seen them online yet
+            assert r.status_code == 201, r.text
+            return str(r.json()["job_id"])
+
+        job_id: str = await wait_for(created, timeout=60, what="job created", every=1.0)
+        return job_id
+
+
+async def finished(p: Platform, job_id: str, *, timeout: float = 900) -> dict[str, Any]:
+    async with p.client() as http:
+
+        async def done() -> dict[str, Any] | None:
+            r = await http.get(f"/api/jobs/{job_id}")
+            assert r.status_code == 200, r.text
+            body: dict[str, Any] = r.json()
+            return body if body["state"] in ("completed", "failed", "cancelled") else None
+
+        result: dict[str, Any] = await wait_for(done, timeout=timeout, what=f"job {job_id} ended")
+        return result
+
+
+async def final_weights(p: Platform, job_id: str) -> dict[str, torch.Tensor]:
+    async with p.client() as http:
+        r = await http.get(f"/api/models/{job_id}/final", params={"format": "safetensors"})
+        assert r.status_code == 200, r.text
+        return dict(load_safetensors(r.content))
+
+
+def same_weights(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
