@@ -45,6 +45,13 @@ class PeerSettings(BaseSettings):
         Upper bound of the reconnect backoff.
     token_renew_fraction
         Renew the access token when this fraction of its lifetime is left.
+    threads
+        CPU threads training may use; ``None``: the cores the machine has (as announced
+        in the device specs).
+    device
+        ``cpu``, ``cuda``, ``cuda:1``, ``mps``; ``None`` picks CUDA, then MPS, then CPU.
+    cache_max_files
+        Shards kept in ``<config_dir>/cache/shards`` (least recently used dropped first).
     """
 
     model_config = SettingsConfigDict(env_prefix="PEERTRAIN_PEER_", extra="ignore")
@@ -56,3 +63,6 @@ class PeerSettings(BaseSettings):
     token_renew_fraction: float = Field(default=0.3, gt=0, lt=1)
     http_timeout_s: float = Field(default=15.0, gt=0)
     log_level: str = "INFO"
+    threads: int | None = Field(default=None, ge=1, le=1024)
+    device: str | None = Field(default=None, max_length=20)
+    cache_max_files: int = Field(default=8, ge=1, le=1000)

@@ -5,6 +5,11 @@ under ``peer.<id>.*`` and consume ``peer.<id>``), announces the device specs, th
 heartbeats every interval, each message carrying the current access token. Messages on
 its queue are acknowledged as soon as they are accepted and handed to the worker.
 
+What the worker thread reports (task ``accepted``, ``progress``, ``failed``, ``update``)
+goes through :meth:`Listener.send` into an :class:`~peertrain.peer.outbox.Outbox`; a
+sender task in each session publishes it persistent, with publisher confirms, and drops
+a message only once confirmed, so nothing is lost across reconnects and order is kept.
+
 Any loss (broker restart, network) ends the session; the listener reconnects with
 backoff by itself. A refused login to the broker means the credentials are stale (the
 registry issues a new password on every request): it asks for new ones.
@@ -26,6 +31,7 @@ import aio_pika
 import aiormq
 import structlog
 from aio_pika.abc import AbstractIncomingMessage
+from pydantic import BaseModel
 
 from peertrain.common.events.peers import (
     ANNOUNCE,
@@ -43,6 +49,7 @@ from .api import ApiError, PeerApi
 from .backoff import Backoff
 from .files import BROKER_FILE, read_model, remove, write_json
 from .identity import BrokerAccess, Identity
+from .outbox import Outbox, Outgoing
 from .status import StatusReporter
 from .tokens import TokenManager
 from .worker import Worker, WorkItem
@@ -80,6 +87,8 @@ class Listener:
         Where broker credentials are cached (mode 0600).
     interval_s
         Heartbeat period.
+    outbox
+        Telemetry waiting to be published (one is made if ``None``).
     """
 
     def __init__(
@@ -96,6 +105,7 @@ class Listener:
         announce_every: int = 60,
         reconnect_max_s: float = 15.0,
         clock: Callable[[], float] = time.time,
+        outbox: Outbox | None = None,
     ) -> None:
         self.identity = identity
         self.api = api
@@ -113,6 +123,16 @@ class Listener:
         self.heartbeats_sent = 0
         self.reconnects = 0
         self.tasks_received = 0
+        self.outbox = outbox if outbox is not None else Outbox()
+        self.telemetry_sent = 0
+
+    def send(self, kind: str, body: BaseModel) -> None:
+        """Publish ``body`` as ``peer.<id>.<kind>`` on telemetry; any thread, returns at once.
+
+        The message waits in the outbox until the broker confirmed it (across
+        reconnects, in order).
+        """
+        self.outbox.put(kind, body)
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -180,6 +200,7 @@ class Listener:
                 lost.set_result(None)
 
         connection.close_callbacks.add(on_close)
+        sender: asyncio.Task[None] | None = None
         try:
             channel = await connection.channel(publisher_confirms=True)
             channel.close_callbacks.add(on_close)
@@ -189,6 +210,8 @@ class Listener:
             await queue.consume(self._on_message)
             await self._publish(exchange, ANNOUNCE, self._announce())
             self.heartbeats_sent += 1  # an announce is a heartbeat too
+            sender = asyncio.create_task(self._send_outbox(exchange))
+            sender.add_done_callback(lambda _: on_close())
             self.backoff.reset()
             log.info("connected", queue=access.queue, session=self.session)
             self.status.update(
@@ -201,12 +224,18 @@ class Listener:
             )
             await self._heartbeat_until(exchange, stop, lost)
             if stop.is_set() and not lost.done():
+                if not await self.outbox.drained(3.0):
+                    log.warning("leaving with telemetry unsent", pending=len(self.outbox))
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(
                         self._publish(exchange, LEAVING, self._leaving()), timeout=3
                     )
                     log.info("announced leaving")
         finally:
+            if sender is not None:
+                sender.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await sender
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(connection.close(), 3)
         if lost.done() and not stop.is_set():
@@ -274,6 +303,50 @@ class Listener:
         )
         await exchange.publish(message, routing_key=telemetry_key(self.identity.peer_id, kind))
 
+    async def _send_outbox(self, exchange: aio_pika.abc.AbstractExchange) -> None:
+        """Publish the outbox, oldest first, each after the previous one was confirmed.
+
+        Returns (ending the session) when a publish fails for any reason other than a
+        broker nack; the message stays in the outbox for the next session.
+        """
+        while True:
+            item = await self.outbox.wait()
+            try:
+                await self._publish_outgoing(exchange, item)
+            except aio_pika.exceptions.DeliveryError as exc:  # nacked: the broker is unwell
+                log.warning("telemetry nacked; retrying", kind=item.kind, error=repr(exc))
+                await asyncio.sleep(1.0)
+                continue
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("telemetry publish failed", kind=item.kind, error=repr(exc))
+                return
+            self.outbox.confirmed(item)
+            self.telemetry_sent += 1
+
+    async def _publish_outgoing(
+        self, exchange: aio_pika.abc.AbstractExchange, item: Outgoing
+    ) -> None:
+        token = self.tokens.current
+        with contextlib.suppress(ApiError):
+            token = await self.tokens.get()
+        if token is None:
+            raise ApiError("no access token")
+        message = aio_pika.Message(
+            item.body,
+            content_type="application/json",
+            headers=dict(peer_headers(token)),
+            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+            message_id=item.message_id,
+        )
+        await exchange.publish(
+            message,
+            routing_key=telemetry_key(self.identity.peer_id, item.kind),
+            mandatory=True,
+            timeout=30,
+        )
+
     async def _on_message(self, message: AbstractIncomingMessage) -> None:
         """Accept the message (ack at once) and hand it to the worker."""
         await message.ack()
@@ -289,8 +362,15 @@ class Listener:
         log.info("accepted a message", routing_key=message.routing_key, body=_preview(message.body))
 
 
+_PREVIEW_FIELDS = ("type", "task_id", "job_id", "round", "attempt", "shard", "reason")
+
+
 def _preview(body: bytes) -> str:
+    """A short, secret-free view of a message (tasks carry presigned URLs: never logged)."""
     try:
-        return json.dumps(json.loads(body))[:200]
+        payload = json.loads(body)
     except ValueError:
-        return repr(body[:80])
+        return f"<{len(body)} bytes, not JSON>"
+    if isinstance(payload, dict):
+        payload = {k: payload[k] for k in _PREVIEW_FIELDS if k in payload}
+    return json.dumps(payload)[:200]

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -61,18 +62,36 @@ class PeerProcess:
         data = json.loads(done.stdout.strip().splitlines()[-1])
         return cls(config_dir, log_dir / f"peer-{name}.log", data["peer_id"], data["name"])
 
-    def start(self, *, interval_s: float = 1.0, reconnect_max_s: float = 2.0) -> None:
-        """``peertrain-peer run`` in the background."""
+    def start(
+        self,
+        *,
+        interval_s: float = 1.0,
+        reconnect_max_s: float = 2.0,
+        script: str | Path | None = None,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        """``peertrain-peer run`` in the background.
+
+        ``script`` runs ``python SCRIPT *args --interval …`` instead (a test's own peer,
+        e.g. ``tests/stack/hostile_peer.py``), with the same environment; ``env`` adds
+        variables (``PEERTRAIN_*`` ones from the caller's environment are not passed).
+        """
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("ab")
         env = _env(
             {
                 "PEERTRAIN_PEER_CONFIG_DIR": str(self.config_dir),
                 "PEERTRAIN_PEER_RECONNECT_MAX_S": str(reconnect_max_s),
+                **(env or {}),
             }
         )
-        self.proc = subprocess.Popen(  # noqa: S603 (our own interpreter and module)
-            _peer_cli("run", "--interval", str(interval_s)),
+        if script is None:
+            command = _peer_cli("run", *args, "--interval", str(interval_s))
+        else:
+            command = [sys.executable, str(script), *args, "--interval", str(interval_s)]
+        self.proc = subprocess.Popen(  # noqa: S603 (our own interpreter, a test's script)
+            command,
             env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,

@@ -1,19 +1,28 @@
 """The worker: a thread that does the work, so a long task never stalls the listener.
 
-Training arrives later (tasks are accepted and logged for now). The listener hands
-over each message it accepted with :meth:`Worker.submit` and never waits for it.
+The listener hands over each message it accepted with :meth:`Worker.submit` and never
+waits for it. Tasks queue up and run one at a time on the worker's thread (through the
+:class:`~peertrain.peer.trainer.Trainer`, when there is one). A cancel never queues
+behind the task it cancels: :meth:`Worker.submit` handles it at once, on the caller's
+thread, by dropping the job's queued tasks and setting the running one's stop flag.
 """
 
 from __future__ import annotations
 
 import json
-import queue
 import threading
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
+from pydantic import ValidationError
+
+from peertrain.common.events.tasks import CANCEL, TASK, CancelMessage
+
+if TYPE_CHECKING:
+    from .trainer import Trainer
 
 __all__ = ["WorkItem", "Worker"]
 
@@ -36,45 +45,120 @@ class WorkItem:
         except ValueError:
             return None
 
+    @property
+    def kind(self) -> str:
+        """The last part of the routing key ``peer.<id>.<kind>`` (``task``, ``cancel``)."""
+        return self.routing_key.rsplit(".", 1)[-1] if self.routing_key.count(".") >= 2 else ""
 
-_STOP = object()
+    def field(self, name: str) -> Any:
+        """A top-level field of the JSON body (``None`` if absent)."""
+        payload = self.payload()
+        return payload.get(name) if isinstance(payload, dict) else None
 
 
 class Worker:
-    """Runs work items one at a time on its own thread."""
+    """Runs work items one at a time on its own thread.
 
-    def __init__(self) -> None:
-        self._queue: queue.Queue[WorkItem | object] = queue.Queue()
+    Parameters
+    ----------
+    trainer
+        Runs ``task`` items and is told of ``cancel`` ones; without it items are
+        only logged.
+    """
+
+    def __init__(self, trainer: Trainer | None = None) -> None:
+        self.trainer = trainer
+        self._items: deque[WorkItem] = deque()
+        self._cond = threading.Condition()
+        self._stopping = False
         self._thread: threading.Thread | None = None
         self.handled = 0
 
     def start(self) -> None:
         """Start the thread."""
         if self._thread is None:
+            self._stopping = False
             self._thread = threading.Thread(target=self._run, name="peertrain-worker", daemon=True)
             self._thread.start()
 
     def submit(self, item: WorkItem) -> None:
-        """Queue ``item`` (returns at once)."""
-        self._queue.put(item)
+        """Queue ``item`` (returns at once); a cancel is handled here and now."""
+        if item.kind == CANCEL:
+            self.cancel(item)
+            return
+        if item.kind == TASK and self._duplicate(item):
+            return
+        with self._cond:
+            self._items.append(item)
+            self._cond.notify()
+
+    def cancel(self, item: WorkItem) -> None:
+        """Drop the job's queued tasks and stop its running one (any thread)."""
+        try:
+            msg = CancelMessage.model_validate_json(item.body)
+        except ValidationError:
+            log.warning("malformed cancel dropped", routing_key=item.routing_key)
+            return
+
+        def matches(queued: WorkItem) -> bool:
+            return (
+                queued.kind == TASK
+                and queued.field("job_id") == msg.job_id
+                and (msg.task_id is None or queued.field("task_id") == msg.task_id)
+            )
+
+        with self._cond:
+            kept = [q for q in self._items if not matches(q)]
+            dropped = len(self._items) - len(kept)
+            self._items = deque(kept)
+        stopped = self.trainer.cancel(msg.job_id, msg.task_id) if self.trainer else False
+        log.info(
+            "cancel received",
+            job_id=msg.job_id,
+            task_id=msg.task_id,
+            reason=msg.reason,
+            queued_dropped=dropped,
+            running_stopped=stopped,
+        )
+
+    def _duplicate(self, item: WorkItem) -> bool:
+        task_id = item.field("task_id")
+        if not isinstance(task_id, str):
+            return False
+        running = self.trainer.running_task() if self.trainer else None
+        with self._cond:
+            queued = any(q.kind == TASK and q.field("task_id") == task_id for q in self._items)
+        if running == task_id or queued:
+            log.info("task delivered again while running or queued: ignored", task_id=task_id)
+            return True
+        return False
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Finish the current item and stop (items still queued are dropped)."""
         if self._thread is not None:
-            self._queue.put(_STOP)
+            with self._cond:
+                self._stopping = True
+                self._items.clear()
+                self._cond.notify()
             self._thread.join(timeout_s)
             self._thread = None
 
     @property
     def backlog(self) -> int:
         """Items waiting."""
-        return self._queue.qsize()
+        with self._cond:
+            return len(self._items)
+
+    def _next(self) -> WorkItem | None:
+        with self._cond:
+            while not self._items and not self._stopping:
+                self._cond.wait()
+            if self._stopping:
+                return None
+            return self._items.popleft()
 
     def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is _STOP or not isinstance(item, WorkItem):
-                return
+        while (item := self._next()) is not None:
             try:
                 self.handle(item)
             except Exception:
@@ -82,13 +166,13 @@ class Worker:
             self.handled += 1
 
     def handle(self, item: WorkItem) -> None:
-        """Do the work (a stub until training arrives: it logs what came in)."""
-        payload = item.payload()
-        kind = payload.get("type") if isinstance(payload, dict) else None
+        """Do the work: a task goes to the trainer; anything else is logged."""
         log.info(
             "work item received",
             routing_key=item.routing_key,
             message_id=item.message_id,
-            kind=kind,
+            kind=item.kind or item.field("type"),
             size=len(item.body),
         )
+        if self.trainer is not None and item.kind == TASK:
+            self.trainer.handle(item.body)

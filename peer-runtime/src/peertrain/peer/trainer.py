@@ -1,0 +1,337 @@
+"""The trainer: one task at a time, on the worker thread.
+
+For each ``peer.<id>.task``: say ``accepted``; fetch the model version and the shard
+(presigned GETs, size-capped, sha256-checked; shards cached across rounds); build the
+zoo model, load the version's weights, train the local epochs (``progress`` after
+each); upload the delta as safetensors with the presigned POST; announce ``update``.
+Anything that raises becomes ``failed``; a cancel stops it with nothing more said.
+
+Subclasses (tests, hostile peers) override :meth:`Trainer.make_update_bytes` and
+:meth:`Trainer.announce`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import threading
+import traceback
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import structlog
+import structlog.contextvars
+import torch
+from pydantic import BaseModel, ValidationError
+
+from peertrain.common.events.tasks import (
+    ACCEPTED,
+    FAILED,
+    MAX_TRACEBACK,
+    PROGRESS,
+    UPDATE,
+    TaskAcceptedBody,
+    TaskFailedBody,
+    TaskMessage,
+    TaskProgressBody,
+    UpdateAnnounced,
+)
+from peertrain.ml.device import select_device
+from peertrain.ml.errors import TrainingCancelled
+from peertrain.ml.training import EpochMetrics, TrainResult, train_local
+from peertrain.ml.weights import state_from_bytes, state_to_bytes
+from peertrain.ml.zoo import build_model
+
+from .cache import ShardCache
+from .errors import TaskError
+from .shard import load_shard
+from .transfer import download_to, upload_form
+
+__all__ = ["Send", "Trainer"]
+
+log = structlog.get_logger(__name__)
+
+Send = Callable[[str, BaseModel], None]
+"""Publishes a telemetry body as ``peer.<id>.<kind>`` (thread-safe, returns at once)."""
+
+MAX_ERROR = 2000
+REMEMBERED = 512
+
+
+class _Run:
+    """The task in progress and its stop flag."""
+
+    def __init__(self, task: TaskMessage) -> None:
+        self.task = task
+        self.stop = threading.Event()
+
+
+class Trainer:
+    """Runs tasks for this peer, one at a time.
+
+    Parameters
+    ----------
+    send
+        Where telemetry goes (the listener's thread-safe ``send``).
+    cache_dir
+        Shards are cached in ``cache_dir/shards``, models fetched into ``cache_dir/work``.
+    threads
+        torch CPU threads; ``None`` leaves torch's setting.
+    device
+        ``None``: CUDA, then MPS, then the CPU.
+    cache_max_files
+        Shards kept.
+    http
+        The HTTP client for presigned URLs (one is made if ``None``).
+    deadline_grace_s
+        Training stops (as ``failed``) this long after the task's deadline (slack for
+        clock skew).
+    """
+
+    def __init__(
+        self,
+        send: Send,
+        *,
+        cache_dir: Path,
+        threads: int | None = None,
+        device: str | None = None,
+        cache_max_files: int = 8,
+        http: httpx.Client | None = None,
+        deadline_grace_s: float = 30.0,
+    ) -> None:
+        self.send = send
+        self.cache = ShardCache(cache_dir / "shards", cache_max_files)
+        self.work_dir = cache_dir / "work"
+        self.threads = threads
+        self.device = device
+        self.deadline_grace_s = deadline_grace_s
+        self._http = http
+        self._own_http = http is None
+        self._lock = threading.Lock()
+        self._run: _Run | None = None
+        self._finished: OrderedDict[str, UpdateAnnounced] = OrderedDict()
+        self._cancelled: OrderedDict[str, None] = OrderedDict()
+
+    @property
+    def http(self) -> httpx.Client:
+        """The HTTP client (made on first use)."""
+        if self._http is None:
+            self._http = httpx.Client(timeout=httpx.Timeout(60.0, connect=10.0))
+        return self._http
+
+    def close(self) -> None:
+        """Close the HTTP client if this trainer made it."""
+        if self._own_http and self._http is not None:
+            self._http.close()
+            self._http = None
+
+    # -- from other threads ---------------------------------------------------------------
+
+    def running_task(self) -> str | None:
+        """The id of the task in progress (thread-safe)."""
+        with self._lock:
+            return self._run.task.task_id if self._run else None
+
+    def cancel(self, job_id: str, task_id: str | None = None) -> bool:
+        """Stop the running task of ``job_id`` (only ``task_id`` if given); thread-safe.
+
+        Returns whether a running task was told to stop. A cancelled task id is
+        remembered: delivered again, it is dropped.
+        """
+        with self._lock:
+            if task_id is not None:
+                _remember(self._cancelled, task_id, None)
+            run = self._run
+            if run is None or run.task.job_id != job_id:
+                return False
+            if task_id is not None and run.task.task_id != task_id:
+                return False
+            _remember(self._cancelled, run.task.task_id, None)
+            run.stop.set()
+            return True
+
+    def cancel_all(self) -> None:
+        """Stop whatever runs (the runtime is shutting down)."""
+        with self._lock:
+            if self._run is not None:
+                self._run.stop.set()
+
+    # -- on the worker thread ---------------------------------------------------------------
+
+    def handle(self, body: bytes) -> UpdateAnnounced | None:
+        """Parse a task message and run it; a malformed one is logged and dropped."""
+        try:
+            task = TaskMessage.model_validate_json(body)
+        except ValidationError as exc:
+            fields = [".".join(map(str, e["loc"])) for e in exc.errors()][:10]
+            log.warning("malformed task dropped", errors=exc.error_count(), fields=fields)
+            return None
+        return self.run(task)
+
+    def run(self, task: TaskMessage) -> UpdateAnnounced | None:
+        """Do ``task``; its announced update, or ``None`` (failed, cancelled, ignored)."""
+        with self._lock:
+            done = self._finished.get(task.task_id)
+            if done is None and task.task_id in self._cancelled:
+                log.info("cancelled task delivered again: dropped", task_id=task.task_id)
+                return None
+            if done is None and self._run is not None:  # only when called from two threads
+                log.info("a task is running: ignored", task_id=task.task_id)
+                return None
+            if done is None:
+                self._run = run = _Run(task)
+        if done is not None:
+            log.info("task already done: update announced again", task_id=task.task_id)
+            self.announce(task, done)
+            return done
+        ctx = structlog.contextvars.bound_contextvars(task_id=task.task_id, job_id=task.job_id)
+        with ctx:
+            try:
+                return self._attempt(task, run)
+            finally:
+                with self._lock:
+                    self._run = None
+
+    def _attempt(self, task: TaskMessage, run: _Run) -> UpdateAnnounced | None:
+        device = select_device(self.device)
+        self.send(ACCEPTED, TaskAcceptedBody(**_ref(task), device=str(device)))
+        log.info("task accepted", round=task.round, device=str(device))
+        try:
+            announced = self._work(task, run, device)
+        except TrainingCancelled as exc:
+            if run.stop.is_set():
+                log.info("task cancelled", epochs_done=exc.epochs_done)
+                return None
+            self._failed(task, TaskError("the task's deadline passed"))
+            return None
+        except Exception as exc:
+            log.warning("task failed", error=repr(exc)[:300])
+            self._failed(task, exc)
+            return None
+        with self._lock:
+            _remember(self._finished, task.task_id, announced)
+        self.announce(task, announced)
+        log.info("update announced", key=announced.key, size=announced.size)
+        return announced
+
+    def _work(self, task: TaskMessage, run: _Run, device: torch.device) -> UpdateAnnounced:
+        deadline = _aware(task.deadline) + timedelta(seconds=self.deadline_grace_s)
+
+        def should_stop() -> bool:
+            return run.stop.is_set() or datetime.now(UTC) > deadline
+
+        def check() -> None:
+            if should_stop():
+                raise TrainingCancelled()
+
+        state = state_from_bytes(self.fetch_model(task))
+        check()
+        x, y = load_shard(self.fetch_shard(task))
+        check()
+        model = build_model(task.model_spec, task.feature_spec)
+        model.load_state_dict(state, strict=True)
+        epochs = int(task.training.get("local_epochs", 1))
+
+        def on_epoch(m: EpochMetrics) -> None:
+            self.send(PROGRESS, _progress(task, m, epochs))
+
+        result = train_local(
+            model,
+            x,
+            y,
+            task.training,
+            seed=task.seed,
+            should_stop=should_stop,
+            on_epoch=on_epoch,
+            device=device,
+            threads=self.threads,
+        )
+        data = self.make_update_bytes(task, result)
+        check()
+        upload_form(self.http, task.upload, data)
+        final = result.final
+        return UpdateAnnounced(
+            **_ref(task),
+            key=task.upload.key,
+            sha256=hashlib.sha256(data).hexdigest(),
+            size=len(data),
+            samples=result.samples,
+            train_loss=final.loss,
+            train_accuracy=final.accuracy,
+            duration_s=result.duration_s,
+        )
+
+    def _failed(self, task: TaskMessage, exc: BaseException) -> None:
+        error = f"{type(exc).__name__}: {exc}"[:MAX_ERROR]
+        trace = "".join(traceback.format_exception(exc))[-MAX_TRACEBACK:]
+        self.send(FAILED, TaskFailedBody(**_ref(task), error=error, traceback=trace))
+
+    # -- fetching -----------------------------------------------------------------------------
+
+    def fetch_model(self, task: TaskMessage) -> bytes:
+        """The model version's bytes (checked), fetched into the work dir and read."""
+        path = self.work_dir / f"model-{uuid.uuid4().hex}.safetensors"
+        try:
+            download_to(self.http, task.model, path)
+            return path.read_bytes()
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+    def fetch_shard(self, task: TaskMessage) -> Path:
+        """The shard's file: from the cache, or downloaded (checked) into it."""
+        cached = self.cache.get(task.data.sha256, task.data.size)
+        if cached is not None:
+            log.info("shard from the cache", key=task.data.key)
+            return cached
+        partial = self.cache.partial(task.data.sha256)
+        download_to(self.http, task.data, partial)
+        return self.cache.commit(partial, task.data.sha256)
+
+    # -- seams ----------------------------------------------------------------------------------
+
+    def make_update_bytes(self, task: TaskMessage, result: TrainResult) -> bytes:
+        """What gets uploaded: the delta as safetensors."""
+        return state_to_bytes(result.delta)
+
+    def announce(self, task: TaskMessage, announced: UpdateAnnounced) -> None:
+        """Publish ``update`` (a subclass may do it more than once)."""
+        self.send(UPDATE, announced)
+
+
+def _ref(task: TaskMessage) -> dict[str, Any]:
+    return {
+        "task_id": task.task_id,
+        "job_id": task.job_id,
+        "round": task.round,
+        "attempt": task.attempt,
+        "shard": task.shard,
+    }
+
+
+def _progress(task: TaskMessage, m: EpochMetrics, epochs: int) -> TaskProgressBody:
+    return TaskProgressBody(
+        **_ref(task),
+        epoch=m.epoch,
+        epochs=max(epochs, m.epoch),
+        loss=m.loss,
+        accuracy=m.accuracy,
+        samples=m.samples,
+        duration_s=max(0.0, m.duration_s),
+    )
+
+
+def _aware(when: datetime) -> datetime:
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def _remember(memory: OrderedDict[str, Any], key: str, value: Any) -> None:
+    memory[key] = value
+    memory.move_to_end(key)
+    while len(memory) > REMEMBERED:
+        memory.popitem(last=False)

@@ -1,0 +1,378 @@
+"""The trainer's pure parts: outbox, shard cache, shard loading, transfers, cancels."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import json
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+from pydantic import BaseModel
+
+from peertrain.common.events.tasks import (
+    ACCEPTED,
+    FAILED,
+    MAX_TRACEBACK,
+    PROGRESS,
+    Download,
+    TaskFailedBody,
+    TaskProgressBody,
+    UploadForm,
+)
+from peertrain.peer.cache import ShardCache
+from peertrain.peer.config import PeerSettings
+from peertrain.peer.errors import ChecksumMismatch, DownloadFailed, ShardInvalid, UploadFailed
+from peertrain.peer.listener import Listener
+from peertrain.peer.outbox import Outbox
+from peertrain.peer.shard import load_shard
+from peertrain.peer.trainer import Trainer
+from peertrain.peer.transfer import download_to, upload_form
+from peertrain.peer.worker import Worker, WorkItem
+
+# -- outbox ---------------------------------------------------------------------------
+
+
+def test_settings_have_training_knobs() -> None:
+    s = PeerSettings(config_dir=Path("/tmp/x"))
+    assert s.threads is None and s.device is None and s.cache_max_files >= 1
+    with pytest.raises(ValueError):
+        PeerSettings(config_dir=Path("/tmp/x"), threads=0)
+
+
+async def test_outbox_wakes_the_loop_from_another_thread_and_keeps_order() -> None:
+    outbox = Outbox()
+    waiting = asyncio.create_task(outbox.wait())
+    await asyncio.sleep(0.01)
+    threads = [
+        threading.Thread(target=outbox.put, args=("progress", f'{{"n": {i}}}'.encode()))
+        for i in range(3)
+    ]
+    for t in threads:
+        t.start()
+        t.join()
+    first = await asyncio.wait_for(waiting, 5)
+    assert first.body == b'{"n": 0}'
+    seen = []
+    while len(outbox):
+        item = await outbox.wait()
+        seen.append(item.body)
+        outbox.confirmed(item)
+    assert seen == [b'{"n": 0}', b'{"n": 1}', b'{"n": 2}']
+    assert await outbox.drained(0.1)
+
+
+def test_outbox_is_bounded_and_drops_the_oldest() -> None:
+    outbox = Outbox(max_items=2)
+    for i in range(4):
+        outbox.put("progress", str(i).encode())
+    head = outbox.peek()
+    assert head is not None and head.body == b"2" and outbox.dropped == 2
+
+
+class FakeExchange:
+    def __init__(self, fail_first: int) -> None:
+        self.fail_first = fail_first
+        self.published: list[tuple[str, Any]] = []
+
+    async def publish(self, message: Any, routing_key: str, **_: Any) -> None:
+        if self.fail_first > 0:
+            self.fail_first -= 1
+            raise ConnectionError("connection lost")
+        self.published.append((routing_key, message))
+
+
+def _listener(outbox: Outbox) -> Listener:
+    tokens = SimpleNamespace(current="tok", get=lambda: asyncio.sleep(0, "tok"))
+    identity = SimpleNamespace(peer_id="p1")
+    status = SimpleNamespace(session="s")
+    return Listener(
+        identity,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        tokens,  # type: ignore[arg-type]
+        Worker(),
+        None,  # type: ignore[arg-type]
+        status,  # type: ignore[arg-type]
+        config_dir=Path("/nonexistent"),
+        outbox=outbox,
+    )
+
+
+class Body(BaseModel):
+    n: int
+
+
+async def test_unconfirmed_telemetry_is_sent_again_in_the_next_session() -> None:
+    outbox = Outbox()
+    listener = _listener(outbox)
+    listener.send(ACCEPTED, Body(n=1))
+    listener.send(PROGRESS, Body(n=2))
+    broken = FakeExchange(fail_first=1)
+    await asyncio.wait_for(listener._send_outbox(broken), 5)  # type: ignore[arg-type]
+    assert len(outbox) == 2 and broken.published == []
+    healthy = FakeExchange(fail_first=0)
+    sender = asyncio.create_task(listener._send_outbox(healthy))  # type: ignore[arg-type]
+    assert await outbox.drained(5)
+    sender.cancel()
+    keys = [k for k, _ in healthy.published]
+    assert keys == ["peer.p1.accepted", "peer.p1.progress"]
+    first = healthy.published[0][1]
+    assert first.headers == {"authorization": "Bearer tok"} or "tok" in str(first.headers)
+    assert first.delivery_mode.value == 2 and first.message_id
+    assert json.loads(first.body) == {"n": 1}
+
+
+# -- shard cache and shards -------------------------------------------------------------
+
+
+def _npz(**arrays: Any) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def _put(cache: ShardCache, data: bytes) -> Path:
+    sha = hashlib.sha256(data).hexdigest()
+    part = cache.partial(sha)
+    part.write_bytes(data)
+    return cache.commit(part, sha)
+
+
+def test_the_cache_keeps_the_most_recently_used_and_checks_content(tmp_path: Path) -> None:
+    cache = ShardCache(tmp_path / "shards", max_files=2)
+    blobs = [bytes([i]) * 100 for i in range(3)]
+    shas = [hashlib.sha256(b).hexdigest() for b in blobs]
+    _put(cache, blobs[0])
+    time.sleep(0.01)
+    _put(cache, blobs[1])
+    time.sleep(0.01)
+    assert cache.get(shas[0], 100) is not None  # used: now the most recent
+    time.sleep(0.01)
+    _put(cache, blobs[2])
+    assert {p.name for p in cache.files()} == {f"{shas[0]}.npz", f"{shas[2]}.npz"}
+    cache.path(shas[2]).write_bytes(b"x" * 100)  # damaged on disk
+    assert cache.get(shas[2], 100) is None and not cache.path(shas[2]).exists()
+    assert cache.get(shas[0], 99) is None  # wrong size: dropped too
+    with pytest.raises(ValueError):
+        cache.path("../../etc/passwd")
+
+
+def test_load_shard_reads_x_and_y(tmp_path: Path) -> None:
+    path = tmp_path / "s.npz"
+    path.write_bytes(_npz(X=np.ones((4, 3), np.float64), y=np.arange(4, dtype=np.int32)))
+    x, y = load_shard(path)
+    assert str(x.dtype) == "torch.float32" and str(y.dtype) == "torch.int64"
+    assert tuple(x.shape) == (4, 3) and y.tolist() == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    "arrays",
+    [
+        {"X": np.ones((2, 2), np.float32)},
+        {"X": np.array([{"a": 1}, None], dtype=object), "y": np.zeros(2, np.int64)},
+        {"X": np.ones((2, 2), np.float32), "y": np.zeros(3, np.int64)},
+        {"X": np.ones((2, 2), np.int64), "y": np.zeros(2, np.int64)},
+        {"X": np.ones((2, 2), np.float32), "y": np.zeros(2, np.float32)},
+    ],
+)
+def test_load_shard_refuses_what_is_not_a_shard(tmp_path: Path, arrays: dict[str, Any]) -> None:
+    path = tmp_path / "s.npz"
+    path.write_bytes(_npz(**arrays))
+    with pytest.raises(ShardInvalid):
+        load_shard(path)
+
+
+def test_load_shard_refuses_a_pickle(tmp_path: Path) -> None:
+    path = tmp_path / "s.npz"
+    path.write_bytes(b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00K\x01.")
+    with pytest.raises(ShardInvalid):
+        load_shard(path)
+
+
+# -- transfers ----------------------------------------------------------------------------
+
+PAYLOAD = b"0123456789" * 1000
+
+
+def _source(data: bytes = PAYLOAD, **changes: Any) -> Download:
+    values: dict[str, Any] = {
+        "url": "http://store/obj",
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "size": len(data),
+        "key": "k",
+    }
+    values.update(changes)
+    return Download(**values)
+
+
+def _client(body: bytes, status: int = 200) -> httpx.Client:
+    return httpx.Client(
+        transport=httpx.MockTransport(lambda r: httpx.Response(status, content=body))
+    )
+
+
+def test_download_checks_size_and_sha256(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    assert download_to(_client(PAYLOAD), _source(), out).read_bytes() == PAYLOAD
+    with pytest.raises(ChecksumMismatch, match="sha256"):
+        download_to(_client(PAYLOAD), _source(sha256="0" * 64), out)
+    assert not out.exists()
+    with pytest.raises(ChecksumMismatch, match="more than"):
+        download_to(_client(PAYLOAD + b"x"), _source(), out)
+    with pytest.raises(ChecksumMismatch, match="received"):
+        download_to(_client(PAYLOAD[:-1]), _source(), out)
+    with pytest.raises(DownloadFailed, match="403"):
+        download_to(_client(b"AccessDenied", 403), _source(), out)
+    assert not out.exists()
+
+
+def test_upload_sends_every_field_then_the_file_last() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        request.read()
+        seen.append(request)
+        return httpx.Response(204)
+
+    http = httpx.Client(transport=httpx.MockTransport(handler))
+    fields = {"key": "k", "policy": "p"}
+    form = UploadForm(url="http://store/", fields=fields, key="k", max_bytes=10)
+    upload_form(http, form, b"weights")
+    body = seen[0].content
+    assert body.index(b'name="key"') < body.index(b'name="policy"') < body.index(b'name="file"')
+    assert body.rstrip().endswith(b"--") and b"weights" in body
+    with pytest.raises(UploadFailed, match="over"):
+        upload_form(http, form, b"x" * 11)
+    refused = httpx.Client(
+        transport=httpx.MockTransport(lambda r: httpx.Response(400, text="EntityTooLarge"))
+    )
+    with pytest.raises(UploadFailed, match="EntityTooLarge"):
+        upload_form(refused, form, b"x")
+
+
+# -- trainer and worker without a network --------------------------------------------------
+
+
+def _task_json(task_id: str = "t1", job_id: str = "j1", **changes: Any) -> dict[str, Any]:
+    dl = {"url": "http://127.0.0.1:9/x", "sha256": "0" * 64, "size": 1, "key": "k"}
+    values: dict[str, Any] = {
+        "type": "task",
+        "task_id": task_id,
+        "job_id": job_id,
+        "round": 1,
+        "attempt": 1,
+        "shard": 0,
+        "deadline": (datetime.now(UTC) + timedelta(minutes=5)).isoformat(),
+        "model_version": 0,
+        "model": dl,
+        "data": dl,
+        "upload": {"url": "http://127.0.0.1:9/", "fields": {}, "key": "u", "max_bytes": 10},
+        "model_spec": {"arch": "mlp", "hidden": [4]},
+        "feature_spec": {"input_size": 2, "num_classes": 2},
+        "training": {"local_epochs": 1},
+        "seed": 1,
+    }
+    values.update(changes)
+    return values
+
+
+def test_a_malformed_task_is_dropped_silently(tmp_path: Path) -> None:
+    sent: list[Any] = []
+    trainer = Trainer(lambda k, b: sent.append((k, b)), cache_dir=tmp_path)
+    assert trainer.handle(b'{"type": "task", "job_id": "j1"}') is None
+    assert trainer.handle(b"not json") is None
+    assert sent == []
+
+
+def test_any_error_is_reported_as_failed_with_a_capped_traceback(tmp_path: Path) -> None:
+    sent: list[tuple[str, Any]] = []
+
+    class Deep(Trainer):
+        def fetch_model(self, task: Any) -> bytes:
+            def recurse(n: int) -> bytes:
+                if n == 0:
+                    raise RuntimeError("boom " + "x" * 5000)
+                return recurse(n - 1)
+
+            return recurse(400)
+
+    trainer = Deep(lambda k, b: sent.append((k, b)), cache_dir=tmp_path)
+    assert trainer.handle(json.dumps(_task_json()).encode()) is None
+    assert [k for k, _ in sent] == [ACCEPTED, FAILED]
+    failed: TaskFailedBody = sent[1][1]
+    assert failed.error.startswith("RuntimeError: boom") and len(failed.error) <= 2000
+    assert len(failed.traceback) <= MAX_TRACEBACK and failed.traceback.rstrip().endswith("xxx")
+
+
+def test_progress_bodies_follow_the_contract() -> None:
+    from peertrain.common.events.tasks import TaskMessage
+    from peertrain.ml.training import EpochMetrics
+    from peertrain.peer.trainer import _progress
+
+    task = TaskMessage.model_validate(_task_json())
+    body = _progress(task, EpochMetrics(1, 0.5, 0.9, 10, 0.1), 3)
+    assert isinstance(body, TaskProgressBody) and (body.epoch, body.epochs) == (1, 3)
+
+
+class FakeTrainer:
+    def __init__(self) -> None:
+        self.running: str | None = None
+        self.cancels: list[tuple[str, str | None]] = []
+        self.handled: list[bytes] = []
+        self.release = threading.Event()
+
+    def running_task(self) -> str | None:
+        return self.running
+
+    def cancel(self, job_id: str, task_id: str | None = None) -> bool:
+        self.cancels.append((job_id, task_id))
+        return True
+
+    def handle(self, body: bytes) -> None:
+        self.running = json.loads(body)["task_id"]
+        self.handled.append(body)
+        self.release.wait(5)
+        self.running = None
+
+
+def _item(kind: str, body: dict[str, Any]) -> WorkItem:
+    return WorkItem(f"peer.p1.{kind}", json.dumps(body).encode())
+
+
+def test_a_cancel_skips_the_queue_and_drops_the_jobs_queued_tasks() -> None:
+    fake = FakeTrainer()
+    worker = Worker(fake)  # type: ignore[arg-type]
+    worker.start()
+    try:
+        worker.submit(_item("task", _task_json("t1", "j1")))
+        deadline = time.monotonic() + 5
+        while fake.running != "t1" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        worker.submit(_item("task", _task_json("t1", "j1")))  # duplicate of the running one
+        worker.submit(_item("task", _task_json("t2", "j1")))
+        worker.submit(_item("task", _task_json("t2", "j1")))  # duplicate of a queued one
+        worker.submit(_item("task", _task_json("t3", "j2")))
+        assert worker.backlog == 2
+        worker.submit(_item("cancel", {"type": "cancel", "job_id": "j1"}))
+        assert fake.cancels == [("j1", None)]  # at once, on this thread
+        assert worker.backlog == 1
+        worker.submit(_item("cancel", {"nonsense": True}))  # malformed: dropped
+        fake.release.set()  # the running task stops
+        while len(fake.handled) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        worker.stop()
+    assert [json.loads(b)["task_id"] for b in fake.handled] == ["t1", "t3"]
+
+
+def test_item_kind_comes_from_the_routing_key() -> None:
+    assert WorkItem("peer.abc.cancel", b"{}").kind == "cancel"
+    assert WorkItem("", b"{}").kind == ""

@@ -1,0 +1,168 @@
+"""A real peer runtime that trains honestly but uploads or announces something hostile.
+
+Usage (same environment and config-dir conventions as ``peertrain-peer run``; see
+``PeerProcess.start(script=..., args=["--mode", MODE])``)::
+
+    python tests/stack/hostile_peer.py --mode MODE [--config-dir DIR] [--interval S]
+
+Modes:
+
+``nan``
+    The honest delta with one NaN.
+``shape``
+    The honest delta with one tensor one row too long.
+``norm``
+    The honest delta times 100.
+``pickle``
+    A ``torch.save`` file (a pickle in a zip) that, if ever unpickled, creates the file
+    named by ``PEERTRAIN_TEST_CANARY``. Nothing here ever loads it.
+``duplicate``
+    The honest update, announced twice.
+``cycle``
+    Round 1 ``nan``, round 2 ``shape``, round 3 ``norm``, round 4 ``pickle``; honest after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import os
+import pathlib
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from peertrain.common.events.tasks import TaskMessage, UpdateAnnounced
+from peertrain.common.logging import configure_logging
+from peertrain.ml.training import TrainResult
+from peertrain.ml.weights import state_to_bytes
+from peertrain.peer.config import PeerSettings
+from peertrain.peer.trainer import Trainer
+
+CANARY_ENV = "PEERTRAIN_TEST_CANARY"
+
+
+class NanTrainer(Trainer):
+    """Uploads the honest delta with a NaN in its first floating tensor."""
+
+    def make_update_bytes(self, task: TaskMessage, result: TrainResult) -> bytes:
+        delta = dict(result.delta)
+        name = next(k for k, v in delta.items() if v.is_floating_point() and v.numel())
+        bad = delta[name].clone()
+        bad.view(-1)[0] = float("nan")
+        delta[name] = bad
+        return state_to_bytes(delta)
+
+
+class ShapeTrainer(Trainer):
+    """Uploads the honest delta with one tensor one row too long."""
+
+    def make_update_bytes(self, task: TaskMessage, result: TrainResult) -> bytes:
+        delta = dict(result.delta)
+        name = next(k for k, v in delta.items() if v.dim() >= 1)
+        t = delta[name]
+        delta[name] = torch.zeros((t.shape[0] + 1, *t.shape[1:]), dtype=t.dtype)
+        return state_to_bytes(delta)
+
+
+class NormTrainer(Trainer):
+    """Uploads the honest delta times 100."""
+
+    def make_update_bytes(self, task: TaskMessage, result: TrainResult) -> bytes:
+        return state_to_bytes(
+            {k: v * 100 if v.is_floating_point() else v for k, v in result.delta.items()}
+        )
+
+
+class _Canary:
+    """Unpickled, it calls ``pathlib.Path.touch(path)``: proof that someone unpickled."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (pathlib.Path.touch, (pathlib.Path(self.path),))
+
+
+def canary_payload(canary: str) -> bytes:
+    """A ``torch.save`` file of a state-dict-like mapping holding a :class:`_Canary`."""
+    buf = io.BytesIO()
+    torch.save({"layers.0.weight": _Canary(canary), "layers.0.bias": torch.zeros(16)}, buf)
+    return buf.getvalue()
+
+
+class PickleTrainer(Trainer):
+    """Uploads a pickle that would create the canary file if it were ever unpickled."""
+
+    def make_update_bytes(self, task: TaskMessage, result: TrainResult) -> bytes:
+        canary = os.environ.get(CANARY_ENV)
+        if not canary:
+            raise RuntimeError(f"{CANARY_ENV} is not set")
+        return canary_payload(canary)
+
+
+class DuplicateTrainer(Trainer):
+    """Uploads the honest update and announces it twice."""
+
+    def announce(self, task: TaskMessage, announced: UpdateAnnounced) -> None:
+        super().announce(task, announced)
+        super().announce(task, announced)
+
+
+class CycleTrainer(Trainer):
+    """A different attack each round (1: nan, 2: shape, 3: norm, 4: pickle), then honest."""
+
+    ATTACKS: dict[int, type[Trainer]] = {
+        1: NanTrainer,
+        2: ShapeTrainer,
+        3: NormTrainer,
+        4: PickleTrainer,
+    }
+
+    def make_update_bytes(self, task: TaskMessage, result: TrainResult) -> bytes:
+        attack = self.ATTACKS.get(task.round)
+        if attack is None:
+            return super().make_update_bytes(task, result)
+        return attack.make_update_bytes(self, task, result)
+
+
+MODES: dict[str, type[Trainer]] = {
+    "nan": NanTrainer,
+    "shape": ShapeTrainer,
+    "norm": NormTrainer,
+    "pickle": PickleTrainer,
+    "duplicate": DuplicateTrainer,
+    "cycle": CycleTrainer,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the options and run the peer until SIGTERM."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", required=True, choices=sorted(MODES))
+    parser.add_argument("--config-dir", type=Path, default=None)
+    parser.add_argument("--interval", type=float, default=None)
+    parser.add_argument("--api", default=None)
+    parser.add_argument("--log-level", default=None)
+    opts = parser.parse_args(argv)
+    if opts.mode in ("pickle", "cycle") and not os.environ.get(CANARY_ENV):
+        print(f"hostile_peer: --mode {opts.mode} needs {CANARY_ENV}", file=sys.stderr)
+        return 2
+    overrides: dict[str, Any] = {
+        "config_dir": opts.config_dir,
+        "heartbeat_interval_s": opts.interval,
+        "log_level": opts.log_level,
+    }
+    settings = PeerSettings(**{k: v for k, v in overrides.items() if v is not None})
+    configure_logging("peer", level=settings.log_level, json=not sys.stderr.isatty())
+    from peertrain.peer.runtime import run
+
+    asyncio.run(run(settings, api_url=opts.api, trainer_factory=MODES[opts.mode]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
