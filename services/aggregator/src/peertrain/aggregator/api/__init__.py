@@ -1,0 +1,5 @@
+"""The aggregator's HTTP edge."""
+
+from .routes import ROUTERS
+
+__all__ = ["ROUTERS"]

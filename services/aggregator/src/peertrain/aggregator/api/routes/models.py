@@ -1,0 +1,143 @@
+"""``/api/models``: a job's model versions and its final model (the owner's or an admin's)."""
+
+from __future__ import annotations
+
+from contextlib import aclosing
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+from fastapi.responses import StreamingResponse
+
+from peertrain.aggregator.api.deps import AggregatorDep
+from peertrain.aggregator.domain import FinalNotExported, JobNotFound, JobState
+from peertrain.aggregator.models import (
+    ErrorResponse,
+    Evaluation,
+    FinalPublic,
+    JobModelsPublic,
+    VersionPublic,
+)
+from peertrain.common.security import CurrentUser, Principal
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["models"])
+
+_WHY = {
+    401: "No valid credentials",
+    403: "Valid credentials, but not a user",
+    404: "No such job (or not yours)",
+    409: "The final model is not exported yet",
+    422: "The request is not valid",
+    503: "The service is starting",
+}
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    return {
+        s: {"model": ErrorResponse, "description": _WHY[s]}
+        for s in sorted({*statuses, 401, 403, 404, 422, 503})
+    }
+
+
+async def _visible(actx: AggregatorDep, job_id: str, user: Principal) -> JobState:
+    state = await actx.read_only(job_id)
+    if state.owner_id is None or (state.owner_id != user.subject and not user.is_admin):
+        raise JobNotFound(f"no job {job_id!r}")
+    return state
+
+
+def _public(state: JobState) -> JobModelsPublic:
+    versions = []
+    for number in sorted(state.versions):
+        info = state.versions[number]
+        c, ev = info.created, info.evaluation
+        versions.append(
+            VersionPublic(
+                version=c.version,
+                key=c.key,
+                sha256=c.sha256,
+                size=c.size,
+                created_at=info.created_at,
+                strategy=c.strategy,
+                parent_version=c.lineage.parent_version,
+                peers=c.lineage.peers,
+                shards=c.lineage.shards,
+                updates=c.lineage.updates,
+                evaluation=None
+                if ev is None
+                else Evaluation(
+                    loss=ev.loss,
+                    accuracy=ev.accuracy,
+                    per_class_accuracy=ev.per_class_accuracy,
+                    samples=ev.samples,
+                    evaluated_at=info.evaluated_at,
+                ),
+            )
+        )
+    exported = state.exported
+    return JobModelsPublic(
+        job_id=state.job_id,
+        rounds=state.configured.rounds if state.configured else None,
+        versions=versions,
+        latest_version=state.latest_version(),
+        final_available=exported is not None,
+        final=None
+        if exported is None
+        else FinalPublic(**exported.model_dump(exclude={"job_id", "format"})),
+    )
+
+
+@router.get(
+    "/{job_id}",
+    summary="A job's model versions, their metrics, and whether the final model exists",
+    responses=_errors(),
+)
+async def get_models(job_id: str, user: CurrentUser, actx: AggregatorDep) -> JobModelsPublic:
+    """Versions in order, each with its key, sha256, time and holdout metrics."""
+    return _public(await _visible(actx, job_id, user))
+
+
+@router.get(
+    "/{job_id}/final",
+    summary="Download the final model",
+    responses={
+        **_errors(409),
+        200: {"content": {"application/octet-stream": {}}, "description": "The file"},
+    },
+    response_class=StreamingResponse,
+)
+async def get_final(
+    job_id: str,
+    user: CurrentUser,
+    actx: AggregatorDep,
+    format: Annotated[Literal["pt", "safetensors"], Query()] = "pt",
+) -> StreamingResponse:
+    """``final.pt`` (``torch.load(f, weights_only=True)``) or ``final.safetensors``."""
+    state = await _visible(actx, job_id, user)
+    exported = state.exported
+    if exported is None:
+        raise FinalNotExported(f"job {job_id!r} has no final model yet")
+    key, sha = (
+        (exported.pt_key, exported.pt_sha256)
+        if format == "pt"
+        else (exported.safetensors_key, exported.safetensors_sha256)
+    )
+    chunks = actx.blobs.get_stream(key)
+    first = await anext(chunks, b"")  # BlobNotFound surfaces here, before any header is sent
+
+    async def body() -> Any:
+        async with aclosing(chunks):
+            if first:
+                yield first
+            async for chunk in chunks:
+                yield chunk
+
+    return StreamingResponse(
+        body(),
+        media_type="application/octet-stream",
+        headers={
+            "Content-Disposition": f'attachment; filename="{job_id}-final.{format}"',
+            "X-Content-SHA256": sha,
+        },
+    )

@@ -1,0 +1,43 @@
+"""The aggregator's settings (``PEERTRAIN_AGGREGATOR_*``)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
+
+from peertrain.common.settings import ServiceSettings
+
+__all__ = ["AggregatorSettings", "MiB"]
+
+MiB = 1024 * 1024
+
+
+class AggregatorSettings(ServiceSettings):
+    """Everything the aggregator reads from its environment."""
+
+    model_config = SettingsConfigDict(env_prefix="PEERTRAIN_AGGREGATOR_", extra="ignore")
+
+    service_name: str = "aggregator"
+    port: int = 8005
+    api_prefix: str = "/api/models"
+
+    queue_prefix: str = "aggregator"
+    """Prefix of this service's queue names (``<prefix>.jobs``, ``<prefix>.updates``)."""
+    work_dir: Path = Path(tempfile.gettempdir()) / "peertrain-aggregator"
+    """Scratch space (the robust strategies spill a round's updates here)."""
+
+    max_update_bytes: int = Field(default=1024 * MiB, ge=1)
+    """Hard cap on an update object, whatever the model's size."""
+    update_slack_bytes: int = Field(default=1 * MiB, ge=0)
+    """An update may exceed the model's tensor bytes by at most this (its header)."""
+    max_holdout_bytes: int = Field(default=2048 * MiB, ge=1)
+    eval_device: str = "cpu"
+    """Device for holdout evaluation (``cpu``, ``cuda``, ``cuda:0``)."""
+    eval_batch_size: int = Field(default=1024, ge=1)
+
+    def queue(self, purpose: str) -> str:
+        """This service's queue for ``purpose``."""
+        return f"{self.queue_prefix}.{purpose}"

@@ -1,0 +1,30 @@
+"""The aggregator's pure core: a job's state folded from the log, and update decisions."""
+
+from . import codes
+from .decide import Candidate, Decision, Duplicate, Ignored, Refusal, decide_update
+from .errors import (
+    AggregatorError,
+    FinalNotExported,
+    JobNotFound,
+    RoundInputsChanged,
+    UpdateRefused,
+)
+from .state import JobState, RoundKey, VersionInfo
+
+__all__ = [
+    "AggregatorError",
+    "Candidate",
+    "Decision",
+    "Duplicate",
+    "FinalNotExported",
+    "Ignored",
+    "JobNotFound",
+    "JobState",
+    "Refusal",
+    "RoundInputsChanged",
+    "RoundKey",
+    "UpdateRefused",
+    "VersionInfo",
+    "codes",
+    "decide_update",
+]

@@ -1,0 +1,39 @@
+"""Why an update is refused: machine-readable codes carried by ``update.rejected``."""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "JOB_ENDED",
+    "MISSING_OBJECT",
+    "NON_FINITE",
+    "NORM_TOO_LARGE",
+    "NOT_SAFETENSORS",
+    "ROUND_NOT_OPEN",
+    "SHA256_MISMATCH",
+    "SIZE_MISMATCH",
+    "TASK_LOST",
+    "TASK_MISMATCH",
+    "TOO_LARGE",
+    "UNKNOWN_TASK",
+    "WRONG_KEY",
+    "WRONG_PEER",
+    "WRONG_TENSORS",
+]
+
+UNKNOWN_TASK: Final = "unknown_task"
+WRONG_PEER: Final = "wrong_peer"
+TASK_MISMATCH: Final = "task_mismatch"
+TASK_LOST: Final = "task_lost"
+ROUND_NOT_OPEN: Final = "round_not_open"
+WRONG_KEY: Final = "wrong_key"
+JOB_ENDED: Final = "job_ended"
+TOO_LARGE: Final = "too_large"
+SIZE_MISMATCH: Final = "size_mismatch"
+MISSING_OBJECT: Final = "missing_object"
+SHA256_MISMATCH: Final = "sha256_mismatch"
+NOT_SAFETENSORS: Final = "not_safetensors"
+WRONG_TENSORS: Final = "wrong_tensors"
+NON_FINITE: Final = "non_finite"
+NORM_TOO_LARGE: Final = "norm_too_large"

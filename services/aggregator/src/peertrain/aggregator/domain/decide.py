@@ -1,0 +1,85 @@
+"""Deciding what an announced update is, before anything is downloaded (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from peertrain.common.events.tasks import UpdateAnnounced
+from peertrain.common.events.training import RoundOpened, TaskAssigned
+
+from . import codes
+from .state import JobState
+
+__all__ = ["Candidate", "Decision", "Duplicate", "Ignored", "Refusal", "decide_update"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """Worth downloading: the task, its round's opening and the weight to fold with."""
+
+    task: TaskAssigned
+    opened: RoundOpened
+    weight: float
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Refused with a code (recorded as ``update.rejected``)."""
+
+    code: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    """Already decided: acknowledge, no second effect."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """Nothing to record it against (no such job): acknowledge and log only."""
+
+    reason: str
+
+
+Decision = Candidate | Refusal | Duplicate | Ignored
+
+
+def decide_update(state: JobState, peer_id: str, body: UpdateAnnounced) -> Decision:
+    """What to do with ``peer_id``'s announcement ``body``, given the job's state."""
+    if state.configured is None:
+        return Ignored(f"job {body.job_id!r} is not configured")
+    if (body.task_id, peer_id) in state.decided:
+        return Duplicate(f"task {body.task_id} already has a decision for this sender")
+    if (body.round, body.attempt, body.shard) in state.accepted:
+        return Duplicate(
+            f"round {body.round} attempt {body.attempt} shard {body.shard} already has an update"
+        )
+    if state.ended is not None:
+        return Refusal(codes.JOB_ENDED, f"the job has ended ({state.ended})")
+    task = state.tasks.get(body.task_id)
+    if task is None:
+        return Refusal(codes.UNKNOWN_TASK, f"task {body.task_id} was never assigned")
+    if task.peer_id != peer_id:
+        return Refusal(codes.WRONG_PEER, f"task {task.task_id} is not assigned to this peer")
+    if (task.round, task.attempt, task.shard) != (body.round, body.attempt, body.shard):
+        return Refusal(
+            codes.TASK_MISMATCH,
+            f"task {task.task_id} is round {task.round} attempt {task.attempt} "
+            f"shard {task.shard}, not what the announcement says",
+        )
+    if task.task_id in state.lost:
+        return Refusal(codes.TASK_LOST, f"task {task.task_id} was lost (reassigned or expired)")
+    opened = state.opened.get((task.round, task.attempt))
+    if opened is None or not state.is_open(task.round, task.attempt):
+        return Refusal(
+            codes.ROUND_NOT_OPEN, f"round {task.round} attempt {task.attempt} is not open"
+        )
+    if body.key != task.update_key:
+        return Refusal(codes.WRONG_KEY, f"the update must be at {task.update_key}")
+    rows = state.shard_rows(task.shard)
+    if rows is None:
+        return Refusal(codes.TASK_MISMATCH, f"shard {task.shard} is not part of the job")
+    return Candidate(task, opened, float(rows))

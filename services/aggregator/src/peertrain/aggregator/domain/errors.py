@@ -1,0 +1,47 @@
+"""The aggregator's typed errors."""
+
+from __future__ import annotations
+
+from peertrain.common.errors import Conflict, NotFound, PeerTrainError
+
+__all__ = [
+    "AggregatorError",
+    "FinalNotExported",
+    "JobNotFound",
+    "RoundInputsChanged",
+    "UpdateRefused",
+]
+
+
+class AggregatorError(PeerTrainError):
+    """Root of the aggregator's errors."""
+
+    code = "aggregator_error"
+
+
+class JobNotFound(AggregatorError, NotFound):
+    """No such job, or not the caller's."""
+
+    code = "job_not_found"
+
+
+class FinalNotExported(AggregatorError, Conflict):
+    """The job's final model is not exported yet."""
+
+    code = "final_not_exported"
+
+
+class UpdateRefused(AggregatorError, ValueError):
+    """An update fails a check; ``reason_code`` goes into ``update.rejected``."""
+
+    code = "update_refused"
+
+    def __init__(self, reason_code: str, message: str) -> None:
+        super().__init__(message, detail={"code": reason_code})
+        self.reason_code = reason_code
+
+
+class RoundInputsChanged(AggregatorError, RuntimeError):
+    """An included update's object no longer has the sha256 it was accepted with."""
+
+    code = "round_inputs_changed"

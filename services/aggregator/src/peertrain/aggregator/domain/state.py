@@ -1,0 +1,153 @@
+"""One job as the aggregator sees it, folded from ``job:<id>`` and ``model:<id>``.
+
+Pure: no I/O. The shell reads the two streams from the log and feeds them to
+:meth:`JobState.apply`; the state is thus always rebuildable from the log (after a
+restart, or when an update names a task this process has not seen yet).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from peertrain.common.events import RecordedEvent
+from peertrain.common.events.jobs import JobCreated
+from peertrain.common.events.models import (
+    ModelEvaluated,
+    ModelExported,
+    ModelVersionCreated,
+    UpdateAccepted,
+    UpdateRejected,
+)
+from peertrain.common.events.training import (
+    JobCancelled,
+    JobCompleted,
+    JobConfigured,
+    JobFailed,
+    RoundClosed,
+    RoundFailed,
+    RoundOpened,
+    TaskAssigned,
+    TaskLost,
+)
+
+__all__ = ["JobState", "RoundKey", "VersionInfo"]
+
+RoundKey = tuple[int, int]
+"""(round, attempt)."""
+
+
+@dataclass
+class VersionInfo:
+    """A stored model version, and its evaluation once there is one."""
+
+    created: ModelVersionCreated
+    created_at: datetime
+    evaluation: ModelEvaluated | None = None
+    evaluated_at: datetime | None = None
+
+
+@dataclass
+class JobState:
+    """What the aggregator knows about one job.
+
+    ``job_seq`` and ``model_seq`` are the last ``seq`` folded from each stream: the
+    positions to read on from, and ``model_seq`` the expected version of the next
+    append to ``model:<job>``.
+    """
+
+    job_id: str
+    job_seq: int = 0
+    model_seq: int = 0
+    owner_id: str | None = None
+    configured: JobConfigured | None = None
+    ended: str | None = None
+    """The terminal event type (job.completed/failed/cancelled), once there is one."""
+    opened: dict[RoundKey, RoundOpened] = field(default_factory=dict)
+    closed: dict[RoundKey, RoundClosed] = field(default_factory=dict)
+    failed: set[RoundKey] = field(default_factory=set)
+    tasks: dict[str, TaskAssigned] = field(default_factory=dict)
+    lost: set[str] = field(default_factory=set)
+    accepted: dict[tuple[int, int, int], UpdateAccepted] = field(default_factory=dict)
+    """(round, attempt, shard) -> the update accepted for it."""
+    decided: set[tuple[str, str]] = field(default_factory=set)
+    """(task_id, sender) pairs with a decision (accepted or rejected) on record: one
+    decision per task and sender, so a peer naming another's task cannot block it."""
+    versions: dict[int, VersionInfo] = field(default_factory=dict)
+    exported: ModelExported | None = None
+
+    # -- folding ----------------------------------------------------------------------
+
+    def apply(self, event: RecordedEvent) -> None:
+        """Fold one event of either stream (in stream order)."""
+        if event.stream.startswith("model:"):
+            self.model_seq = max(self.model_seq, event.seq)
+            self._apply_model(event)
+        else:
+            self.job_seq = max(self.job_seq, event.seq)
+            self._apply_job(event)
+
+    def _apply_job(self, event: RecordedEvent) -> None:
+        data = event.data
+        if isinstance(data, JobCreated):
+            self.owner_id = data.owner_id
+        elif isinstance(data, JobConfigured):
+            self.configured = data
+        elif isinstance(data, RoundOpened):
+            self.opened[(data.round, data.attempt)] = data
+        elif isinstance(data, TaskAssigned):
+            self.tasks[data.task_id] = data
+        elif isinstance(data, TaskLost):
+            self.lost.add(data.task_id)
+        elif isinstance(data, RoundClosed):
+            self.closed[(data.round, data.attempt)] = data
+        elif isinstance(data, RoundFailed):
+            self.failed.add((data.round, data.attempt))
+        elif isinstance(data, JobCompleted | JobFailed | JobCancelled):
+            self.ended = event.type
+
+    def _apply_model(self, event: RecordedEvent) -> None:
+        data = event.data
+        if isinstance(data, UpdateAccepted):
+            self.accepted[(data.round, data.attempt, data.shard)] = data
+            self.decided.add((data.task_id, data.peer_id))
+        elif isinstance(data, UpdateRejected):
+            self.decided.add((data.task_id, data.peer_id))
+        elif isinstance(data, ModelVersionCreated):
+            self.versions[data.version] = VersionInfo(data, event.occurred_at)
+        elif isinstance(data, ModelEvaluated):
+            info = self.versions.get(data.version)
+            if info is not None:
+                info.evaluation = data
+                info.evaluated_at = event.occurred_at
+        elif isinstance(data, ModelExported):
+            self.exported = data
+
+    # -- questions --------------------------------------------------------------------
+
+    def is_open(self, round_: int, attempt: int) -> bool:
+        """Whether the round's attempt was opened and has not ended."""
+        key = (round_, attempt)
+        return key in self.opened and key not in self.closed and key not in self.failed
+
+    def shard_rows(self, shard: int) -> int | None:
+        """The shard's row count as sharding recorded it (the update's weight)."""
+        if self.configured is None:
+            return None
+        for plan in self.configured.shards:
+            if plan.index == shard:
+                return plan.rows
+        return None
+
+    def latest_version(self) -> int | None:
+        """The highest stored version."""
+        return max(self.versions) if self.versions else None
+
+    def rounds_to_aggregate(self) -> list[RoundClosed]:
+        """Closed rounds whose version is not stored yet, in round order."""
+        pending = [c for c in self.closed.values() if c.round not in self.versions]
+        return sorted(pending, key=lambda c: (c.round, c.attempt))
+
+    def is_last(self, version: int) -> bool:
+        """Whether ``version`` is the job's final version."""
+        return self.configured is not None and version == self.configured.rounds

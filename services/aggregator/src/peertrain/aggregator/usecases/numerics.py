@@ -1,0 +1,176 @@
+"""The torch side of the aggregator: blocking functions, run with ``asyncio.to_thread``.
+
+Nothing here touches the network or the log; everything numeric comes from
+:mod:`peertrain.ml`. Bytes from peers are only ever read as safetensors.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from peertrain.aggregator.domain import UpdateRefused, codes
+from peertrain.common.events.training import JobConfigured
+from peertrain.ml.aggregation import RoundAccumulator, Strategy, make_strategy
+from peertrain.ml.errors import NotSafetensors, UpdateInvalid
+from peertrain.ml.export import final_pt_bytes, final_safetensors_bytes
+from peertrain.ml.training import EvalMetrics, evaluate
+from peertrain.ml.weights import l2_norm, load_update, state_from_bytes, state_to_bytes
+from peertrain.ml.zoo import build_model
+
+__all__ = [
+    "RoundWork",
+    "decode_update",
+    "evaluate_state",
+    "final_files",
+    "initial_state",
+    "is_stateful",
+    "max_update_norm",
+    "new_strategy",
+    "state_nbytes",
+]
+
+State = dict[str, torch.Tensor]
+
+
+def max_update_norm(configured: JobConfigured) -> float:
+    """The job's norm bound (``aggregation.max_update_norm``, default 100)."""
+    return float(configured.aggregation.get("max_update_norm", 100.0))
+
+
+def new_strategy(
+    configured: JobConfigured, *, server_state: bytes | None, spill_dir: Path
+) -> Strategy:
+    """The job's strategy, with the server state stored after the base version."""
+    strategy = make_strategy(
+        configured.aggregation,
+        proximal_mu=float(configured.training.get("proximal_mu", 0.0) or 0.0),
+        spill_dir=spill_dir,
+    )
+    if server_state is not None:
+        strategy.load_state_bytes(server_state)
+    return strategy
+
+
+def is_stateful(strategy: Strategy) -> bool:
+    """Whether the strategy keeps server state between rounds (FedAdam)."""
+    return type(strategy).state_dict is not Strategy.state_dict
+
+
+def initial_state(configured: JobConfigured) -> bytes:
+    """Version 0: the model built from the job's spec with ``training.seed`` (default 0)."""
+    seed = int(configured.training.get("seed", 0) or 0)
+    model = build_model(configured.model, configured.feature_spec, seed=seed)
+    return state_to_bytes(model.state_dict())
+
+
+def state_nbytes(state: Mapping[str, torch.Tensor]) -> int:
+    """Bytes of the tensors' data (what an update of this model must roughly weigh)."""
+    return sum(t.numel() * t.element_size() for t in state.values())
+
+
+def decode_update(data: bytes, reference: Mapping[str, torch.Tensor], max_norm: float) -> State:
+    """Decode and check an update; refusals carry a machine-readable code.
+
+    Raises
+    ------
+    UpdateRefused
+        ``not_safetensors``, ``wrong_tensors``, ``non_finite`` or ``norm_too_large``.
+    """
+    try:
+        return load_update(data, reference, max_norm=max_norm)
+    except NotSafetensors as exc:
+        raise UpdateRefused(codes.NOT_SAFETENSORS, f"not a safetensors file: {exc}") from None
+    except UpdateInvalid as exc:
+        raise UpdateRefused(_classify(exc.problems), "; ".join(exc.problems)[:1000]) from None
+
+
+def _classify(problems: list[str]) -> str:
+    text = " ".join(problems)
+    if "non-finite" in text:
+        return codes.NON_FINITE
+    if "L2 norm" in text:
+        return codes.NORM_TOO_LARGE
+    return codes.WRONG_TENSORS
+
+
+def update_norm(update: Mapping[str, torch.Tensor]) -> float:
+    """The update's L2 norm (recorded with ``update.accepted``)."""
+    return float(l2_norm(update))
+
+
+@dataclass
+class RoundWork:
+    """A round attempt being folded as its updates arrive (memory O(model))."""
+
+    round: int
+    attempt: int
+    strategy: Strategy
+    accumulator: RoundAccumulator
+
+    @classmethod
+    def begin(
+        cls,
+        configured: JobConfigured,
+        round_: int,
+        attempt: int,
+        base: Mapping[str, torch.Tensor],
+        *,
+        server_state: bytes | None,
+        spill_dir: Path,
+    ) -> RoundWork:
+        """Start folding round ``round_`` on top of ``base`` (its model version)."""
+        strategy = new_strategy(configured, server_state=server_state, spill_dir=spill_dir)
+        acc = strategy.begin_round(base, reference_weight=configured.reference_weight)
+        return cls(round_, attempt, strategy, acc)
+
+    def keys(self) -> set[str]:
+        """The update keys folded so far."""
+        return set(self.accumulator.keys)
+
+    def close(self) -> None:
+        """Release what the round holds (spilled updates)."""
+        self.accumulator.close()
+
+
+def load_holdout(data: bytes) -> tuple[torch.Tensor, torch.Tensor]:
+    """The holdout ``.npz`` (``X`` float32, ``y`` int64), never unpickling anything."""
+    with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+        x = torch.from_numpy(np.ascontiguousarray(npz["X"], dtype=np.float32))
+        y = torch.from_numpy(np.ascontiguousarray(npz["y"], dtype=np.int64))
+    return x, y
+
+
+def evaluate_state(
+    configured: JobConfigured,
+    state: Mapping[str, torch.Tensor],
+    holdout: bytes,
+    *,
+    device: str,
+    batch_size: int,
+) -> EvalMetrics:
+    """Loss, accuracy and per-class accuracy of ``state`` on the job's holdout."""
+    x, y = load_holdout(holdout)
+    model = build_model(configured.model, configured.feature_spec)
+    model.load_state_dict(dict(state))
+    return evaluate(model, x, y, batch_size=batch_size, device=device)
+
+
+def final_files(
+    configured: JobConfigured, state: Mapping[str, torch.Tensor]
+) -> tuple[bytes, bytes]:
+    """``final.pt`` and ``final.safetensors`` bytes."""
+    spec: Any = configured.model
+    features = configured.feature_spec
+    return final_pt_bytes(spec, features, state), final_safetensors_bytes(spec, features, state)
+
+
+def load_state(data: bytes) -> State:
+    """A stored model version (our own safetensors)."""
+    return state_from_bytes(data)

@@ -1,0 +1,70 @@
+"""Reading and writing the bucket for the aggregator: capped downloads, model versions."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from contextlib import aclosing
+
+import torch
+
+from peertrain.aggregator.domain import JobState, UpdateRefused, codes
+from peertrain.common.blobs import BlobNotFound
+from peertrain.common.events.models import model_key
+
+from .context import AggregatorContext
+from .numerics import load_state
+
+__all__ = ["fetch_capped", "model_state", "server_state", "sha256_hex"]
+
+
+def sha256_hex(data: bytes) -> str:
+    """Lowercase hex SHA-256."""
+    return hashlib.sha256(data).hexdigest()
+
+
+async def fetch_capped(actx: AggregatorContext, key: str, cap: int) -> bytes:
+    """The object at ``key``, refused as soon as it passes ``cap`` bytes.
+
+    Raises
+    ------
+    UpdateRefused
+        ``missing_object`` or ``too_large``.
+    """
+    parts: list[bytes] = []
+    size = 0
+    try:
+        async with aclosing(actx.blobs.get_stream(key)) as chunks:
+            async for chunk in chunks:
+                size += len(chunk)
+                if size > cap:
+                    raise UpdateRefused(codes.TOO_LARGE, f"the object is over {cap} bytes")
+                parts.append(chunk)
+    except BlobNotFound:
+        raise UpdateRefused(codes.MISSING_OBJECT, f"no object at {key}") from None
+    return b"".join(parts)
+
+
+async def model_state(
+    actx: AggregatorContext, state: JobState, version: int
+) -> dict[str, torch.Tensor]:
+    """Model version ``version`` of the job (cached: the latest one loaded)."""
+    cached = actx.bases.get(state.job_id)
+    if cached is not None and cached[0] == version:
+        return cached[1]
+    info = state.versions.get(version)
+    key = info.created.key if info else model_key(state.job_id, version)
+    data = await actx.blobs.get_bytes(key)
+    if info is not None and sha256_hex(data) != info.created.sha256:
+        raise RuntimeError(f"{key} does not have the sha256 recorded for version {version}")
+    tensors = await asyncio.to_thread(load_state, data)
+    actx.bases[state.job_id] = (version, tensors)
+    return tensors
+
+
+async def server_state(actx: AggregatorContext, state: JobState, version: int) -> bytes | None:
+    """The strategy's server state stored with ``version`` (``None`` for stateless)."""
+    info = state.versions.get(version)
+    if info is None or info.created.server_state_key is None:
+        return None
+    return await actx.blobs.get_bytes(info.created.server_state_key)

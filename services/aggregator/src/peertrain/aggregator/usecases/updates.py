@@ -1,0 +1,169 @@
+"""A peer's announced update: decide, download, check, fold, record.
+
+Every announcement ends in exactly one of: ``update.accepted`` (folded into the round's
+running sum), ``update.rejected`` (with a code and a reason), or an acknowledged no-op
+(a duplicate, or a job this service has nothing on). Nothing here raises for a bad
+update, so a hostile peer can neither crash the consumer nor make it retry forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import structlog
+import torch
+
+from peertrain.aggregator.domain import (
+    Candidate,
+    Duplicate,
+    Ignored,
+    JobState,
+    Refusal,
+    UpdateRefused,
+    codes,
+    decide_update,
+)
+from peertrain.aggregator.metrics import UPDATES
+from peertrain.common.events.models import UpdateAccepted, UpdateRejected
+from peertrain.common.events.tasks import UpdateAnnounced
+from peertrain.common.security import PeerMessage
+
+from .context import AggregatorContext
+from .numerics import RoundWork, decode_update, max_update_norm, state_nbytes, update_norm
+from .storage import fetch_capped, model_state, server_state, sha256_hex
+from .versions import work_key
+
+__all__ = ["receive_update"]
+
+log = structlog.get_logger(__name__)
+
+
+async def receive_update(actx: AggregatorContext, message: PeerMessage[UpdateAnnounced]) -> None:
+    """Handle one verified ``peer.<id>.update`` message."""
+    body, peer_id = message.body, message.peer_id
+    with structlog.contextvars.bound_contextvars(
+        job_id=body.job_id, task_id=body.task_id, peer_id=peer_id
+    ):
+        async with actx.lock(body.job_id):
+            state = await actx.load(body.job_id)
+            decision = decide_update(state, peer_id, body)
+            if isinstance(decision, Ignored | Duplicate):
+                outcome = "ignored" if isinstance(decision, Ignored) else "duplicate"
+                UPDATES.labels(outcome=outcome, code="").inc()
+                log.info("update not recorded", outcome=outcome, reason=decision.reason)
+                return
+            if isinstance(decision, Refusal):
+                await _reject(actx, state, peer_id, body, decision.code, decision.reason)
+                return
+            try:
+                accepted = await _check(actx, state, peer_id, body, decision)
+            except UpdateRefused as exc:
+                await _reject(actx, state, peer_id, body, exc.reason_code, exc.message)
+                return
+            event, delta = accepted
+            await actx.append(state, [event], actor=peer_id)
+            await _fold(actx, state, decision, event, delta)
+            UPDATES.labels(outcome="accepted", code="").inc()
+            log.info("update accepted", norm=round(event.norm, 6))
+
+
+async def _reject(
+    actx: AggregatorContext,
+    state: JobState,
+    peer_id: str,
+    body: UpdateAnnounced,
+    code: str,
+    reason: str,
+) -> None:
+    rejected = UpdateRejected(
+        job_id=body.job_id,
+        round=body.round,
+        attempt=body.attempt,
+        shard=body.shard,
+        task_id=body.task_id,
+        peer_id=peer_id,
+        code=code,
+        reason=reason,
+    )
+    await actx.append(state, [rejected], actor=peer_id)
+    UPDATES.labels(outcome="rejected", code=code).inc()
+    log.warning("update rejected", code=code, reason=reason)
+
+
+async def _check(
+    actx: AggregatorContext,
+    state: JobState,
+    peer_id: str,
+    body: UpdateAnnounced,
+    candidate: Candidate,
+) -> tuple[UpdateAccepted, dict[str, torch.Tensor]]:
+    """Download and validate; returns the event to record and the decoded delta."""
+    assert state.configured is not None
+    base_version = candidate.opened.model_version
+    base = await model_state(actx, state, base_version)
+    cap = min(actx.settings.max_update_bytes, state_nbytes(base) + actx.settings.update_slack_bytes)
+    if body.size > cap:
+        raise UpdateRefused(codes.TOO_LARGE, f"{body.size} bytes announced, the cap is {cap}")
+    data = await fetch_capped(actx, candidate.task.update_key, cap)
+    if len(data) != body.size:
+        raise UpdateRefused(
+            codes.SIZE_MISMATCH, f"the object has {len(data)} bytes, {body.size} announced"
+        )
+    if sha256_hex(data) != body.sha256:
+        raise UpdateRefused(codes.SHA256_MISMATCH, "the object's sha256 is not the announced one")
+    delta = await asyncio.to_thread(decode_update, data, base, max_update_norm(state.configured))
+    norm = await asyncio.to_thread(update_norm, delta)
+    accepted = UpdateAccepted(
+        job_id=body.job_id,
+        round=body.round,
+        attempt=body.attempt,
+        shard=body.shard,
+        task_id=body.task_id,
+        peer_id=peer_id,
+        key=candidate.task.update_key,
+        sha256=body.sha256,
+        size=len(data),
+        norm=norm,
+        weight=candidate.weight,
+        claimed_samples=body.samples,
+        train_loss=body.train_loss,
+        train_accuracy=body.train_accuracy,
+    )
+    return accepted, dict(delta)
+
+
+async def _fold(
+    actx: AggregatorContext,
+    state: JobState,
+    candidate: Candidate,
+    accepted: UpdateAccepted,
+    delta: dict[str, torch.Tensor],
+) -> None:
+    """Add the update to the round's running sum (best effort: a closing round rebuilds
+    from the bucket whenever the running sum is not exactly what it includes)."""
+    assert state.configured is not None
+    opened = candidate.opened
+    work = actx.rounds.get(state.job_id)
+    try:
+        if work is None or (work.round, work.attempt) != (opened.round, opened.attempt):
+            if work is not None:
+                work.close()
+            base = await model_state(actx, state, opened.model_version)
+            server = await server_state(actx, state, opened.model_version)
+            work = await asyncio.to_thread(
+                RoundWork.begin,
+                state.configured,
+                opened.round,
+                opened.attempt,
+                base,
+                server_state=server,
+                spill_dir=actx.settings.work_dir,
+            )
+            actx.rounds[state.job_id] = work
+        key = work_key(accepted.key, accepted.sha256)
+        await asyncio.to_thread(work.accumulator.add, delta, accepted.weight, key=key)
+    except Exception:
+        log.exception("could not fold the update; the round will be rebuilt when it closes")
+        dropped = actx.rounds.pop(state.job_id, None)
+        if dropped is not None:
+            dropped.close()

@@ -1,0 +1,273 @@
+"""Model versions: v0 from ``job.configured``, v<r> from ``round.closed``, evaluation, export.
+
+:func:`reconcile` brings a job's model stream up to what its job stream asks for, in
+order, and does nothing already on record: a redelivered event, a restart or a second
+trigger finds the work done. Outputs are bit-identical whatever path produced them (the
+running accumulator or a rebuild from the included objects), because the strategies
+give the same bits for the same set of updates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import structlog
+
+from peertrain.aggregator.domain import JobState, RoundInputsChanged, UpdateRefused
+from peertrain.aggregator.metrics import (
+    AGGREGATION_SECONDS,
+    EVALUATION_SECONDS,
+    LAST_ACCURACY,
+    MODEL_VERSIONS,
+)
+from peertrain.common.events import RecordedEvent
+from peertrain.common.events.models import (
+    Lineage,
+    ModelEvaluated,
+    ModelExported,
+    ModelVersionCreated,
+    model_key,
+    server_state_key,
+)
+from peertrain.common.events.training import JobConfigured, RoundClosed
+from peertrain.ml.weights import state_to_bytes
+
+from .context import AggregatorContext
+from .numerics import (
+    RoundWork,
+    decode_update,
+    evaluate_state,
+    final_files,
+    initial_state,
+    is_stateful,
+    load_state,
+    max_update_norm,
+    new_strategy,
+)
+from .storage import fetch_capped, model_state, server_state, sha256_hex
+
+__all__ = ["final_keys", "reconcile", "work_key"]
+
+log = structlog.get_logger(__name__)
+
+
+def work_key(key: str, sha256: str) -> str:
+    """The accumulator key of an update: its object and its content."""
+    return f"{key}#{sha256}"
+
+
+def final_keys(job_id: str) -> tuple[str, str]:
+    """Where ``final.pt`` and ``final.safetensors`` go."""
+    return f"models/{job_id}/final.pt", f"models/{job_id}/final.safetensors"
+
+
+async def reconcile(actx: AggregatorContext, state: JobState, cause: RecordedEvent) -> None:
+    """Do whatever model work the job's log asks for and the model stream lacks."""
+    cfg = state.configured
+    if cfg is None:
+        return
+    if 0 not in state.versions:
+        await _initial(actx, state, cfg, cause)
+    for closed in state.rounds_to_aggregate():
+        if closed.round in state.versions:
+            continue
+        if closed.round - 1 not in state.versions:
+            log.error("round closed before its base version exists", round=closed.round)
+            break
+        await _aggregate(actx, state, cfg, closed, cause)
+    for version in sorted(state.versions):
+        if state.versions[version].evaluation is None:
+            await _evaluate(actx, state, cfg, version, cause)
+    if cfg.rounds in state.versions and state.exported is None:
+        await _export(actx, state, cfg, cause)
+    if state.ended is not None:
+        actx.forget(state.job_id)
+
+
+async def _put(actx: AggregatorContext, key: str, data: bytes, content_type: str) -> str:
+    await actx.blobs.put_bytes(key, data, content_type=content_type)
+    return sha256_hex(data)
+
+
+async def _initial(
+    actx: AggregatorContext, state: JobState, cfg: JobConfigured, cause: RecordedEvent
+) -> None:
+    data = await asyncio.to_thread(initial_state, cfg)
+    key = model_key(state.job_id, 0)
+    sha = await _put(actx, key, data, "application/octet-stream")
+    strategy = new_strategy(cfg, server_state=None, spill_dir=actx.settings.work_dir)
+    server_key = None
+    if is_stateful(strategy):
+        server_key = server_state_key(state.job_id, 0)
+        await _put(actx, server_key, strategy.state_bytes(), "application/octet-stream")
+    created = ModelVersionCreated(
+        job_id=state.job_id,
+        version=0,
+        key=key,
+        sha256=sha,
+        size=len(data),
+        strategy=strategy.name,
+        server_state_key=server_key,
+    )
+    await actx.append(state, [created], causation=cause)
+    actx.bases[state.job_id] = (0, await asyncio.to_thread(load_state, data))
+    MODEL_VERSIONS.labels(kind="initial").inc()
+    log.info("initial model stored", job_id=state.job_id, key=key)
+
+
+async def _rebuild(
+    actx: AggregatorContext, state: JobState, cfg: JobConfigured, closed: RoundClosed
+) -> RoundWork:
+    """Fold the included updates again from the bucket, one at a time (O(model))."""
+    base = await model_state(actx, state, closed.round - 1)
+    server = await server_state(actx, state, closed.round - 1)
+    work = await asyncio.to_thread(
+        RoundWork.begin,
+        cfg,
+        closed.round,
+        closed.attempt,
+        base,
+        server_state=server,
+        spill_dir=actx.settings.work_dir,
+    )
+    bound = max_update_norm(cfg)
+    for inc in sorted(closed.included, key=lambda u: u.key):
+        try:
+            data = await fetch_capped(actx, inc.key, actx.settings.max_update_bytes)
+        except UpdateRefused as exc:
+            work.close()
+            raise RoundInputsChanged(f"{inc.key}: {exc.message}") from None
+        if sha256_hex(data) != inc.sha256:
+            work.close()
+            raise RoundInputsChanged(f"{inc.key} changed after it was accepted")
+        delta = await asyncio.to_thread(decode_update, data, base, bound)
+        rows = state.shard_rows(inc.shard)
+        if rows is None:
+            work.close()
+            raise RoundInputsChanged(f"shard {inc.shard} is not part of the job")
+        key = work_key(inc.key, inc.sha256)
+        await asyncio.to_thread(work.accumulator.add, delta, float(rows), key=key)
+    return work
+
+
+async def _aggregate(
+    actx: AggregatorContext,
+    state: JobState,
+    cfg: JobConfigured,
+    closed: RoundClosed,
+    cause: RecordedEvent,
+) -> None:
+    started = time.perf_counter()
+    wanted = {work_key(u.key, u.sha256) for u in closed.included}
+    work = actx.rounds.pop(state.job_id, None)
+    path = "running"
+    if (
+        work is None
+        or (work.round, work.attempt) != (closed.round, closed.attempt)
+        or (work.keys() != wanted)
+    ):
+        if work is not None:
+            work.close()
+        path = "rebuilt"
+        work = await _rebuild(actx, state, cfg, closed)
+    try:
+        new_state = await asyncio.to_thread(work.accumulator.finish)
+    finally:
+        work.close()
+    data = await asyncio.to_thread(state_to_bytes, new_state)
+    key = model_key(state.job_id, closed.round)
+    sha = await _put(actx, key, data, "application/octet-stream")
+    server_key = None
+    if is_stateful(work.strategy):
+        server_key = server_state_key(state.job_id, closed.round)
+        await _put(actx, server_key, work.strategy.state_bytes(), "application/octet-stream")
+    included = sorted(closed.included, key=lambda u: u.shard)
+    created = ModelVersionCreated(
+        job_id=state.job_id,
+        version=closed.round,
+        key=key,
+        sha256=sha,
+        size=len(data),
+        strategy=work.strategy.name,
+        server_state_key=server_key,
+        lineage=Lineage(
+            parent_version=closed.round - 1,
+            peers=tuple(u.peer_id for u in included),
+            updates=tuple(u.key for u in included),
+            shards=tuple(u.shard for u in included),
+        ),
+    )
+    await actx.append(state, [created], causation=cause)
+    actx.bases[state.job_id] = (closed.round, new_state)
+    AGGREGATION_SECONDS.labels(path=path).observe(time.perf_counter() - started)
+    MODEL_VERSIONS.labels(kind="round").inc()
+    log.info(
+        "model version stored",
+        job_id=state.job_id,
+        version=closed.round,
+        updates=len(included),
+        path=path,
+    )
+
+
+async def _evaluate(
+    actx: AggregatorContext,
+    state: JobState,
+    cfg: JobConfigured,
+    version: int,
+    cause: RecordedEvent,
+) -> None:
+    started = time.perf_counter()
+    holdout = await actx.blobs.get_bytes(cfg.holdout.key)
+    if sha256_hex(holdout) != cfg.holdout.sha256:
+        raise RuntimeError(f"the holdout {cfg.holdout.key} does not have its recorded sha256")
+    tensors = await model_state(actx, state, version)
+    metrics = await asyncio.to_thread(
+        evaluate_state,
+        cfg,
+        tensors,
+        holdout,
+        device=actx.settings.eval_device,
+        batch_size=actx.settings.eval_batch_size,
+    )
+    del holdout
+    evaluated = ModelEvaluated(
+        job_id=state.job_id,
+        version=version,
+        loss=metrics["loss"],
+        accuracy=metrics["accuracy"],
+        per_class_accuracy=tuple(metrics["per_class_accuracy"]),
+        samples=metrics["samples"],
+    )
+    await actx.append(state, [evaluated], causation=cause)
+    EVALUATION_SECONDS.observe(time.perf_counter() - started)
+    LAST_ACCURACY.set(metrics["accuracy"])
+    log.info("model evaluated", job_id=state.job_id, version=version, **_rounded(metrics))
+
+
+def _rounded(metrics: object) -> dict[str, float]:
+    assert isinstance(metrics, dict)
+    return {k: round(float(metrics[k]), 4) for k in ("loss", "accuracy")}
+
+
+async def _export(
+    actx: AggregatorContext, state: JobState, cfg: JobConfigured, cause: RecordedEvent
+) -> None:
+    version = cfg.rounds
+    tensors = await model_state(actx, state, version)
+    pt, st = await asyncio.to_thread(final_files, cfg, tensors)
+    pt_key, st_key = final_keys(state.job_id)
+    pt_sha = await _put(actx, pt_key, pt, "application/octet-stream")
+    st_sha = await _put(actx, st_key, st, "application/octet-stream")
+    exported = ModelExported(
+        job_id=state.job_id,
+        version=version,
+        pt_key=pt_key,
+        pt_sha256=pt_sha,
+        safetensors_key=st_key,
+        safetensors_sha256=st_sha,
+    )
+    await actx.append(state, [exported], causation=cause)
+    MODEL_VERSIONS.labels(kind="final").inc()
+    log.info("final model exported", job_id=state.job_id, version=version)

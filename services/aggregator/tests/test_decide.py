@@ -1,0 +1,153 @@
+"""Deciding about announced updates from a job's folded state."""
+
+from __future__ import annotations
+
+from peertrain.aggregator.domain import Candidate, Duplicate, Ignored, JobState, Refusal, codes
+from peertrain.aggregator.domain.decide import decide_update
+from peertrain.common.events.models import UpdateAccepted, UpdateRejected
+from peertrain.common.events.training import (
+    IncludedUpdate,
+    JobCancelled,
+    RoundClosed,
+    TaskLost,
+)
+
+from .conftest import JOB, SHA, Log, announce, task
+
+
+def _accept(state: JobState, log: Log, shard: int, peer: str) -> None:
+    t = task(shard, peer)
+    state.apply(
+        log.event(
+            UpdateAccepted(
+                job_id=JOB,
+                round=1,
+                attempt=1,
+                shard=shard,
+                task_id=t.task_id,
+                peer_id=peer,
+                key=t.update_key,
+                sha256=SHA,
+                size=10,
+                norm=1.0,
+                weight=30,
+            ),
+            model=True,
+        )
+    )
+
+
+def test_a_good_announcement_is_a_candidate_weighted_by_the_shard_rows(running):
+    state, _ = running
+    decision = decide_update(state, "p1", announce(task(1, "p1")))
+    assert isinstance(decision, Candidate)
+    assert decision.weight == 50.0  # the shard's rows, never the claimed 999
+    assert decision.opened.model_version == 0
+
+
+def test_unknown_job_is_ignored():
+    assert isinstance(decide_update(JobState("other"), "p0", announce(task(0, "p0"))), Ignored)
+
+
+def test_refusals(running):
+    state, log = running
+    t0 = task(0, "p0")
+    cases = {
+        codes.WRONG_PEER: ("p1", announce(t0)),
+        codes.UNKNOWN_TASK: ("p0", announce(t0, task_id="nope")),
+        codes.TASK_MISMATCH: ("p0", announce(t0, shard=1)),
+        codes.WRONG_KEY: ("p0", announce(t0, key="jobs/job1/elsewhere")),
+    }
+    for code, (peer, body) in cases.items():
+        decision = decide_update(state, peer, body)
+        assert isinstance(decision, Refusal) and decision.code == code, (code, decision)
+    state.apply(
+        log.event(
+            TaskLost(
+                job_id=JOB,
+                task_id=t0.task_id,
+                round=1,
+                shard=0,
+                peer_id="p0",
+                reason="peer_offline",
+            )
+        )
+    )
+    decision = decide_update(state, "p0", announce(t0))
+    assert isinstance(decision, Refusal) and decision.code == codes.TASK_LOST
+
+
+def test_closed_round_and_ended_job_refuse(running):
+    state, log = running
+    t1 = task(1, "p1")
+    inc = IncludedUpdate(shard=0, peer_id="p0", task_id="x", key="k", sha256=SHA)
+    state.apply(
+        log.event(RoundClosed(job_id=JOB, round=1, attempt=1, reason="deadline", included=(inc,)))
+    )
+    decision = decide_update(state, "p1", announce(t1))
+    assert isinstance(decision, Refusal) and decision.code == codes.ROUND_NOT_OPEN
+    state.apply(log.event(JobCancelled(job_id=JOB, by="u1")))
+    decision = decide_update(state, "p1", announce(t1))
+    assert isinstance(decision, Refusal) and decision.code == codes.JOB_ENDED
+
+
+def test_second_update_for_a_shard_or_task_is_a_duplicate(running):
+    state, log = running
+    _accept(state, log, 0, "p0")
+    assert isinstance(decide_update(state, "p0", announce(task(0, "p0"))), Duplicate)
+    # a reassigned task for the same shard: still one update per (round, attempt, shard)
+    other = task(0, "p1", n=2)
+    state.apply(log.event(other))
+    assert isinstance(decide_update(state, "p1", announce(other)), Duplicate)
+    # a rejected task is decided too: a redelivery records nothing new
+    t1 = task(1, "p1")
+    state.apply(
+        log.event(
+            UpdateRejected(
+                job_id=JOB,
+                round=1,
+                attempt=1,
+                shard=1,
+                task_id=t1.task_id,
+                peer_id="p1",
+                code="x",
+                reason="y",
+            ),
+            model=True,
+        )
+    )
+    assert isinstance(decide_update(state, "p1", announce(t1)), Duplicate)
+
+
+def test_state_tracks_positions_and_rounds_to_aggregate(running):
+    state, log = running
+    assert (state.job_seq, state.model_seq) == (5, 0)
+    assert state.owner_id == "u1" and state.is_open(1, 1)
+    inc = IncludedUpdate(shard=0, peer_id="p0", task_id="x", key="k", sha256=SHA)
+    state.apply(
+        log.event(RoundClosed(job_id=JOB, round=1, attempt=1, reason="complete", included=(inc,)))
+    )
+    assert [c.round for c in state.rounds_to_aggregate()] == [1]
+    assert not state.is_open(1, 1)
+
+
+def test_a_spoofed_announcement_does_not_block_the_real_one(running):
+    state, log = running
+    t0 = task(0, "p0")
+    state.apply(
+        log.event(
+            UpdateRejected(
+                job_id=JOB,
+                round=1,
+                attempt=1,
+                shard=0,
+                task_id=t0.task_id,
+                peer_id="p1",
+                code=codes.WRONG_PEER,
+                reason="not yours",
+            ),
+            model=True,
+        )
+    )
+    assert isinstance(decide_update(state, "p1", announce(t0)), Duplicate)
+    assert isinstance(decide_update(state, "p0", announce(t0)), Candidate)

@@ -1,0 +1,80 @@
+"""The torch side: v0, update decoding with codes, running sum == rebuild, export."""
+
+from __future__ import annotations
+
+import io
+import pickle
+from pathlib import Path
+
+import pytest
+import torch
+
+from peertrain.aggregator.domain import UpdateRefused, codes
+from peertrain.aggregator.usecases.numerics import (
+    RoundWork,
+    decode_update,
+    final_files,
+    initial_state,
+    load_state,
+)
+from peertrain.ml.weights import state_to_bytes
+
+from .conftest import configured
+
+
+def _delta(
+    base: dict[str, torch.Tensor], seed: int, scale: float = 0.01
+) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return {k: torch.randn(v.shape, generator=g, dtype=v.dtype) * scale for k, v in base.items()}
+
+
+def test_initial_state_is_seeded_and_reproducible():
+    cfg = configured()
+    assert initial_state(cfg) == initial_state(cfg)
+    other = cfg.model_copy(update={"training": {"seed": 4}})
+    assert initial_state(other) != initial_state(cfg)
+
+
+def test_decode_update_refusals_carry_codes():
+    base = load_state(initial_state(configured()))
+    good = _delta(base, 1)
+    assert decode_update(state_to_bytes(good), base, 100.0).keys() == base.keys()
+    nan = {k: v.clone() for k, v in good.items()}
+    next(iter(nan.values())).view(-1)[0] = float("nan")
+    wrong = {k: (v[:1] if v.dim() else v) for k, v in good.items()}
+    big = {k: v * 1e6 for k, v in good.items()}
+    cases = {
+        codes.NON_FINITE: state_to_bytes(nan),
+        codes.WRONG_TENSORS: state_to_bytes(wrong),
+        codes.NORM_TOO_LARGE: state_to_bytes(big),
+        codes.NOT_SAFETENSORS: pickle.dumps(good),
+    }
+    for code, data in cases.items():
+        with pytest.raises(UpdateRefused) as info:
+            decode_update(data, base, 100.0)
+        assert info.value.reason_code == code, info.value.message
+
+
+@pytest.mark.parametrize("strategy", ["fedavg", "fedadam", "median"])
+def test_running_sum_equals_rebuild_in_any_order(strategy: str, tmp_path: Path):
+    cfg = configured(rows=(30, 50, 20), aggregation={"strategy": strategy})
+    base = load_state(initial_state(cfg))
+    updates = [(f"k{i}", _delta(base, i), float(r)) for i, r in enumerate((30, 50, 20))]
+    results = []
+    for order in (updates, updates[::-1], [*updates, updates[0]]):
+        work = RoundWork.begin(cfg, 1, 1, base, server_state=None, spill_dir=tmp_path)
+        for key, delta, weight in order:
+            work.accumulator.add(delta, weight, key=key)
+        results.append((state_to_bytes(work.accumulator.finish()), work.strategy.state_bytes()))
+    assert results[0] == results[1] == results[2]
+
+
+def test_final_files_load_with_weights_only():
+    cfg = configured()
+    state = load_state(initial_state(cfg))
+    pt, st = final_files(cfg, state)
+    payload = torch.load(io.BytesIO(pt), weights_only=True)
+    assert set(payload) == {"spec", "feature_spec", "state_dict"}
+    assert all(torch.equal(payload["state_dict"][k], state[k]) for k in state)
+    assert load_state(st).keys() == state.keys()
