@@ -8,19 +8,19 @@ ENV := . deploy/local/env.sh &&
 PY_DIRS := libs services peer-runtime tests benchmarks
 # mypy: libs/common strict (pyproject's per-module override), plus the services. With
 # explicit_package_bases, module names come from MYPYPATH: one entry per src folder.
-MYPY_SRCS := libs/common/src $(wildcard libs/ml/src) peer-runtime/src $(sort $(wildcard services/*/src))
+MYPY_SRCS := libs/common/src $(wildcard libs/ml/src) libs/client/src peer-runtime/src $(sort $(wildcard services/*/src))
 space := $(subst ,, )
 MYPYPATH := $(subst $(space),:,$(MYPY_SRCS))
 PYTEST_ARGS ?=
 
 .PHONY: help venv stack-up stack-down stack-status services-up services-down \
-	services-status up down lint format typecheck test bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate demo
+	services-status up down lint format typecheck test bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds demo
 
 help:
 	@echo "make test            venv + local stack + ruff + mypy + pytest (PYTEST_ARGS=...)"
 	@echo "make up / down       local stack and every service built so far"
 	@echo "make stack-up | stack-down | stack-status"
-	@echo "make lint | format | typecheck | bench-{eventlog,auth,sharding,heartbeats,aggregate} | demo"
+	@echo "make lint | format | typecheck | bench-{eventlog,auth,sharding,heartbeats,aggregate,rounds} | demo"
 
 venv:
 	@bash deploy/local/venv.sh >/dev/null
@@ -86,6 +86,10 @@ bench-heartbeats: venv stack-up
 # Pure torch, no stack needed.
 bench-aggregate: venv
 	@$(ENV) python benchmarks/aggregate.py
+
+# Needs the real stack; starts every service and 4 peers itself (a few minutes).
+bench-rounds: venv stack-up
+	@$(ENV) python benchmarks/rounds.py
 
 # The end-to-end demo arrives with issue 7; for now: everything up, and where it lives.
 demo: up

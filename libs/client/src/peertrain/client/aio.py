@@ -1,0 +1,332 @@
+"""``AsyncClient``: the asyncio SDK (same methods as ``Client``, awaited)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from . import calls
+from .base import MAX_REDIRECTS, BaseClient
+from .calls import Call
+from .errors import ApiError, ApiUnreachable, DatasetRejected, WaitTimeout
+from .jobs import JobProgress, dataset_outcome, rejection_message
+from .tokens import Tokens, TokenStore
+from .upload import DownloadTarget, Progress, ProgressReader, file_part, upload_fields
+
+__all__ = ["AsyncClient"]
+
+
+class AsyncClient(BaseClient):
+    """The PeerTrain API, for asyncio.
+
+    A 401 on an authenticated call trades the refresh token for a new pair once (and
+    saves it to ``token_store``), then repeats the call; a second 401 raises.
+
+    Parameters
+    ----------
+    api_url, tokens, token_store, timeout
+        See :class:`~peertrain.client.base.BaseClient`.
+    transport
+        An httpx transport (tests pass an ``httpx.MockTransport``).
+
+    Examples
+    --------
+    >>> async with AsyncClient() as pt:  # doctest: +SKIP
+    ...     await pt.login("ada", "correct horse battery")
+    ...     job_id = await pt.create_job({...})
+    """
+
+    def __init__(
+        self,
+        api_url: str | None = None,
+        *,
+        tokens: Tokens | None = None,
+        token_store: TokenStore | None = None,
+        timeout: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        super().__init__(api_url, tokens=tokens, token_store=token_store, timeout=timeout)
+        self._http = httpx.AsyncClient(base_url=self.api_url, timeout=timeout, transport=transport)
+        self._lock = asyncio.Lock()
+
+    async def aclose(self) -> None:
+        """Close the connections."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    async def _send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
+        try:
+            response = await self._http.send(request, stream=stream)
+            for _ in range(MAX_REDIRECTS):
+                target = self._redirect_target(response)
+                if target is None:
+                    break
+                await response.aclose()
+                request = self._http.build_request(
+                    request.method, target, headers=request.headers, content=request.content
+                )
+                response = await self._http.send(request, stream=stream)
+            if stream and (response.is_error or response.is_redirect):
+                await response.aread()
+            return response
+        except httpx.TransportError as exc:
+            raise ApiUnreachable.from_exc(self.api_url, exc) from exc
+
+    async def _fresh(self) -> None:
+        tokens = self._tokens
+        if tokens is not None and tokens.refresh_token and tokens.expiring():
+            await self._refresh(tokens)
+
+    async def _refresh(self, stale: Tokens) -> None:
+        async with self._lock:
+            if self._tokens is not stale:  # another thread refreshed already
+                return
+            assert stale.refresh_token is not None
+            call = calls.refresh(stale.refresh_token)
+            response = await self._send(self._build(self._http, call, call.path))
+            if response.status_code == 401:
+                self._set_tokens(None)
+                raise ApiError(
+                    "your session has expired: log in again",
+                    status=401,
+                    code="session_expired",
+                    method=call.method,
+                    url=str(response.request.url),
+                )
+            self._set_tokens(Tokens.from_pair(self._result(call, response), stale.username))
+
+    async def _answer(self, call: Call, *, stream: bool = False) -> httpx.Response:
+        if call.auth:
+            self._require_tokens()
+            await self._fresh()
+        sent_with = self._tokens
+        response = await self._send(self._build(self._http, call, call.path), stream=stream)
+        if self._can_refresh(call, response) and sent_with is not None:
+            await response.aclose()
+            await self._refresh(sent_with)
+            response = await self._send(self._build(self._http, call, call.path), stream=stream)
+        return response
+
+    async def call(self, call: Call) -> Any:
+        """Send one :class:`~peertrain.client.calls.Call` and return its answer."""
+        return self._result(call, await self._answer(call))
+
+    # -- accounts ---------------------------------------------------------------------
+
+    async def register(self, username: str, password: str) -> dict[str, Any]:
+        """Create an account; answers ``{"id", "username", "roles"}``."""
+        result: dict[str, Any] = await self.call(calls.register(username, password))
+        return result
+
+    async def login(self, username: str, password: str) -> Tokens:
+        """Log in with a password; the tokens are kept (and saved to the token store)."""
+        tokens = Tokens.from_pair(await self.call(calls.token(username, password)), username)
+        self._set_tokens(tokens)
+        return tokens
+
+    async def logout(self) -> None:
+        """End the session on the server (best effort) and forget the tokens."""
+        tokens = self._tokens
+        try:
+            if tokens is not None and tokens.refresh_token:
+                await self.call(calls.logout(tokens.refresh_token))
+        finally:
+            self._set_tokens(None)
+
+    async def me(self) -> dict[str, Any]:
+        """The logged-in user."""
+        result: dict[str, Any] = await self.call(calls.me())
+        return result
+
+    # -- peers ------------------------------------------------------------------------
+
+    async def create_enrollment(self, ttl_s: int | None = None) -> dict[str, Any]:
+        """A one-time token a new peer runtime enrolls with (``enrollment_token``)."""
+        result: dict[str, Any] = await self.call(calls.create_enrollment(ttl_s))
+        return result
+
+    async def list_peers(self, **filters: Any) -> list[dict[str, Any]]:
+        """Peers you may see (filters: ``status``, ``device``, ``min_memory_gb``, ``owner``)."""
+        result: list[dict[str, Any]] = await self.call(calls.list_peers(**filters))
+        return result
+
+    async def get_peer(self, peer_id: str) -> dict[str, Any]:
+        """One peer."""
+        result: dict[str, Any] = await self.call(calls.get_peer(peer_id))
+        return result
+
+    # -- datasets ---------------------------------------------------------------------
+
+    async def upload_dataset(
+        self,
+        path: str | Path,
+        *,
+        name: str | None = None,
+        label_column: str | None = None,
+        holdout_fraction: float | None = None,
+        image_size: str | None = None,
+        progress: Progress | None = None,
+    ) -> str:
+        """Stream a ``.csv``, ``.csv.gz`` or ``.zip`` to the dataset service.
+
+        Answers the new dataset's id at once (202); validation follows, see
+        :meth:`wait_for_dataset`.
+        """
+        path = Path(path)
+        fields = upload_fields(
+            name=name,
+            label_column=label_column,
+            holdout_fraction=holdout_fraction,
+            image_size=image_size,
+        )
+        call = Call("POST", calls.DATASETS)
+        self._require_tokens()
+        await self._fresh()
+        # httpx's multipart wants a plain file; it reads 64 KiB chunks of a local disk.
+        file = await asyncio.to_thread(path.open, "rb")
+        with file:
+            reader = ProgressReader(file, progress)
+            for attempt in range(2):
+                sent_with = self._tokens
+                request = self._http.build_request(
+                    "POST",
+                    calls.DATASETS,
+                    data=fields,
+                    files=file_part(path, reader),
+                    headers=self._auth_headers(True),
+                )
+                response = await self._send(request)
+                if attempt == 0 and self._can_refresh(call, response) and sent_with:
+                    await self._refresh(sent_with)
+                    continue
+                break
+        return str(self._result(call, response)["dataset_id"])
+
+    async def list_datasets(self) -> list[dict[str, Any]]:
+        """Your datasets, newest first."""
+        result: list[dict[str, Any]] = await self.call(calls.list_datasets())
+        return result
+
+    async def get_dataset(self, dataset_id: str) -> dict[str, Any]:
+        """One dataset (``status``: ``validating``, ``validated`` or ``rejected``)."""
+        result: dict[str, Any] = await self.call(calls.get_dataset(dataset_id))
+        return result
+
+    async def wait_for_dataset(
+        self,
+        dataset_id: str,
+        *,
+        timeout: float = 600.0,  # noqa: ASYNC109 (the same signature as Client's)
+        interval: float = 1.0,
+    ) -> dict[str, Any]:
+        """Poll until validation ended; the validated dataset, else raises.
+
+        Raises
+        ------
+        DatasetRejected
+            Validation refused the file (the reason is in the message).
+        WaitTimeout
+            Still validating after ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            dataset = await self.get_dataset(dataset_id)
+            outcome = dataset_outcome(dataset)
+            if outcome == "validated":
+                return dataset
+            if outcome == "rejected":
+                raise DatasetRejected(rejection_message(dataset), dataset)
+            if time.monotonic() >= deadline:
+                raise WaitTimeout(f"dataset {dataset_id} still validating after {timeout:g}s")
+            await asyncio.sleep(interval)
+
+    # -- jobs -------------------------------------------------------------------------
+
+    async def create_job(self, spec: Mapping[str, Any]) -> str:
+        """Submit a training job; answers its id."""
+        answer = await self.call(calls.create_job(spec))
+        return str(answer["job_id"])
+
+    async def list_jobs(self) -> list[dict[str, Any]]:
+        """Your jobs."""
+        result = await self.call(calls.list_jobs())
+        items: list[dict[str, Any]] = result.get("items", []) if isinstance(result, dict) else []
+        return items
+
+    async def get_job(self, job_id: str) -> dict[str, Any]:
+        """One job: state, rounds, peers, tasks, ``latest`` metrics, ``error``."""
+        result: dict[str, Any] = await self.call(calls.get_job(job_id))
+        return result
+
+    async def job_metrics(self, job_id: str) -> dict[str, Any]:
+        """``{"rounds": [...], "peers": [...]}``."""
+        result: dict[str, Any] = await self.call(calls.job_metrics(job_id))
+        return result
+
+    async def job_events(self, job_id: str) -> list[dict[str, Any]]:
+        """A job's events, oldest first."""
+        result = await self.call(calls.job_events(job_id))
+        items: list[dict[str, Any]] = result.get("items", []) if isinstance(result, dict) else []
+        return items
+
+    async def cancel_job(self, job_id: str) -> None:
+        """Ask the job to stop (it ends ``cancelled``)."""
+        await self.call(calls.cancel_job(job_id))
+
+    async def poll_job(self, job_id: str) -> JobProgress:
+        """The job and its metrics, now (no metrics yet counts as none)."""
+        job = await self.get_job(job_id)
+        try:
+            metrics = await self.job_metrics(job_id)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            metrics = {}
+        return JobProgress(job, metrics)
+
+    async def watch_job(self, job_id: str, *, interval: float = 2.0) -> AsyncIterator[JobProgress]:
+        """Poll every ``interval`` seconds; yields each poll, the final state last."""
+        while True:
+            progress = await self.poll_job(job_id)
+            yield progress
+            if progress.done:
+                return
+            await asyncio.sleep(interval)
+
+    # -- models -----------------------------------------------------------------------
+
+    async def model_versions(self, job_id: str) -> dict[str, Any]:
+        """``{"job_id", "versions": [...], "final": bool}``."""
+        result: dict[str, Any] = await self.call(calls.model_versions(job_id))
+        return result
+
+    async def download_model(
+        self, job_id: str, dest: str | Path, *, fmt: str = "pt", progress: Progress | None = None
+    ) -> Path:
+        """Stream the final model (``pt`` or ``safetensors``) to ``dest``; nothing is
+        left behind when the download fails."""
+        call = calls.final_model(job_id, fmt)
+        response = await self._answer(call, stream=True)
+        try:
+            if response.is_error or response.is_redirect:
+                raise ApiError.from_response(response)
+            with DownloadTarget(Path(dest), response, progress) as target:
+                async for chunk in response.aiter_bytes():
+                    target.write(chunk)
+        except httpx.TransportError as exc:
+            raise ApiUnreachable.from_exc(self.api_url, exc) from exc
+        finally:
+            await response.aclose()
+        return Path(dest)

@@ -1,0 +1,123 @@
+"""What the sync and async clients share: settings, tokens, building and reading requests."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import httpx
+
+from .calls import Call
+from .errors import ApiError, NotLoggedIn
+from .tokens import MemoryTokenStore, Tokens, TokenStore
+
+__all__ = ["API_ENV", "DEFAULT_API", "BaseClient", "resolve_api_url"]
+
+API_ENV = "PEERTRAIN_API"
+DEFAULT_API = "http://127.0.0.1:8080"
+_REDIRECTS = {301, 302, 307, 308}
+MAX_REDIRECTS = 2
+
+
+def resolve_api_url(api_url: str | None = None) -> str:
+    """``api_url``, else ``$PEERTRAIN_API``, else the local gateway; no trailing slash."""
+    return (api_url or os.environ.get(API_ENV) or DEFAULT_API).rstrip("/")
+
+
+class BaseClient:
+    """Settings and token bookkeeping, without I/O.
+
+    Parameters
+    ----------
+    api_url
+        The gateway's base URL (default: ``$PEERTRAIN_API`` or ``http://127.0.0.1:8080``).
+    tokens
+        Credentials to start with (else whatever ``token_store`` holds).
+    token_store
+        Where refreshed tokens are saved (default: memory only).
+    timeout
+        Seconds for connecting and for each read.
+    """
+
+    def __init__(
+        self,
+        api_url: str | None = None,
+        *,
+        tokens: Tokens | None = None,
+        token_store: TokenStore | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        self.api_url = resolve_api_url(api_url)
+        self.timeout = timeout
+        self.token_store: TokenStore = token_store or MemoryTokenStore()
+        if tokens is not None:
+            self.token_store.save(tokens)
+        self._tokens = tokens if tokens is not None else self.token_store.load()
+
+    @property
+    def tokens(self) -> Tokens | None:
+        """The current tokens (``None`` when not logged in)."""
+        return self._tokens
+
+    def _set_tokens(self, tokens: Tokens | None) -> None:
+        self._tokens = tokens
+        self.token_store.save(tokens)
+
+    def _require_tokens(self) -> Tokens:
+        if self._tokens is None:
+            raise NotLoggedIn("not logged in: log in first (`peertrain login`)", code="no_token")
+        return self._tokens
+
+    def _auth_headers(self, call_auth: bool) -> dict[str, str]:
+        if not call_auth:
+            return {}
+        return {"Authorization": f"Bearer {self._require_tokens().access_token}"}
+
+    def _build(self, http: httpx.Client | httpx.AsyncClient, call: Call, url: str) -> httpx.Request:
+        return http.build_request(
+            call.method,
+            url,
+            json=call.json,
+            data=dict(call.form) if call.form is not None else None,
+            params=dict(call.params) or None,
+            headers=self._auth_headers(call.auth),
+        )
+
+    def _redirect_target(self, response: httpx.Response) -> str | None:
+        """Where a same-origin redirect points (the gateway answers ``/api/jobs`` with a
+        301 to ``/api/jobs/``); it is followed with the same method and body, unlike
+        httpx's browser-style redirects, which turn a POST into a GET."""
+        if response.status_code not in _REDIRECTS or "location" not in response.headers:
+            return None
+        target = response.request.url.join(response.headers["location"])
+        base = httpx.URL(self.api_url)
+        same = (target.scheme, target.host, target.port) == (base.scheme, base.host, base.port)
+        return str(target) if same else None
+
+    def _can_refresh(self, call: Call, response: httpx.Response) -> bool:
+        tokens = self._tokens
+        return (
+            response.status_code == 401
+            and call.auth
+            and tokens is not None
+            and bool(tokens.refresh_token)
+        )
+
+    @staticmethod
+    def _result(call: Call, response: httpx.Response) -> Any:
+        if response.is_error or response.status_code in _REDIRECTS:
+            raise ApiError.from_response(response)
+        if call.answer == "bytes":
+            return response.content
+        if call.answer == "none" or response.status_code == 204 or not response.content:
+            return None
+        try:
+            return response.json()
+        except ValueError:
+            raise ApiError(
+                "the API answered something that is not JSON",
+                status=response.status_code,
+                code="bad_response",
+                method=call.method,
+                url=str(response.request.url),
+            ) from None

@@ -1,0 +1,143 @@
+"""Every API request the SDK makes, as data: both clients send the same ``Call``s.
+
+Paths are relative to the API's base URL (the gateway). Routes and bodies follow the
+services' own routers (auth, registry, dataset) and the orchestrator/aggregator
+contract (jobs, models).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import quote
+
+__all__ = ["AUTH", "DATASETS", "JOBS", "MODELS", "REGISTRY", "Call"]
+
+AUTH = "/api/auth"
+REGISTRY = "/api/registry"
+DATASETS = "/api/datasets"
+JOBS = "/api/jobs"
+MODELS = "/api/models"
+
+Answer = Literal["json", "bytes", "none"]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request: method, path, body, and what the answer is."""
+
+    method: str
+    path: str
+    json: Any = None
+    form: Mapping[str, str] | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    auth: bool = True
+    answer: Answer = "json"
+
+
+def _id(value: str) -> str:
+    return quote(str(value), safe="")
+
+
+def _params(**values: Any) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def register(username: str, password: str) -> Call:
+    """Create an account (201: ``{"id", "username", "roles"}``)."""
+    body = {"username": username, "password": password}
+    return Call("POST", f"{AUTH}/register", json=body, auth=False)
+
+
+def token(username: str, password: str) -> Call:
+    """OAuth2 password login: a token pair."""
+    form = {"grant_type": "password", "username": username, "password": password}
+    return Call("POST", f"{AUTH}/token", form=form, auth=False)
+
+
+def refresh(refresh_token: str) -> Call:
+    """Trade the refresh token (spent by this) for a new pair."""
+    return Call("POST", f"{AUTH}/refresh", json={"refresh_token": refresh_token}, auth=False)
+
+
+def logout(refresh_token: str) -> Call:
+    """End the refresh token's session (always 204)."""
+    body = {"refresh_token": refresh_token}
+    return Call("POST", f"{AUTH}/logout", json=body, auth=False, answer="none")
+
+
+def me() -> Call:
+    """The calling user."""
+    return Call("GET", f"{AUTH}/me")
+
+
+def create_enrollment(ttl_s: int | None = None) -> Call:
+    """A one-time enrollment token for a new peer."""
+    return Call("POST", f"{AUTH}/peer-enrollments", json={"ttl_s": ttl_s} if ttl_s else None)
+
+
+def list_peers(
+    status: str | None = None,
+    device: str | None = None,
+    min_memory_gb: float | None = None,
+    owner: str | None = None,
+) -> Call:
+    """Peers the caller may see, with liveness and device specs (registry)."""
+    params = _params(status=status, device=device, min_memory_gb=min_memory_gb, owner=owner)
+    return Call("GET", f"{REGISTRY}/peers", params=params)
+
+
+def get_peer(peer_id: str) -> Call:
+    """One peer (registry)."""
+    return Call("GET", f"{REGISTRY}/peers/{_id(peer_id)}")
+
+
+def list_datasets(limit: int | None = None, offset: int | None = None) -> Call:
+    """The caller's datasets, newest first."""
+    return Call("GET", DATASETS, params=_params(limit=limit, offset=offset))
+
+
+def get_dataset(dataset_id: str) -> Call:
+    """One dataset, with its validation status."""
+    return Call("GET", f"{DATASETS}/{_id(dataset_id)}")
+
+
+def create_job(spec: Mapping[str, Any]) -> Call:
+    """A new training job (201: ``{"job_id"}``)."""
+    return Call("POST", JOBS, json=dict(spec))
+
+
+def list_jobs() -> Call:
+    """The caller's jobs."""
+    return Call("GET", JOBS)
+
+
+def get_job(job_id: str) -> Call:
+    """One job: state, rounds, peers, tasks, latest metrics."""
+    return Call("GET", f"{JOBS}/{_id(job_id)}")
+
+
+def job_metrics(job_id: str) -> Call:
+    """Per-round and per-peer metrics of a job."""
+    return Call("GET", f"{JOBS}/{_id(job_id)}/metrics")
+
+
+def job_events(job_id: str) -> Call:
+    """A job's event history."""
+    return Call("GET", f"{JOBS}/{_id(job_id)}/events")
+
+
+def cancel_job(job_id: str) -> Call:
+    """Ask for a job to stop (202)."""
+    return Call("POST", f"{JOBS}/{_id(job_id)}/cancel")
+
+
+def model_versions(job_id: str) -> Call:
+    """A job's model versions."""
+    return Call("GET", f"{MODELS}/{_id(job_id)}")
+
+
+def final_model(job_id: str, fmt: str = "pt") -> Call:
+    """The final model's bytes (``pt`` or ``safetensors``)."""
+    return Call("GET", f"{MODELS}/{_id(job_id)}/final", params={"format": fmt}, answer="bytes")

@@ -1,0 +1,94 @@
+"""The ``peertrain`` command: global options, sub-commands, and one place for errors.
+
+Errors leave as one line on stderr: exit 1 for every failure, 2 for usage errors
+(click's own), never a traceback unless ``--debug``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from typer._click.core import Context as ClickContext  # typer vendors click (0.29+)
+from typer._click.exceptions import ClickException
+from typer.core import TyperGroup
+
+from peertrain.client.base import API_ENV, DEFAULT_API, resolve_api_url
+from peertrain.client.errors import ClientError
+from peertrain.client.tokens import CONFIG_DIR_ENV, default_config_dir
+
+from . import account, datasets, jobs, models, peers
+from .state import CliState
+
+__all__ = ["app", "main"]
+
+
+class _Group(TyperGroup):
+    """Turns any error a command raises into one line and an exit status."""
+
+    def invoke(self, ctx: ClickContext) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, ClickException):
+            raise
+        except ClientError as exc:
+            _fail(ctx, exc, str(exc))
+        except KeyboardInterrupt:
+            typer.echo("peertrain: interrupted", err=True)
+            raise typer.Exit(130) from None
+        except Exception as exc:
+            _fail(ctx, exc, f"unexpected error: {type(exc).__name__}: {exc} (--debug shows more)")
+
+
+def _fail(ctx: ClickContext, exc: Exception, line: str) -> None:
+    state = ctx.find_object(CliState)
+    if state is not None and state.debug:
+        raise exc
+    typer.echo(f"peertrain: error: {line}", err=True)
+    raise typer.Exit(1) from None
+
+
+app = typer.Typer(
+    cls=_Group,
+    name="peertrain",
+    help="Train models across your peers with PeerTrain.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(peers.app, name="peers")
+app.add_typer(datasets.app, name="dataset")
+app.add_typer(jobs.app, name="job")
+app.add_typer(models.app, name="model")
+account.install(app)
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    api: Annotated[
+        str | None,
+        typer.Option("--api", envvar=API_ENV, help=f"API base URL (default: {DEFAULT_API})"),
+    ] = None,
+    config_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--config-dir",
+            envvar=CONFIG_DIR_ENV,
+            help="Where credentials are kept (default: ~/.config/peertrain)",
+        ),
+    ] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+) -> None:
+    """Global options."""
+    state = ctx.obj if isinstance(ctx.obj, CliState) else CliState()
+    state.api = resolve_api_url(api)
+    state.debug = debug
+    state.config_dir = config_dir or default_config_dir()
+    ctx.obj = state
+
+
+def main() -> None:
+    """Entry point of the ``peertrain`` script."""
+    app()

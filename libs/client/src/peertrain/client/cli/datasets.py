@@ -1,0 +1,144 @@
+"""``peertrain dataset upload | ls | show``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+from rich.text import Text
+
+from .output import echo_json, fmt_time, key_values, table
+from .state import state_of
+
+__all__ = ["app", "transfer_progress"]
+
+app = typer.Typer(help="Datasets: upload, list, inspect.", no_args_is_help=True)
+JsonFlag = Annotated[bool, typer.Option("--json", help="Plain JSON on stdout.")]
+_STATUS_STYLE = {"validated": "green", "validating": "yellow", "rejected": "red"}
+
+
+def transfer_progress(state: Any) -> Progress:
+    """A bytes / bytes-per-second progress bar on stderr."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=state.err,
+        transient=True,
+    )
+
+
+def dataset_row(d: dict[str, Any]) -> list[Any]:
+    """One dataset as a table row."""
+    classes = d.get("classes")
+    return [
+        d.get("id") or d.get("dataset_id") or "-",
+        d.get("name") or "-",
+        Text(str(d.get("status") or "-"), style=_STATUS_STYLE.get(str(d.get("status")), "")),
+        d.get("kind") or "-",
+        d.get("rows"),
+        len(classes) if isinstance(classes, list) else None,
+        fmt_time(d.get("created_at")),
+    ]
+
+
+@app.command("upload")
+def upload(
+    ctx: typer.Context,
+    file: Annotated[
+        Path, typer.Argument(exists=True, dir_okay=False, readable=True, help=".csv/.csv.gz/.zip")
+    ],
+    name: Annotated[str | None, typer.Option(help="Default: the file name.")] = None,
+    label_column: Annotated[
+        str | None, typer.Option(help="The label column (default: the last one)")
+    ] = None,
+    holdout_fraction: Annotated[
+        float | None, typer.Option(min=0.0, max=0.5, help="Held out for evaluation.")
+    ] = None,
+    image_size: Annotated[str | None, typer.Option(help="Image datasets: WIDTHxHEIGHT")] = None,
+    wait: Annotated[bool, typer.Option("--wait", help="Wait until validation ended.")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds --wait waits.")] = 600.0,
+    json_out: JsonFlag = False,
+) -> None:
+    """Upload a dataset; prints its id (validation follows; --wait waits for it)."""
+    state = state_of(ctx)
+    with state.client() as pt:
+        with transfer_progress(state) as bar:
+            task = bar.add_task(f"uploading {file.name}", total=file.stat().st_size)
+
+            def report(sent: int, total: int) -> None:
+                bar.update(task, completed=sent, total=total)
+
+            dataset_id = pt.upload_dataset(
+                file,
+                name=name,
+                label_column=label_column,
+                holdout_fraction=holdout_fraction,
+                image_size=image_size,
+                progress=report,
+            )
+        if not wait:
+            if json_out:
+                echo_json({"dataset_id": dataset_id, "status": "validating"})
+            else:
+                state.err.print(f"uploaded; validating (`peertrain dataset show {dataset_id}`)")
+                typer.echo(dataset_id)
+            return
+        with state.err.status(f"validating {dataset_id}"):
+            interval = 1.0 if state.poll_interval is None else state.poll_interval
+            dataset = pt.wait_for_dataset(dataset_id, timeout=timeout, interval=interval)
+    if json_out:
+        echo_json(dataset)
+        return
+    summary = f"validated: {dataset.get('rows', '?')} rows"
+    if isinstance(dataset.get("classes"), list):
+        summary += f", {len(dataset['classes'])} classes"
+    state.err.print(summary)
+    typer.echo(dataset_id)
+
+
+@app.command("ls")
+def list_datasets(ctx: typer.Context, json_out: JsonFlag = False) -> None:
+    """Your datasets, newest first."""
+    state = state_of(ctx)
+    with state.client() as pt:
+        found = pt.list_datasets()
+    if json_out:
+        echo_json(found)
+        return
+    columns = ["DATASET", "NAME", "STATUS", "KIND", "ROWS", "CLASSES", "CREATED"]
+    table(state.out, columns, [dataset_row(d) for d in found], empty="no datasets yet")
+
+
+@app.command("show")
+def show_dataset(ctx: typer.Context, dataset_id: str, json_out: JsonFlag = False) -> None:
+    """One dataset: status (and why it was rejected), size, schema, classes."""
+    state = state_of(ctx)
+    with state.client() as pt:
+        dataset = pt.get_dataset(dataset_id)
+    if json_out:
+        echo_json(dataset)
+        return
+    key_values(state.out, dataset, skip=("schema", "error"))
+    error = dataset.get("error")
+    if isinstance(error, dict):
+        state.out.print(Text(f"rejected: {error.get('message', '?')}", style="red"))
+    schema = dataset.get("schema")
+    if isinstance(schema, list) and schema:
+        rows = [
+            [str(c.get("name")), str(c.get("dtype") or c.get("type") or "-")]
+            for c in schema
+            if isinstance(c, dict)
+        ]
+        table(state.out, ["COLUMN", "TYPE"], rows, title="schema")

@@ -1,0 +1,142 @@
+"""A job's creation body from ``--config job.yaml|job.json`` and command-line flags.
+
+Flags override the file; fields nobody gave are left out, for the orchestrator's
+defaults. Pure: no I/O besides reading the config file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+import yaml
+
+# typer 0.29 vendors click; its usage error (exit 2) is not re-exported publicly.
+from typer._click.exceptions import UsageError
+
+__all__ = ["SECTIONS", "build_spec", "load_config"]
+
+# flag name -> (section, field); section "" is the top level.
+SECTIONS: dict[str, tuple[str, str]] = {
+    "name": ("", "name"),
+    "dataset": ("", "dataset_id"),
+    "arch": ("model", "arch"),
+    "rounds": ("training", "rounds"),
+    "local_epochs": ("training", "local_epochs"),
+    "batch_size": ("training", "batch_size"),
+    "lr": ("training", "lr"),
+    "optimizer": ("training", "optimizer"),
+    "momentum": ("training", "momentum"),
+    "weight_decay": ("training", "weight_decay"),
+    "seed": ("training", "seed"),
+    "proximal_mu": ("training", "proximal_mu"),
+    "strategy": ("aggregation", "strategy"),
+    "min_peers": ("aggregation", "min_peers"),
+    "round_deadline": ("aggregation", "round_deadline_s"),
+    "server_lr": ("aggregation", "server_lr"),
+    "trim_fraction": ("aggregation", "trim_fraction"),
+    "max_update_norm": ("aggregation", "max_update_norm"),
+    "sharding": ("sharding", "strategy"),
+    "alpha": ("sharding", "alpha"),
+}
+
+
+def load_config(path: Path) -> dict[str, Any]:
+    """A job file: YAML (``.yaml``/``.yml``) or JSON; a usage error when unreadable."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise typer.BadParameter(f"cannot read {path}: {reason}", param_hint="--config") from None
+    try:
+        yaml_file = path.suffix.lower() in (".yaml", ".yml")
+        data = yaml.safe_load(text) if yaml_file else json.loads(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        reason = " ".join(str(exc).split())
+        raise typer.BadParameter(f"{path} is not valid: {reason}", param_hint="--config") from None
+    if not isinstance(data, dict):
+        raise typer.BadParameter(f"{path} must hold a mapping", param_hint="--config")
+    return data
+
+
+def _model_option(text: str) -> tuple[str, Any]:
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        raise typer.BadParameter(f"{text!r} is not KEY=VALUE", param_hint="--model-opt")
+    try:
+        value: Any = json.loads(raw)
+    except ValueError:
+        value = raw
+    return key.strip(), value
+
+
+def build_spec(
+    base: dict[str, Any],
+    flags: dict[str, Any],
+    *,
+    peers: list[str] | None = None,
+    count: int | None = None,
+    device: str | None = None,
+    min_memory_gb: float | None = None,
+    model_opts: list[str] | None = None,
+) -> dict[str, Any]:
+    """The body of ``POST /api/jobs``.
+
+    Parameters
+    ----------
+    base
+        From ``--config`` (may be empty).
+    flags
+        ``SECTIONS`` flag name -> value; ``None`` means not given.
+    peers, count, device, min_memory_gb
+        Explicit peer ids, or a selection of ``count`` peers with filters.
+    model_opts
+        ``KEY=VALUE`` model fields (values parsed as JSON when they can be).
+
+    Raises
+    ------
+    UsageError
+        No dataset, no model architecture, or no peers.
+    """
+    spec: dict[str, Any] = json.loads(json.dumps(base))  # a deep copy
+    for flag, value in flags.items():
+        if value is None:
+            continue
+        section, field = SECTIONS[flag]
+        target = spec if not section else spec.setdefault(section, {})
+        target[field] = value
+    for text in model_opts or []:
+        key, value = _model_option(text)
+        spec.setdefault("model", {})[key] = value
+    if peers:
+        spec["peers"] = peers
+        spec.pop("selection", None)
+    elif count is not None or device is not None or min_memory_gb is not None:
+        selection = spec.setdefault("selection", {})
+        if count is not None:
+            selection["count"] = count
+        filters = selection.setdefault("filters", {})
+        if device is not None:
+            filters["device"] = device
+        if min_memory_gb is not None:
+            filters["min_memory_gb"] = min_memory_gb
+        if not filters:
+            selection.pop("filters")
+        spec.pop("peers", None)
+    _check(spec)
+    return spec
+
+
+def _check(spec: dict[str, Any]) -> None:
+    if not spec.get("dataset_id"):
+        raise UsageError("give the dataset: --dataset ID (or dataset_id in --config)")
+    model = spec.get("model")
+    if not isinstance(model, dict) or not model.get("arch"):
+        raise UsageError("give the model: --arch logreg|mlp|cnn (or model.arch)")
+    selection = spec.get("selection")
+    if not spec.get("peers") and not (isinstance(selection, dict) and selection.get("count")):
+        raise UsageError("give peers: --peer ID (repeatable) or --count N")
+    if not spec.get("name"):
+        spec["name"] = f"job-{str(spec['dataset_id'])[:8]}"

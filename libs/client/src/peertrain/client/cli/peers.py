@@ -1,0 +1,98 @@
+"""``peertrain peers ls | show | enroll-token``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.text import Text
+
+from .output import echo_json, fmt_time, key_values, table
+from .state import state_of
+
+__all__ = ["app"]
+
+app = typer.Typer(help="Your peers: list, inspect, enroll new ones.", no_args_is_help=True)
+JsonFlag = Annotated[bool, typer.Option("--json", help="Plain JSON on stdout.")]
+_STATUS_STYLE = {"active": "green", "stale": "yellow", "offline": "red"}
+
+
+def _memory(specs: Any) -> str:
+    if not isinstance(specs, dict):
+        return "-"
+    gpus = [g for g in specs.get("gpus") or [] if isinstance(g, dict)]
+    if specs.get("device") == "cuda" and gpus:
+        return f"{max(float(g.get('memory_gb') or 0) for g in gpus):.1f}"
+    ram = specs.get("ram_gb")
+    return f"{float(ram):.1f}" if isinstance(ram, int | float) else "-"
+
+
+def peer_row(peer: dict[str, Any]) -> list[Any]:
+    """One peer as a table row."""
+    specs = peer.get("specs") if isinstance(peer.get("specs"), dict) else {}
+    status = str(peer.get("status") or "-")
+    if peer.get("disabled"):
+        status += " (disabled)"
+    return [
+        peer.get("peer_id") or peer.get("id") or "-",
+        peer.get("name") or "-",
+        Text(status, style=_STATUS_STYLE.get(str(peer.get("status")), "")),
+        (specs or {}).get("device") or "-",
+        _memory(specs),
+        fmt_time(peer.get("last_seen")),
+        "yes" if peer.get("shared") else "no",
+    ]
+
+
+@app.command("ls")
+def list_peers(
+    ctx: typer.Context,
+    status: Annotated[str | None, typer.Option(help="active, stale or offline")] = None,
+    device: Annotated[str | None, typer.Option(help="cpu, cuda or mps")] = None,
+    mine: Annotated[bool, typer.Option("--mine", help="Only peers you own.")] = False,
+    json_out: JsonFlag = False,
+) -> None:
+    """Peers you may use, with their liveness and device."""
+    state = state_of(ctx)
+    with state.client() as pt:
+        found = pt.list_peers(status=status, device=device, owner="me" if mine else None)
+    if json_out:
+        echo_json(found)
+        return
+    columns = ["PEER", "NAME", "STATUS", "DEVICE", "MEMORY GB", "LAST SEEN", "SHARED"]
+    table(state.out, columns, [peer_row(p) for p in found], empty="no peers yet")
+
+
+@app.command("show")
+def show_peer(ctx: typer.Context, peer_id: str, json_out: JsonFlag = False) -> None:
+    """One peer."""
+    state = state_of(ctx)
+    with state.client() as pt:
+        peer = pt.get_peer(peer_id)
+    if json_out:
+        echo_json(peer)
+        return
+    key_values(state.out, peer, skip=("specs",))
+    specs = peer.get("specs")
+    if isinstance(specs, dict):
+        state.out.print()
+        key_values(state.out, specs)
+
+
+@app.command("enroll-token")
+def enroll_token(
+    ctx: typer.Context,
+    ttl: Annotated[
+        int | None, typer.Option(min=60, help="Lifetime in seconds (default: one hour)")
+    ] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """A one-time token for `peertrain-peer enroll --token TOKEN` on a new machine."""
+    state = state_of(ctx)
+    with state.client() as pt:
+        created = pt.create_enrollment(ttl)
+    if json_out:
+        echo_json(created)
+        return
+    typer.echo(created.get("enrollment_token", ""))
+    state.err.print(f"expires at {fmt_time(created.get('expires_at'))}; it is shown only once")

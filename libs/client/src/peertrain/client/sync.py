@@ -1,0 +1,325 @@
+"""``Client``: the blocking SDK."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from . import calls
+from .base import MAX_REDIRECTS, BaseClient
+from .calls import Call
+from .errors import ApiError, ApiUnreachable, DatasetRejected, WaitTimeout
+from .jobs import JobProgress, dataset_outcome, rejection_message
+from .tokens import Tokens, TokenStore
+from .upload import DownloadTarget, Progress, ProgressReader, file_part, upload_fields
+
+__all__ = ["Client"]
+
+
+class Client(BaseClient):
+    """The PeerTrain API, blocking.
+
+    A 401 on an authenticated call trades the refresh token for a new pair once (and
+    saves it to ``token_store``), then repeats the call; a second 401 raises.
+
+    Parameters
+    ----------
+    api_url, tokens, token_store, timeout
+        See :class:`~peertrain.client.base.BaseClient`.
+    transport
+        An httpx transport (tests pass an ``httpx.MockTransport``).
+
+    Examples
+    --------
+    >>> with Client() as pt:  # doctest: +SKIP
+    ...     pt.login("ada", "correct horse battery")
+    ...     job_id = pt.create_job({...})
+    """
+
+    def __init__(
+        self,
+        api_url: str | None = None,
+        *,
+        tokens: Tokens | None = None,
+        token_store: TokenStore | None = None,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        super().__init__(api_url, tokens=tokens, token_store=token_store, timeout=timeout)
+        self._http = httpx.Client(base_url=self.api_url, timeout=timeout, transport=transport)
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Close the connections."""
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    def _send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
+        try:
+            response = self._http.send(request, stream=stream)
+            for _ in range(MAX_REDIRECTS):
+                target = self._redirect_target(response)
+                if target is None:
+                    break
+                response.close()
+                request = self._http.build_request(
+                    request.method, target, headers=request.headers, content=request.content
+                )
+                response = self._http.send(request, stream=stream)
+            if stream and (response.is_error or response.is_redirect):
+                response.read()
+            return response
+        except httpx.TransportError as exc:
+            raise ApiUnreachable.from_exc(self.api_url, exc) from exc
+
+    def _fresh(self) -> None:
+        tokens = self._tokens
+        if tokens is not None and tokens.refresh_token and tokens.expiring():
+            self._refresh(tokens)
+
+    def _refresh(self, stale: Tokens) -> None:
+        with self._lock:
+            if self._tokens is not stale:  # another thread refreshed already
+                return
+            assert stale.refresh_token is not None
+            call = calls.refresh(stale.refresh_token)
+            response = self._send(self._build(self._http, call, call.path))
+            if response.status_code == 401:
+                self._set_tokens(None)
+                raise ApiError(
+                    "your session has expired: log in again",
+                    status=401,
+                    code="session_expired",
+                    method=call.method,
+                    url=str(response.request.url),
+                )
+            self._set_tokens(Tokens.from_pair(self._result(call, response), stale.username))
+
+    def _answer(self, call: Call, *, stream: bool = False) -> httpx.Response:
+        if call.auth:
+            self._require_tokens()
+            self._fresh()
+        sent_with = self._tokens
+        response = self._send(self._build(self._http, call, call.path), stream=stream)
+        if self._can_refresh(call, response) and sent_with is not None:
+            response.close()
+            self._refresh(sent_with)
+            response = self._send(self._build(self._http, call, call.path), stream=stream)
+        return response
+
+    def call(self, call: Call) -> Any:
+        """Send one :class:`~peertrain.client.calls.Call` and return its answer."""
+        return self._result(call, self._answer(call))
+
+    # -- accounts ---------------------------------------------------------------------
+
+    def register(self, username: str, password: str) -> dict[str, Any]:
+        """Create an account; answers ``{"id", "username", "roles"}``."""
+        result: dict[str, Any] = self.call(calls.register(username, password))
+        return result
+
+    def login(self, username: str, password: str) -> Tokens:
+        """Log in with a password; the tokens are kept (and saved to the token store)."""
+        tokens = Tokens.from_pair(self.call(calls.token(username, password)), username)
+        self._set_tokens(tokens)
+        return tokens
+
+    def logout(self) -> None:
+        """End the session on the server (best effort) and forget the tokens."""
+        tokens = self._tokens
+        try:
+            if tokens is not None and tokens.refresh_token:
+                self.call(calls.logout(tokens.refresh_token))
+        finally:
+            self._set_tokens(None)
+
+    def me(self) -> dict[str, Any]:
+        """The logged-in user."""
+        result: dict[str, Any] = self.call(calls.me())
+        return result
+
+    # -- peers ------------------------------------------------------------------------
+
+    def create_enrollment(self, ttl_s: int | None = None) -> dict[str, Any]:
+        """A one-time token a new peer runtime enrolls with (``enrollment_token``)."""
+        result: dict[str, Any] = self.call(calls.create_enrollment(ttl_s))
+        return result
+
+    def list_peers(self, **filters: Any) -> list[dict[str, Any]]:
+        """Peers you may see (filters: ``status``, ``device``, ``min_memory_gb``, ``owner``)."""
+        result: list[dict[str, Any]] = self.call(calls.list_peers(**filters))
+        return result
+
+    def get_peer(self, peer_id: str) -> dict[str, Any]:
+        """One peer."""
+        result: dict[str, Any] = self.call(calls.get_peer(peer_id))
+        return result
+
+    # -- datasets ---------------------------------------------------------------------
+
+    def upload_dataset(
+        self,
+        path: str | Path,
+        *,
+        name: str | None = None,
+        label_column: str | None = None,
+        holdout_fraction: float | None = None,
+        image_size: str | None = None,
+        progress: Progress | None = None,
+    ) -> str:
+        """Stream a ``.csv``, ``.csv.gz`` or ``.zip`` to the dataset service.
+
+        Answers the new dataset's id at once (202); validation follows, see
+        :meth:`wait_for_dataset`.
+        """
+        path = Path(path)
+        fields = upload_fields(
+            name=name,
+            label_column=label_column,
+            holdout_fraction=holdout_fraction,
+            image_size=image_size,
+        )
+        call = Call("POST", calls.DATASETS)
+        self._require_tokens()
+        self._fresh()
+        with path.open("rb") as file:
+            reader = ProgressReader(file, progress)
+            for attempt in range(2):
+                sent_with = self._tokens
+                request = self._http.build_request(
+                    "POST",
+                    calls.DATASETS,
+                    data=fields,
+                    files=file_part(path, reader),
+                    headers=self._auth_headers(True),
+                )
+                response = self._send(request)
+                if attempt == 0 and self._can_refresh(call, response) and sent_with:
+                    self._refresh(sent_with)
+                    continue
+                break
+        return str(self._result(call, response)["dataset_id"])
+
+    def list_datasets(self) -> list[dict[str, Any]]:
+        """Your datasets, newest first."""
+        result: list[dict[str, Any]] = self.call(calls.list_datasets())
+        return result
+
+    def get_dataset(self, dataset_id: str) -> dict[str, Any]:
+        """One dataset (``status``: ``validating``, ``validated`` or ``rejected``)."""
+        result: dict[str, Any] = self.call(calls.get_dataset(dataset_id))
+        return result
+
+    def wait_for_dataset(
+        self, dataset_id: str, *, timeout: float = 600.0, interval: float = 1.0
+    ) -> dict[str, Any]:
+        """Poll until validation ended; the validated dataset, else raises.
+
+        Raises
+        ------
+        DatasetRejected
+            Validation refused the file (the reason is in the message).
+        WaitTimeout
+            Still validating after ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            dataset = self.get_dataset(dataset_id)
+            outcome = dataset_outcome(dataset)
+            if outcome == "validated":
+                return dataset
+            if outcome == "rejected":
+                raise DatasetRejected(rejection_message(dataset), dataset)
+            if time.monotonic() >= deadline:
+                raise WaitTimeout(f"dataset {dataset_id} still validating after {timeout:g}s")
+            time.sleep(interval)
+
+    # -- jobs -------------------------------------------------------------------------
+
+    def create_job(self, spec: Mapping[str, Any]) -> str:
+        """Submit a training job; answers its id."""
+        return str(self.call(calls.create_job(spec))["job_id"])
+
+    def list_jobs(self) -> list[dict[str, Any]]:
+        """Your jobs."""
+        result = self.call(calls.list_jobs())
+        items: list[dict[str, Any]] = result.get("items", []) if isinstance(result, dict) else []
+        return items
+
+    def get_job(self, job_id: str) -> dict[str, Any]:
+        """One job: state, rounds, peers, tasks, ``latest`` metrics, ``error``."""
+        result: dict[str, Any] = self.call(calls.get_job(job_id))
+        return result
+
+    def job_metrics(self, job_id: str) -> dict[str, Any]:
+        """``{"rounds": [...], "peers": [...]}``."""
+        result: dict[str, Any] = self.call(calls.job_metrics(job_id))
+        return result
+
+    def job_events(self, job_id: str) -> list[dict[str, Any]]:
+        """A job's events, oldest first."""
+        result = self.call(calls.job_events(job_id))
+        items: list[dict[str, Any]] = result.get("items", []) if isinstance(result, dict) else []
+        return items
+
+    def cancel_job(self, job_id: str) -> None:
+        """Ask the job to stop (it ends ``cancelled``)."""
+        self.call(calls.cancel_job(job_id))
+
+    def poll_job(self, job_id: str) -> JobProgress:
+        """The job and its metrics, now (no metrics yet counts as none)."""
+        job = self.get_job(job_id)
+        try:
+            metrics = self.job_metrics(job_id)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            metrics = {}
+        return JobProgress(job, metrics)
+
+    def watch_job(self, job_id: str, *, interval: float = 2.0) -> Iterator[JobProgress]:
+        """Poll every ``interval`` seconds; yields each poll, the final state last."""
+        while True:
+            progress = self.poll_job(job_id)
+            yield progress
+            if progress.done:
+                return
+            time.sleep(interval)
+
+    # -- models -----------------------------------------------------------------------
+
+    def model_versions(self, job_id: str) -> dict[str, Any]:
+        """``{"job_id", "versions": [...], "final": bool}``."""
+        result: dict[str, Any] = self.call(calls.model_versions(job_id))
+        return result
+
+    def download_model(
+        self, job_id: str, dest: str | Path, *, fmt: str = "pt", progress: Progress | None = None
+    ) -> Path:
+        """Stream the final model (``pt`` or ``safetensors``) to ``dest``; nothing is
+        left behind when the download fails."""
+        call = calls.final_model(job_id, fmt)
+        response = self._answer(call, stream=True)
+        try:
+            if response.is_error or response.is_redirect:
+                raise ApiError.from_response(response)
+            with DownloadTarget(Path(dest), response, progress) as target:
+                for chunk in response.iter_bytes():
+                    target.write(chunk)
+        except httpx.TransportError as exc:
+            raise ApiUnreachable.from_exc(self.api_url, exc) from exc
+        finally:
+            response.close()
+        return Path(dest)
