@@ -278,27 +278,48 @@ def test_below_min_peers_the_round_is_opened_again_then_the_job_fails():
     assert h.settle() == []
 
 
-def test_rejected_updates_resolve_their_shard_and_a_duplicate_accept_changes_nothing():
+def _reject(h: Harness, task: TaskAssigned) -> None:
+    h.record(
+        "model",
+        UpdateRejected(
+            job_id="j1",
+            round=task.round,
+            attempt=task.attempt,
+            shard=task.shard,
+            task_id=task.task_id,
+            peer_id=task.peer_id,
+            code="non_finite",
+            reason="NaN",
+        ),
+    )
+
+
+def test_a_rejected_shard_is_trained_once_more_by_another_peer():
     h = configured()
     h.settle()
     tasks = h.open_tasks()
     for t in tasks[:3]:
         h.accept(t)
+        h.accept(t)  # a duplicate accept changes nothing
+    _reject(h, tasks[3])
+    (again,) = h.settle()
+    assert isinstance(again, TaskAssigned) and again.shard == 3
+    assert again.peer_id != tasks[3].peer_id and again.reassigned_from == tasks[3].task_id
+    _reject(h, again)  # rejected again: no third try, the round closes without shard 3
+    (closed,) = h.settle()
+    assert isinstance(closed, RoundClosed) and closed.reason == "resolved"
+    assert [u.shard for u in closed.included] == [0, 1, 2]
+
+
+def test_without_a_spare_a_rejected_shard_is_left_out():
+    h = configured()
+    h.settle()
+    tasks = h.open_tasks()
+    for t in tasks[:3]:
         h.accept(t)
-    bad = tasks[3]
-    h.record(
-        "model",
-        UpdateRejected(
-            job_id="j1",
-            round=1,
-            attempt=1,
-            shard=3,
-            task_id=bad.task_id,
-            peer_id=bad.peer_id,
-            code="not_finite",
-            reason="NaN",
-        ),
-    )
+    h.online = {"p3"}  # the others answered and left: nobody to retry shard 3
+    assert h.settle() == []
+    _reject(h, tasks[3])
     (closed,) = h.settle()
     assert isinstance(closed, RoundClosed) and closed.reason == "resolved"
     assert [u.shard for u in closed.included] == [0, 1, 2]

@@ -9,7 +9,6 @@ one accuracy point where data is lost (a hostile or killed peer).
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import Any
 
 import pytest
@@ -70,8 +69,7 @@ async def test_two_runs_with_the_same_seed_give_bit_identical_weights(platform: 
 
 async def test_an_update_announced_twice_is_folded_once(platform: Platform, http: Any) -> None:
     first = await baseline(platform)
-    script = {"dup": {"script": ["--mode", "duplicate"]}}
-    job_id, job = await run(platform, ["p0", "p1", "p2", "dup"], **script)
+    job_id, job = await run(platform, ["p0", "p1", "p2", "dup"], dup={"mode": "duplicate"})
     assert job["state"] == "completed", job
     assert same_weights(await final_weights(platform, job_id), first["weights"])
     events = (await http.get(f"/api/jobs/{job_id}/events")).json()["items"]
@@ -84,12 +82,8 @@ async def test_hostile_updates_are_rejected_and_nothing_is_executed(
 ) -> None:
     first = await baseline(platform)
     canary = tmp_path / "canary"
-    os.environ["PEERTRAIN_TEST_CANARY"] = str(canary)  # inherited by the hostile peer
-    try:
-        script = {"bad": {"script": ["--mode", "cycle"]}}
-        _, job = await run(platform, ["p0", "p1", "p2", "bad"], **script)
-    finally:
-        os.environ.pop("PEERTRAIN_TEST_CANARY", None)
+    hostile = {"mode": "cycle", "env": {"PEERTRAIN_TEST_CANARY": str(canary)}}
+    job_id, job = await run(platform, ["p0", "p1", "p2", "bad"], bad=hostile)
     assert job["state"] == "completed", job
     rejected = job["rejected_updates"]
     codes = {r["round"]: r["code"] for r in rejected}
@@ -99,6 +93,9 @@ async def test_hostile_updates_are_rejected_and_nothing_is_executed(
     assert len(set(codes.values())) >= 3, codes  # different problems, told apart
     assert not canary.exists(), "a pickle sent by a peer was executed"
     assert abs(job["latest"]["accuracy"] - first["accuracy"]) <= 0.01
+    # each rejected shard was trained again by an honest peer, with the shard's own seed:
+    # the hostile peer took nothing out of the model
+    assert same_weights(await final_weights(platform, job_id), first["weights"])
     # the user sees why, in the job's tasks
     tasks = [t for t in job["tasks"] if t["state"] == "rejected"]
     assert tasks and all("rejected" in (t["error"] or "") for t in tasks)

@@ -96,8 +96,19 @@ class Platform:
     def client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(base_url=GATEWAY, headers=bearer(self.user_token), timeout=120)
 
-    def peer(self, name: str, *, script: list[str] | None = None, threads: int = 1) -> PeerProcess:
-        """A running peer named ``name`` (enrolled and started on first use)."""
+    def peer(
+        self,
+        name: str,
+        *,
+        mode: str | None = None,
+        env: dict[str, str] | None = None,
+        threads: int = 1,
+    ) -> PeerProcess:
+        """A running peer named ``name`` (enrolled and started on first use).
+
+        ``mode`` runs ``tests/stack/hostile_peer.py --mode MODE`` instead of the real
+        runtime; ``env`` adds variables.
+        """
         peer = self.peers.get(name)
         if peer is None:
             peer = PeerProcess.enroll(
@@ -109,14 +120,20 @@ class Platform:
             )
             self.peers[name] = peer
         if not peer.running:
-            start_peer(peer, script=script, threads=threads)
+            start_peer(peer, mode=mode, env=env, threads=threads)
         return peer
 
 
-def start_peer(peer: PeerProcess, *, script: list[str] | None, threads: int) -> None:
+def start_peer(
+    peer: PeerProcess, *, mode: str | None, env: dict[str, str] | None, threads: int
+) -> None:
     """Start a peer with ``threads`` torch threads (one keeps runs bit-reproducible)."""
-    extra = {"PEERTRAIN_PEER_THREADS": str(threads)}
-    peer.start(interval_s=HEARTBEAT_S, script=script, extra_env=extra)
+    extra = {"PEERTRAIN_PEER_THREADS": str(threads), **(env or {})}
+    if mode is None:
+        peer.start(interval_s=HEARTBEAT_S, env=extra)
+    else:
+        script = ROOT / "tests" / "stack" / "hostile_peer.py"
+        peer.start(interval_s=HEARTBEAT_S, script=script, args=["--mode", mode], env=extra)
 
 
 def aggregator_process(*, mongo_db: str, bucket: str, log_dir: Path, prefix: str) -> ServiceProcess:

@@ -107,7 +107,8 @@ def job_metrics(job: Job) -> dict[str, Any]:
     """``GET /api/jobs/{id}/metrics``: per round (holdout), per peer per epoch (training)."""
     closed = {rnd.round: rnd for rnd in job.rounds.values() if rnd.state == "closed"}
     rounds = []
-    for version in sorted(job.evaluations):
+    initial = job.evaluations.get(0)
+    for version in sorted(v for v in job.evaluations if v > 0):
         ev = job.evaluations[version]
         rnd = closed.get(version)
         rounds.append(
@@ -141,7 +142,14 @@ def job_metrics(job: Job) -> dict[str, Any]:
         }
         for p in job.progress
     ]
-    return {"job_id": job.job_id, "rounds": rounds, "peers": peers}
+    return {
+        "job_id": job.job_id,
+        "initial": (
+            {"version": 0, "loss": initial.loss, "accuracy": initial.accuracy} if initial else None
+        ),
+        "rounds": rounds,
+        "peers": peers,
+    }
 
 
 def event_view(event: RecordedEvent) -> dict[str, Any]:

@@ -63,6 +63,8 @@ class Task:
     assigned_at: datetime
     reassigned_from: str | None = None
     state: TaskStateName = "assigned"
+    replaced: bool = False
+    """Another task took over this one's shard."""
     device: str | None = None
     error: str | None = None
     traceback: str | None = None
@@ -215,6 +217,8 @@ class Job:
             self.tasks_assigned += 1
             rnd = self.rounds.get((data.round, data.attempt))
             if rnd is not None:
+                if data.reassigned_from in rnd.tasks:
+                    rnd.tasks[data.reassigned_from].replaced = True
                 rnd.tasks[data.task_id] = Task(
                     data.task_id,
                     data.round,
@@ -426,9 +430,28 @@ def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
                     job, cur.round, cur.attempt, task.shard, spare, n, cur.deadline, task.task_id
                 )
             )
+    # 2. a shard whose update was rejected (or whose training failed) is trained once more
+    #    by another online peer: a hostile or broken peer cannot take its data out of the
+    #    round. The seed is the shard's, so an honest retry gives the honest update.
+    for task in list(cur.tasks.values()):
+        if task.state not in ("rejected", "failed") or task.replaced or env.now >= cur.deadline:
+            continue
+        if task.reassigned_from is not None or not cur.shard_resolved(task.shard):
+            continue  # one retry per shard and round; or another task is still on it
+        if task.shard in cur.accepted:
+            continue
+        spare = _spare(job, load, env, exclude=task.peer_id)
+        if spare is not None:
+            load[spare] = load.get(spare, 0) + 1
+            n += 1
+            events.append(
+                _assign(
+                    job, cur.round, cur.attempt, task.shard, spare, n, cur.deadline, task.task_id
+                )
+            )
     if events:
         return events
-    # 2. close when every shard is resolved, or at the deadline
+    # 3. close when every shard is resolved, or at the deadline
     shards = [plan.index for plan in job.configured.shards]
     everything = all(cur.shard_resolved(s) for s in shards)
     if not everything and env.now < cur.deadline:
