@@ -1,14 +1,19 @@
-"""Static checks of docker-compose.yml (no Docker engine needed).
+"""Static checks of docker-compose.yml and what it uses (no Docker engine needed).
 
 The compose file is the stack for users with Docker; the native stack
 (deploy/local/stack.sh) uses the same ports and credentials, so the services' defaults
-work against both. These tests keep the two from drifting apart.
+work against both. These tests keep the two from drifting apart, and check the images
+(deploy/docker/), the production override, Prometheus' targets and Grafana's
+provisioning without building or starting anything.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +22,16 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
+PROD = ROOT / "docker-compose.prod.yml"
+DOCKER = ROOT / "deploy" / "docker"
+GRAFANA = ROOT / "deploy" / "grafana"
 ONE_SHOT_LABEL = "peertrain.one-shot"
+SERVICES = ("auth", "registry", "dataset", "orchestrator", "aggregator")
+IMAGES = (*SERVICES, "peer")
+ML_IMAGES = ("aggregator", "peer")
+DEFAULT = re.compile(r"\$\{([A-Z0-9_]+)(:?-)([^}]*)\}")
+REQUIRED = re.compile(r"\$\{([A-Z0-9_]+):\?[^}]+\}")
+SECRET = re.compile(r"PASSWORD|PASS$|SECRET|AMQP_URL|MC_HOST")
 
 
 @pytest.fixture(scope="module")
@@ -98,20 +112,25 @@ def test_original_ports(services: dict[str, dict[str, Any]]) -> None:
     assert {(9000, 9000), (9001, 9001)} <= published(services["minio"])
 
 
+def development(value: str) -> str:
+    """A compose value as it is with nothing set in the environment."""
+    return DEFAULT.sub(lambda m: m.group(3), value)
+
+
 def test_original_credentials(services: dict[str, dict[str, Any]]) -> None:
     rabbit = environment(services["rabbitmq"])
-    assert rabbit["RABBITMQ_DEFAULT_USER"] == "admin"
-    assert rabbit["RABBITMQ_DEFAULT_PASS"] == "admin"
+    assert development(rabbit["RABBITMQ_DEFAULT_USER"]) == "admin"
+    assert development(rabbit["RABBITMQ_DEFAULT_PASS"]) == "admin"
     minio = environment(services["minio"])
-    assert minio["MINIO_ROOT_USER"] == "minioadmin"
-    assert minio["MINIO_ROOT_PASSWORD"] == "minioadmin"
+    assert development(minio["MINIO_ROOT_USER"]) == "minioadmin"
+    assert development(minio["MINIO_ROOT_PASSWORD"]) == "minioadmin"
 
 
 def test_bucket_init_creates_the_bucket(services: dict[str, dict[str, Any]]) -> None:
     init = services["minio-init"]
     command = " ".join(map(str, init.get("entrypoint") or [])) + " " + str(init.get("command", ""))
     assert "peertrain" in command
-    assert "minioadmin:minioadmin@minio:9000" in " ".join(environment(init).values())
+    assert "minioadmin:minioadmin@minio:9000" in development(" ".join(environment(init).values()))
     assert init["depends_on"]["minio"]["condition"] == "service_healthy"
 
 
@@ -127,7 +146,260 @@ def test_service_template_anchor(compose: dict[str, Any]) -> None:
     template = compose["x-service"]
     assert set(template["depends_on"]) == {"mongo", "rabbitmq", "minio-init"}
     assert template["healthcheck"]["test"]
-    assert set(compose["x-stack"]) == {"mongo-url", "amqp-url", "s3-endpoint"}
+    assert {"mongo-url", "amqp-url", "s3-endpoint"} <= set(compose["x-stack"])
+
+
+# -- images ------------------------------------------------------------------------------
+
+
+def dockerfile(name: str) -> str:
+    return (DOCKER / f"{name}.Dockerfile").read_text()
+
+
+def final_stage(text: str) -> str:
+    """The instructions of a Dockerfile's last stage (comments dropped)."""
+    lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith("#")]
+    starts = [i for i, ln in enumerate(lines) if ln.upper().startswith("FROM ")]
+    assert starts, "no FROM"
+    return "\n".join(lines[starts[-1] :])
+
+
+def test_every_service_and_the_peer_is_built_from_its_own_dockerfile(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    for name in IMAGES:
+        build = services[name].get("build")
+        assert isinstance(build, dict), f"{name} has no build section"
+        assert build.get("context") == ".", f"{name} builds from another context"
+        path = ROOT / build["dockerfile"]
+        assert path == DOCKER / f"{name}.Dockerfile", f"{name} uses {build['dockerfile']}"
+        assert path.is_file(), f"{path} is missing"
+    for name, svc in services.items():
+        if "build" in svc:
+            assert (ROOT / svc["build"]["dockerfile"]).is_file(), f"{name}: no Dockerfile"
+
+
+@pytest.mark.parametrize("name", IMAGES)
+def test_dockerfile_is_multi_stage_non_root_and_checked(name: str) -> None:
+    text = dockerfile(name)
+    froms = re.findall(r"^FROM\s", text, flags=re.MULTILINE)
+    assert len(froms) >= 2, f"{name}.Dockerfile is not multi-stage"
+    last = final_stage(text)
+    users = re.findall(r"^USER\s+(\S+)", last, flags=re.MULTILINE)
+    assert users, f"{name}.Dockerfile runs its last stage as root (no USER)"
+    assert users[-1] not in {"root", "0", "0:0"}, f"{name}.Dockerfile runs as {users[-1]}"
+    assert re.search(r"^HEALTHCHECK\s+(?!NONE)", last, flags=re.MULTILINE), (
+        f"{name}.Dockerfile has no HEALTHCHECK"
+    )
+    assert "uv.lock" in text and "--frozen" in text, f"{name}.Dockerfile ignores the lock"
+
+
+def locked_version(package: str) -> str:
+    lock = tomllib.loads((ROOT / "uv.lock").read_text())
+    versions = {p["version"] for p in lock["package"] if p["name"] == package}
+    assert len(versions) == 1, f"{package}: {versions} in uv.lock"
+    return versions.pop()
+
+
+@pytest.mark.parametrize("name", ML_IMAGES)
+def test_ml_images_take_the_locked_torch_from_the_cpu_index(name: str) -> None:
+    text = dockerfile(name)
+    assert "download.pytorch.org/whl/cpu" in text
+    match = re.search(r"^ARG TORCH_VERSION=(\S+)", text, flags=re.MULTILINE)
+    assert match, f"{name}.Dockerfile does not pin torch"
+    assert match.group(1) == locked_version("torch")
+    # the CUDA stack the PyPI wheel depends on stays out of the image
+    assert "nvidia-" in text and "--no-deps" in text
+
+
+def test_non_ml_images_do_not_install_torch() -> None:
+    lock = tomllib.loads((ROOT / "uv.lock").read_text())
+    deps = {p["name"]: p for p in lock["package"]}
+
+    def closure(name: str, seen: set[str]) -> set[str]:
+        if name in seen or name not in deps:
+            return seen
+        seen.add(name)
+        for dep in deps[name].get("dependencies", []):
+            closure(dep["name"], seen)
+        return seen
+
+    for name in ("auth", "registry", "dataset", "orchestrator"):
+        assert "torch" not in closure(f"peertrain-{name}", set()), f"{name} pulls in torch"
+
+
+def test_peer_enrolls_from_the_environment_and_scales(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    peer = services["peer"]
+    entrypoint = DOCKER / "peer-entrypoint.sh"
+    assert entrypoint.is_file()
+    script = entrypoint.read_text()
+    assert "PEERTRAIN_PEER_ENROLLMENT_TOKENS" in script and "identity.json" in script
+    assert "peer-entrypoint.sh" in dockerfile("peer")
+    assert "PEERTRAIN_PEER_ENROLLMENT_TOKENS" in environment(peer)
+    # replicas must not collide: no fixed name, no published port
+    assert "container_name" not in peer and not peer.get("ports")
+    assert peer["depends_on"]["gateway"]["condition"] == "service_healthy"
+
+
+# -- secrets -----------------------------------------------------------------------------
+
+
+def secret_values(svcs: dict[str, dict[str, Any]]) -> dict[str, str]:
+    return {
+        f"{name}.{key}": value
+        for name, svc in svcs.items()
+        for key, value in environment(svc).items()
+        if SECRET.search(key)
+    }
+
+
+def test_no_literal_secrets_in_compose(services: dict[str, dict[str, Any]]) -> None:
+    """Every secret comes from a variable (the development value only as its default)."""
+    for where, value in secret_values(services).items():
+        if "AMQP_URL" in where and "@" not in value:
+            continue  # the address handed to peers carries no credentials
+        assert DEFAULT.search(value) or REQUIRED.search(value), f"{where} is a literal"
+
+
+def test_production_override_requires_every_secret(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    prod = yaml.safe_load(PROD.read_text())["services"]
+    required: set[str] = set()
+    for where, value in secret_values(prod).items():
+        assert not DEFAULT.search(value), f"{where} has a default in the production override"
+        found = REQUIRED.findall(value)
+        assert found, f"{where} is not required (`${{VAR:?message}}`) in production"
+        required.update(found)
+    base_vars = {m.group(1) for v in secret_values(services).values() for m in DEFAULT.finditer(v)}
+    assert base_vars - {"PEERTRAIN_PEER_AMQP_URL"} <= required, (
+        f"secrets with a development default but no production requirement: "
+        f"{sorted(base_vars - required)}"
+    )
+    for name in SERVICES:
+        env = environment(prod[name])
+        assert env[f"PEERTRAIN_{name.upper()}_ENVIRONMENT"] == "production", name
+
+
+# -- gateway, Prometheus, Grafana --------------------------------------------------------
+
+
+def mounts(svc: dict[str, Any]) -> dict[str, Path]:
+    """Container path -> host path of a service's bind mounts."""
+    found = {}
+    for volume in svc.get("volumes") or []:
+        source, target, *_ = str(volume).split(":")
+        if source.startswith("."):
+            found[target] = ROOT / source
+    return found
+
+
+def test_gateway_gets_every_placeholder_of_its_template(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    gateway = services["gateway"]
+    template = mounts(gateway)["/etc/nginx/templates/default.conf.template"]
+    placeholders = set(re.findall(r"\$\{(GATEWAY_[A-Z_]+)\}", template.read_text()))
+    env = environment(gateway)
+    assert placeholders and placeholders <= env.keys(), placeholders - env.keys()
+    for name in SERVICES:
+        assert env[f"GATEWAY_{name.upper()}_UPSTREAM"] == f"{name}:8000"
+        assert gateway["depends_on"][name]["condition"] == "service_healthy"
+    assert (8080, 8080) in published(gateway)
+
+
+def scrape_targets(path: Path) -> dict[str, list[str]]:
+    config = yaml.safe_load(path.read_text())
+    return {
+        job["job_name"]: [t for sc in job["static_configs"] for t in sc["targets"]]
+        for job in config["scrape_configs"]
+    }
+
+
+def test_prometheus_scrapes_every_service() -> None:
+    local = scrape_targets(ROOT / "deploy" / "prometheus" / "prometheus.yml")
+    ports = dict(zip(SERVICES, range(8001, 8006), strict=True))
+    for name, port in ports.items():
+        assert local[name] == [f"127.0.0.1:{port}"], name
+    compose = scrape_targets(ROOT / "deploy" / "prometheus" / "prometheus.compose.yml")
+    for name in SERVICES:
+        assert compose[name] == [f"{name}:8000"], name
+    # the dashboards select on job names: the same jobs in both
+    assert set(local) - {"ferretdb"} == set(compose), set(local) ^ set(compose)
+
+
+def test_compose_mounts_the_compose_prometheus_config(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    mounted = mounts(services["prometheus"])
+    assert mounted["/etc/prometheus/prometheus.yml"].name == "prometheus.compose.yml"
+    assert mounted["/etc/prometheus/prometheus.yml"].is_file()
+
+
+def dashboards() -> dict[str, dict[str, Any]]:
+    paths = sorted((GRAFANA / "dashboards").glob("*.json"))
+    return {p.name: json.loads(p.read_text()) for p in paths}
+
+
+def datasource_refs(node: Any) -> list[Any]:
+    """Every ``datasource`` value anywhere in a dashboard."""
+    if isinstance(node, dict):
+        found = [node["datasource"]] if "datasource" in node else []
+        return found + [r for v in node.values() for r in datasource_refs(v)]
+    if isinstance(node, list):
+        return [r for v in node for r in datasource_refs(v)]
+    return []
+
+
+def test_dashboards_parse_and_have_queries() -> None:
+    boards = dashboards()
+    assert {"training.json", "peers.json", "platform.json"} <= boards.keys()
+    uids = [b["uid"] for b in boards.values()]
+    assert len(set(uids)) == len(uids), "dashboard uids collide"
+    for name, board in boards.items():
+        assert board["panels"], f"{name} has no panels"
+        ids = [p["id"] for p in board["panels"]]
+        assert len(set(ids)) == len(ids), f"{name}: panel ids collide"
+        for panel in board["panels"]:
+            exprs = [t.get("expr", "").strip() for t in panel.get("targets", [])]
+            assert exprs and all(exprs), f"{name} / {panel['title']}: a panel without a query"
+
+
+def test_grafana_provisioning_resolves(services: dict[str, dict[str, Any]]) -> None:
+    grafana = services["grafana"]
+    mounted = mounts(grafana)
+    provisioning = mounted["/etc/grafana/provisioning"]
+    assert provisioning == GRAFANA / "provisioning"
+    sources = [
+        ds
+        for f in sorted((provisioning / "datasources").glob("*.yml"))
+        for ds in yaml.safe_load(f.read_text())["datasources"]
+    ]
+    by_uid = {ds["uid"]: ds for ds in sources}
+    assert len(by_uid) == len(sources), "datasource uids collide"
+    # the datasource URL: a variable Grafana expands, set in its environment
+    for ds in sources:
+        for var in re.findall(r"\$\{?([A-Z_]+)\}?", ds["url"]):
+            assert environment(grafana)[var] == "http://prometheus:9090", var
+    providers = [
+        pr
+        for f in sorted((provisioning / "dashboards").glob("*.yml"))
+        for pr in yaml.safe_load(f.read_text())["providers"]
+    ]
+    assert providers, "no dashboards provider"
+    for provider in providers:
+        path = provider["options"]["path"]
+        assert mounted.get(path) == GRAFANA / "dashboards", f"provider path {path} is not mounted"
+    for name, board in dashboards().items():
+        for ref in datasource_refs(board):
+            uid = ref["uid"] if isinstance(ref, dict) else ref
+            assert uid in by_uid, f"{name}: datasource {ref} is not provisioned"
+            assert by_uid[uid]["type"] == "prometheus"
+    home = environment(grafana).get("GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH", "")
+    if home:
+        assert Path(home).parent.as_posix() in mounted and Path(home).name in dashboards()
 
 
 def docker_compose_unavailable() -> str | None:

@@ -1,21 +1,50 @@
-"""The aggregator's Prometheus metrics (labels stay bounded: no job or peer ids)."""
+"""The aggregator's Prometheus metrics.
+
+Labels stay bounded: never peer ids. Job ids appear only on the per-job training
+gauges (``peertrain_job_*``), and only for the :data:`RECENT_JOBS` jobs evaluated most
+recently: older jobs' series are removed, so a job's curve stays in Prometheus' history
+while the number of live series never grows with the number of jobs.
+"""
 
 from __future__ import annotations
+
+import contextlib
+from collections import OrderedDict
 
 from prometheus_client import Counter, Gauge, Histogram
 
 __all__ = [
     "AGGREGATION_SECONDS",
     "EVALUATION_SECONDS",
+    "JOB_ACCURACY",
+    "JOB_LOSS",
+    "JOB_ROUND_BYTES",
+    "JOB_VERSION",
     "LAST_ACCURACY",
     "MODEL_VERSIONS",
+    "RECENT_JOBS",
+    "ROUND_BYTES",
     "UPDATES",
+    "UPDATE_BYTES",
+    "observe_evaluation",
+    "observe_round_bytes",
 ]
+
+RECENT_JOBS = 20
 
 UPDATES = Counter(
     "peertrain_aggregator_updates_total",
     "Announced updates by outcome (accepted, rejected, duplicate, ignored) and code",
     ["outcome", "code"],
+)
+UPDATE_BYTES = Counter(
+    "peertrain_aggregator_update_bytes_total",
+    "Bytes of accepted updates (safetensors objects) folded into running sums",
+)
+ROUND_BYTES = Histogram(
+    "peertrain_aggregator_round_update_bytes",
+    "Bytes of the updates a stored model version was aggregated from",
+    buckets=tuple(float(4**i * 1024) for i in range(12)),  # 1 KiB .. 4 GiB
 )
 AGGREGATION_SECONDS = Histogram(
     "peertrain_aggregator_round_seconds",
@@ -35,3 +64,50 @@ LAST_ACCURACY = Gauge(
 MODEL_VERSIONS = Counter(
     "peertrain_aggregator_model_versions_total", "Model versions stored", ["kind"]
 )
+
+JOB_LOSS = Gauge(
+    "peertrain_job_loss", "Holdout loss of the job's latest evaluated version", ["job_id"]
+)
+JOB_ACCURACY = Gauge(
+    "peertrain_job_accuracy", "Holdout accuracy of the job's latest evaluated version", ["job_id"]
+)
+JOB_VERSION = Gauge(
+    "peertrain_job_model_version",
+    "The job's latest evaluated model version (the round it closed; 0: the seed)",
+    ["job_id"],
+)
+JOB_ROUND_BYTES = Gauge(
+    "peertrain_job_round_update_bytes",
+    "Bytes of the updates the job's latest model version was aggregated from",
+    ["job_id"],
+)
+
+_PER_JOB = (JOB_LOSS, JOB_ACCURACY, JOB_VERSION, JOB_ROUND_BYTES)
+_recent: OrderedDict[str, None] = OrderedDict()
+
+
+def _touch(job_id: str) -> None:
+    """Mark ``job_id`` recent; drop the series of jobs beyond :data:`RECENT_JOBS`."""
+    _recent[job_id] = None
+    _recent.move_to_end(job_id)
+    while len(_recent) > RECENT_JOBS:
+        old, _ = _recent.popitem(last=False)
+        for gauge in _PER_JOB:
+            with contextlib.suppress(KeyError):
+                gauge.remove(old)
+
+
+def observe_evaluation(job_id: str, version: int, loss: float, accuracy: float) -> None:
+    """Record a model version's holdout metrics (per job, and as the last accuracy)."""
+    _touch(job_id)
+    JOB_LOSS.labels(job_id=job_id).set(loss)
+    JOB_ACCURACY.labels(job_id=job_id).set(accuracy)
+    JOB_VERSION.labels(job_id=job_id).set(version)
+    LAST_ACCURACY.set(accuracy)
+
+
+def observe_round_bytes(job_id: str, nbytes: int) -> None:
+    """Record the bytes of updates a new round version was aggregated from."""
+    _touch(job_id)
+    ROUND_BYTES.observe(nbytes)
+    JOB_ROUND_BYTES.labels(job_id=job_id).set(nbytes)

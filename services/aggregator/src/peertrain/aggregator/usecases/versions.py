@@ -18,8 +18,9 @@ from peertrain.aggregator.domain import JobState, RoundInputsChanged, UpdateRefu
 from peertrain.aggregator.metrics import (
     AGGREGATION_SECONDS,
     EVALUATION_SECONDS,
-    LAST_ACCURACY,
     MODEL_VERSIONS,
+    observe_evaluation,
+    observe_round_bytes,
 )
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.models import (
@@ -202,6 +203,7 @@ async def _aggregate(
     actx.bases[state.job_id] = (closed.round, new_state)
     AGGREGATION_SECONDS.labels(path=path).observe(time.perf_counter() - started)
     MODEL_VERSIONS.labels(kind="round").inc()
+    observe_round_bytes(state.job_id, _included_bytes(state, closed))
     log.info(
         "model version stored",
         job_id=state.job_id,
@@ -242,8 +244,14 @@ async def _evaluate(
     )
     await actx.append(state, [evaluated], causation=cause)
     EVALUATION_SECONDS.observe(time.perf_counter() - started)
-    LAST_ACCURACY.set(metrics["accuracy"])
+    observe_evaluation(state.job_id, version, metrics["loss"], metrics["accuracy"])
     log.info("model evaluated", job_id=state.job_id, version=version, **_rounded(metrics))
+
+
+def _included_bytes(state: JobState, closed: RoundClosed) -> int:
+    """Bytes of the accepted updates a closed round aggregates (as recorded on accept)."""
+    sizes = (state.accepted.get((closed.round, closed.attempt, u.shard)) for u in closed.included)
+    return sum(a.size for a in sizes if a is not None)
 
 
 def _rounded(metrics: object) -> dict[str, float]:
