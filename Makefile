@@ -91,12 +91,9 @@ bench-aggregate: venv
 bench-rounds: venv stack-up
 	@$(ENV) python benchmarks/rounds.py
 
-# The end-to-end demo arrives with issue 7; for now: everything up, and where it lives.
+# The whole user path with the real CLI: a demo user, 3 peers, MNIST 10k, an MLP job
+# watched round by round, model.pt in the repository root (deploy/local/demo.sh). It
+# leaves the platform and the peers running: `bash deploy/local/demo.sh peers-down`,
+# then `make down`.
 demo: up
-	@echo "PeerTrain is up:"
-	@echo "  gateway     http://127.0.0.1:8080/api/{auth,registry,datasets,jobs,models}/"
-	@echo "  RabbitMQ    http://127.0.0.1:15672/  (admin / admin)"
-	@echo "  MinIO       http://127.0.0.1:9001/   (minioadmin / minioadmin)"
-	@echo "  Prometheus  http://127.0.0.1:9090/"
-	@echo "  FerretDB    mongodb://127.0.0.1:27017/"
-	@echo "Stop it with: make down"
+	@bash deploy/local/demo.sh

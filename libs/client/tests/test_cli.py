@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -208,3 +210,15 @@ def test_dataset_upload_wait_rejected(api: FakeApi, cfg: Path, tmp_path: Path) -
     result = run(api, cfg, "dataset", "upload", str(path), "--wait")
     assert result.exit_code == 1
     assert result.stderr.endswith("peertrain: error: dataset d9 was rejected: only one class\n")
+
+
+def test_runs_as_a_module_without_its_script() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "peertrain.client.cli", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "peertrain" in done.stdout.lower() and "dataset" in done.stdout

@@ -27,7 +27,11 @@ _STATUS_STYLE = {"validated": "green", "validating": "yellow", "rejected": "red"
 
 
 def transfer_progress(state: Any) -> Progress:
-    """A bytes / bytes-per-second progress bar on stderr."""
+    """A bytes / bytes-per-second progress bar on stderr (only on a terminal).
+
+    Elsewhere a transient bar shows nothing useful but leaves an empty line behind,
+    which would turn a one-line error into two lines.
+    """
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -36,6 +40,7 @@ def transfer_progress(state: Any) -> Progress:
         TimeRemainingColumn(),
         console=state.err,
         transient=True,
+        disable=not state.err.is_terminal,
     )
 
 

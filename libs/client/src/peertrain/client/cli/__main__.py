@@ -1,0 +1,5 @@
+"""``python -m peertrain.client.cli``: the ``peertrain`` command without its script."""
+
+from .app import main
+
+main()

@@ -1,0 +1,214 @@
+"""The user's whole path with the real ``peertrain`` command, through the gateway.
+
+Register, log in, enroll three real peers with tokens from ``peers enroll-token``,
+upload scikit-learn's digits as CSV (``dataset upload --wait``), create a small MLP job
+from flags, ``job watch`` it to completion (exit 0), download ``model.pt`` and load it
+with plain torch. Then the error paths a user meets with the orchestrator running: an
+unknown job is one line on stderr and exit status 1 for ``show``, ``watch`` and
+``model download`` (which leaves no file behind).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import load_digits
+
+sys.path.insert(0, str(Path(__file__).parent / "training"))
+
+from training_support import GATEWAY, Platform, run_platform, start_peer
+
+from peertrain.peer.testing import PeerProcess
+
+pytestmark = pytest.mark.stack
+
+PEERS = 3
+
+
+def peertrain_command() -> list[str]:
+    """The ``peertrain`` script of this interpreter's environment (else ``python -m``)."""
+    script = Path(sys.executable).parent / "peertrain"
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "peertrain.client.cli"]
+
+
+class Cli:
+    """``peertrain --api GATEWAY ...`` as a subprocess, with credentials of its own."""
+
+    def __init__(self, config_dir: Path) -> None:
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("PEERTRAIN_")}
+        self.env.update({"PEERTRAIN_CONFIG_DIR": str(config_dir), "COLUMNS": "200"})
+
+    def __call__(
+        self, *args: str, password: str | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        env = dict(self.env)
+        if password is not None:  # never on the command line
+            env["PEERTRAIN_PASSWORD"] = password
+        return subprocess.run(
+            [*peertrain_command(), "--api", GATEWAY, *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def ok(self, *args: str, **kwargs: Any) -> str:
+        """Run; assert exit 0; its stdout."""
+        done = self(*args, **kwargs)
+        assert done.returncode == 0, f"peertrain {' '.join(args)}: {done.stdout}\n{done.stderr}"
+        return done.stdout
+
+    def json(self, *args: str) -> Any:
+        """Run with ``--json``; the parsed stdout."""
+        return json.loads(self.ok(*args, "--json"))
+
+
+def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("peertrain: error: ")
+    return lines[0]
+
+
+def poll(check: Any, *, timeout: float, what: str, every: float = 1.0) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(every)
+    raise AssertionError(f"timed out waiting for {what} (last: {str(last)[:2000]})")
+
+
+def digits_csv(path: Path) -> Path:
+    """scikit-learn's 1,797 8x8 digits as ``label,f0..f63`` CSV."""
+    digits = load_digits()
+    table = np.concatenate([digits.target[:, None], digits.data.astype(np.int64)], axis=1)
+    header = "label," + ",".join(f"f{i}" for i in range(digits.data.shape[1]))
+    np.savetxt(path, table, fmt="%d", delimiter=",", header=header, comments="")
+    return path
+
+
+@pytest.fixture(scope="module")
+def platform(run_id: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
+    """Every service running; peers are started (and stopped) through ``platform.peers``."""
+    yield from run_platform(run_id, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def cli(platform: Platform) -> Cli:
+    """A user registered and logged in with the CLI."""
+    run = Cli(platform.base / "cli")
+    name, password = f"cli{uuid.uuid4().hex[:8]}", f"pass {uuid.uuid4().hex}"
+    run.ok("register", "-u", name, password=password)
+    run.ok("login", "-u", name, password=password)
+    assert run.json("whoami")["username"] == name
+    return run
+
+
+@pytest.fixture(scope="module")
+def peer_ids(platform: Platform, cli: Cli) -> list[str]:
+    """Three peers enrolled with the user's tokens, running and seen active."""
+    ids = []
+    for i in range(PEERS):
+        token = cli.json("peers", "enroll-token")["enrollment_token"]
+        name = f"cli-peer{i}-{uuid.uuid4().hex[:6]}"
+        peer = PeerProcess.enroll(
+            GATEWAY, token, config_dir=platform.base / name, log_dir=platform.base, name=name
+        )
+        platform.peers[name] = peer  # the platform stops them and deletes their queues
+        start_peer(peer, mode=None, env=None, threads=1)
+        ids.append(peer.peer_id)
+
+    def active() -> bool:
+        seen = {p["peer_id"] for p in cli.json("peers", "ls", "--status", "active", "--mine")}
+        return set(ids) <= seen
+
+    poll(active, timeout=120, what=f"peers {ids} active")
+    return ids
+
+
+def create_job(cli: Cli, *args: str) -> str:
+    """``job create``, again while the orchestrator has not yet seen the peers online."""
+
+    def created() -> str | None:
+        done = cli("job", "create", *args, "--json")
+        if done.returncode != 0 and "peers_unavailable" in done.stderr:
+            return None
+        assert done.returncode == 0, done.stderr
+        return str(json.loads(done.stdout)["job_id"])
+
+    job_id: str = poll(created, timeout=60, what="the job created")
+    return job_id
+
+
+def test_register_enroll_upload_train_watch_download(
+    cli: Cli, peer_ids: list[str], tmp_path: Path
+) -> None:
+    csv = digits_csv(tmp_path / "digits.csv")
+    dataset_id = cli.ok(
+        "dataset", "upload", str(csv), "--name", "digits", "--label-column", "label",
+        "--holdout-fraction", "0.2", "--wait",
+    ).strip()  # fmt: skip
+    dataset = cli.json("dataset", "show", dataset_id)
+    assert dataset["status"] == "validated", dataset
+    assert dataset_id in {d.get("dataset_id") or d.get("id") for d in cli.json("dataset", "ls")}
+
+    peers = [arg for peer in peer_ids for arg in ("--peer", peer)]
+    job_id = create_job(
+        cli, "--name", "digits-mlp", "--dataset", dataset_id, *peers,
+        "--arch", "mlp", "--model-opt", "hidden=[32]", "--rounds", "3", "--local-epochs", "2",
+        "--batch-size", "16", "--lr", "0.05", "--optimizer", "sgd", "--momentum", "0.9",
+        "--seed", "3", "--strategy", "fedavg", "--min-peers", "2", "--round-deadline", "120",
+        "--sharding", "iid",
+    )  # fmt: skip
+
+    watch = cli("job", "watch", job_id, "--interval", "1", timeout=300)
+    assert watch.returncode == 0, (watch.stdout, watch.stderr)
+    assert "completed" in watch.stdout and "3/3" in watch.stdout, watch.stdout
+
+    job = cli.json("job", "show", job_id)
+    assert job["state"] == "completed", job
+    assert sorted(job["peers"]) == sorted(peer_ids)
+    assert job["latest"]["round"] == 3
+    assert job["latest"]["accuracy"] >= 0.8, job["latest"]
+    assert job_id in {j["job_id"] for j in cli.json("job", "ls")}
+    types = [e["type"] for e in cli.json("job", "events", job_id)]
+    assert types.count("round.closed") == 3 and "job.completed" in types, types
+
+    model = tmp_path / "model.pt"
+    cli.ok("model", "download", job_id, "-o", str(model))
+    final = torch.load(model, weights_only=True)
+    assert {"spec", "feature_spec", "state_dict"} <= set(final), list(final)
+    assert final["spec"]["arch"] == "mlp"
+    assert all(isinstance(t, torch.Tensor) for t in final["state_dict"].values())
+    first = final["state_dict"][min(k for k in final["state_dict"] if k.endswith("weight"))]
+    assert first.shape == (32, 64)
+
+
+def test_unknown_job_is_one_line(cli: Cli, tmp_path: Path) -> None:
+    job_id = f"no-such-job-{uuid.uuid4().hex[:6]}"
+    for args in (("job", "show", job_id), ("job", "watch", job_id)):
+        line = one_error_line(cli(*args))
+        assert "(404 " in line, line
+    dest = tmp_path / "model.pt"
+    line = one_error_line(cli("model", "download", job_id, "-o", str(dest)))
+    assert "(404 " in line, line
+    assert not dest.exists()
