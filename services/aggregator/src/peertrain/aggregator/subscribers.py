@@ -51,7 +51,7 @@ def subscribe(ctx: ServiceContext, actx: AggregatorContext) -> None:
         if not isinstance(job_id, str):
             return
         async with actx.lock(job_id):
-            state = await actx.load(job_id)
+            state = await actx.load(job_id, event)
             await reconcile(actx, state, event)
 
     async def on_update(message: PeerMessage[UpdateAnnounced]) -> None:

@@ -57,15 +57,33 @@ class AggregatorContext:
         """The lock serialising everything this process does for one job."""
         return self._locks.setdefault(job_id, asyncio.Lock())
 
-    async def load(self, job_id: str) -> JobState:
-        """The job's state, caught up with both of its streams in the log."""
-        state = self.states.get(job_id) or JobState(job_id)
-        for stream, after in (
-            (job_stream(job_id), state.job_seq),
-            (model_stream(job_id), state.model_seq),
-        ):
-            for event in await self.log.read_stream(stream, after_seq=after):
+    async def load(
+        self, job_id: str, event: RecordedEvent | None = None, *, catch_up: bool = False
+    ) -> JobState:
+        """The job's state, caught up with the log as far as the caller needs.
+
+        A job seen for the first time is read from both of its streams. After that the
+        cache is kept current without reading (a read scans the whole log on FerretDB):
+        the model stream is this service's own (every append is folded in), and a job
+        event that is the next of its stream is folded straight in. The job stream is
+        read again only when ``event`` shows a gap, or when the caller asks
+        (``catch_up``: an update names a task the cache does not know yet).
+        """
+        state = self.states.get(job_id)
+        if state is None:
+            state = JobState(job_id)
+            for stream in (job_stream(job_id), model_stream(job_id)):
+                for recorded in await self.log.read_stream(stream):
+                    state.apply(recorded)
+        else:
+            own = event is not None and event.stream == job_stream(job_id)
+            if own and event is not None and event.seq == state.job_seq + 1:
                 state.apply(event)
+            elif catch_up or (own and event is not None and event.seq > state.job_seq):
+                for recorded in await self.log.read_stream(
+                    job_stream(job_id), after_seq=state.job_seq
+                ):
+                    state.apply(recorded)
         if state.job_seq or state.model_seq:
             self.states[job_id] = state
         return state

@@ -23,7 +23,7 @@ from peertrain.aggregator.domain import (
     codes,
     decide_update,
 )
-from peertrain.aggregator.metrics import UPDATES
+from peertrain.aggregator.metrics import UPDATE_BYTES, UPDATES
 from peertrain.common.events.models import UpdateAccepted, UpdateRejected
 from peertrain.common.events.tasks import UpdateAnnounced
 from peertrain.common.security import PeerMessage
@@ -47,6 +47,11 @@ async def receive_update(actx: AggregatorContext, message: PeerMessage[UpdateAnn
         async with actx.lock(body.job_id):
             state = await actx.load(body.job_id)
             decision = decide_update(state, peer_id, body)
+            if isinstance(decision, Ignored | Refusal):
+                # the cache may be behind the job stream (queues are not ordered with
+                # each other): decide again on the caught-up state
+                state = await actx.load(body.job_id, catch_up=True)
+                decision = decide_update(state, peer_id, body)
             if isinstance(decision, Ignored | Duplicate):
                 outcome = "ignored" if isinstance(decision, Ignored) else "duplicate"
                 UPDATES.labels(outcome=outcome, code="").inc()
@@ -64,6 +69,7 @@ async def receive_update(actx: AggregatorContext, message: PeerMessage[UpdateAnn
             await actx.append(state, [event], actor=peer_id)
             await _fold(actx, state, decision, event, delta)
             UPDATES.labels(outcome="accepted", code="").inc()
+            UPDATE_BYTES.inc(event.size)
             log.info("update accepted", norm=round(event.norm, 6))
 
 
