@@ -6,6 +6,7 @@ import asyncio
 import json
 from collections import defaultdict
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -95,6 +96,25 @@ async def test_unroutable_event_stays_in_the_outbox(event_log: EventLog, broker:
     relay = OutboxRelay(event_log, broker, producer="test", unroutable_retry_s=60)
     assert await relay.relay_once() == 0
     assert await event_log.count_unpublished() == 1
+
+
+async def test_an_event_unroutable_past_the_grace_period_is_left_in_the_log_only(
+    event_log: EventLog, broker: Any
+) -> None:
+    await broker.start()
+    old = datetime.now(UTC) - timedelta(seconds=120)
+    orphan = NewEvent.of(DiagnosticPinged(n=2), producer="test").model_copy(
+        update={"type": "diagnostic.nobody_listens", "occurred_at": old}
+    )
+    fresh = NewEvent.of(DiagnosticPinged(n=3), producer="test").model_copy(
+        update={"type": "diagnostic.nobody_listens"}
+    )
+    await event_log.append("orphan:2", [orphan, fresh], expected_version=0)
+    relay = OutboxRelay(event_log, broker, producer="test", unroutable_grace_s=60)
+    assert await relay.relay_once() == 0
+    # the old one is settled (still in the log), the fresh one keeps waiting for a queue
+    assert await event_log.count_unpublished() == 1
+    assert [e.data.n for e in await event_log.read_stream("orphan:2")] == [2, 3]  # type: ignore[union-attr]
 
 
 async def test_a_poison_event_is_dead_lettered_and_the_rest_flow(

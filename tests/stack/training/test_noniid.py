@@ -7,6 +7,7 @@ two must land within 3 accuracy points. The figures are printed as one JSON line
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 from typing import Any
@@ -32,9 +33,12 @@ pytestmark = [pytest.mark.stack, pytest.mark.slow]
 
 PEERS = 8
 MODEL = {"arch": "mlp", "hidden": [128]}
+# Tuned in an in-process simulation of the same split (peertrain.ml, 8 shards): with more,
+# shorter rounds the peers drift less from each other; FedAdam's server step then carries
+# the averaged direction (server_lr 0.2). The budget is the same for every contender.
 TRAINING = {
-    "rounds": 15,
-    "local_epochs": 2,
+    "rounds": 30,
+    "local_epochs": 1,
     "batch_size": 32,
     "lr": 0.05,
     "optimizer": "sgd",
@@ -47,9 +51,9 @@ def job(dataset_id: str, peers: list[str], strategy: str, **extra: Any) -> dict[
     training = dict(TRAINING)
     aggregation: dict[str, Any] = {"strategy": strategy, "min_peers": 4, "round_deadline_s": 300}
     if strategy == "fedprox":
-        training["proximal_mu"] = extra.get("mu", 0.01)
+        training["proximal_mu"] = extra.get("mu", 0.001)
     else:
-        aggregation["server_lr"] = extra.get("server_lr", 0.05)
+        aggregation["server_lr"] = extra.get("server_lr", 0.2)
     return {
         "name": f"letters-{strategy}",
         "dataset_id": dataset_id,
@@ -80,6 +84,7 @@ async def centralised(platform: Platform, config: dict[str, Any]) -> float:
     return float(evaluate(model, hx, hy, device="cpu")["accuracy"])
 
 
+@pytest.mark.timeout(2700)
 async def test_fedprox_or_fedadam_within_3_points_of_centralised_on_dirichlet_03(
     platform: Platform, http: Any
 ) -> None:
@@ -93,14 +98,15 @@ async def test_fedprox_or_fedadam_within_3_points_of_centralised_on_dirichlet_03
     )
     peers = [platform.peer(f"p{i}").peer_id for i in range(PEERS)]
     await peers_active(platform, peers)
+    # both jobs at once on the same peers (each peer takes its tasks in turn)
+    strategies = ("fedprox", "fedadam")
+    jobs = [await create_job(platform, job(dataset_id, peers, s)) for s in strategies]
+    ended = await asyncio.gather(*(finished(platform, j, timeout=2000) for j in jobs))
     results: dict[str, float] = {}
-    config: dict[str, Any] = {}
-    for strategy in ("fedprox", "fedadam"):
-        job_id = await create_job(platform, job(dataset_id, peers, strategy))
-        done = await finished(platform, job_id, timeout=1500)
+    for strategy, done in zip(strategies, ended, strict=True):
         assert done["state"] == "completed", done
         results[strategy] = done["latest"]["accuracy"]
-        config = (await http.get(f"/api/jobs/{job_id}/config")).json()
+    config = (await http.get(f"/api/jobs/{jobs[-1]}/config")).json()
     central = await centralised(platform, config)
     figures = {
         "fedprox_accuracy": round(results["fedprox"], 4),

@@ -18,6 +18,7 @@ __all__ = [
     "OUTBOX_LAG",
     "OUTBOX_PENDING",
     "OUTBOX_UNROUTABLE",
+    "OUTBOX_UNROUTED",
     "REFUSED_MESSAGES",
 ]
 
@@ -30,6 +31,11 @@ EVENTS_PUBLISHED = Counter(
 OUTBOX_UNROUTABLE = Counter(
     "peertrain_outbox_unroutable_total",
     "Publishes returned as unroutable or not confirmed (the events stay in the outbox)",
+    ["producer"],
+)
+OUTBOX_UNROUTED = Counter(
+    "peertrain_outbox_unrouted_total",
+    "Events that stayed unroutable for the relay's grace period: kept in the log only",
     ["producer"],
 )
 OUTBOX_PENDING = Gauge(

@@ -57,7 +57,15 @@ class ServiceSettings(BaseSettings):
 
     relay_enabled: bool = True
     relay_batch_size: int = Field(default=2000, ge=1)
-    relay_poll_interval_s: float = Field(default=0.05, gt=0)
+    relay_unroutable_grace_s: float | None = Field(default=300.0, gt=0)
+    """How long an event no queue is bound for is retried before it is left in the log
+    only (a declared queue keeps its bindings while its consumer is down, so this only
+    drops events nobody in the deployment consumes). Unset: retried for ever."""
+    relay_poll_interval_s: float = Field(default=1.0, gt=0)
+    """Idle re-check of the outbox. The relay wakes at once on its own process's appends
+    (a service is the only writer of its producer's events), so this only bounds how
+    late it sees events another process left behind; each check is a query (a scan on
+    FerretDB), and five services polling 20 times a second kept FerretDB busy."""
 
     log_level: str = "INFO"
     log_json: bool = True

@@ -22,10 +22,6 @@ class RegistrySettings(ServiceSettings):
     port: int = 8002
     api_prefix: str = "/api/registry"
 
-    relay_poll_interval_s: float = Field(default=1.0, gt=0)
-    """The relay only publishes the registry's own events, and an append in this process
-    wakes it at once: polling is a safety net, kept cheap for FerretDB."""
-
     queue_namespace: str = "registry"
     """Prefix of the registry's own queues (``<ns>.peers``, ``<ns>.heartbeats``, ...);
     tests give each run its own."""

@@ -115,6 +115,7 @@ async def connect_context(
                 producer=settings.service_name,
                 batch_size=settings.relay_batch_size,
                 poll_interval_s=settings.relay_poll_interval_s,
+                unroutable_grace_s=settings.relay_unroutable_grace_s,
             )
             ctx.relay.start()
             stack.push_async_callback(ctx.relay.stop)

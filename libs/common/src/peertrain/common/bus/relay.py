@@ -25,6 +25,7 @@ from peertrain.common.metrics import (
     OUTBOX_LAG,
     OUTBOX_PENDING,
     OUTBOX_UNROUTABLE,
+    OUTBOX_UNROUTED,
 )
 
 from .topology import EVENTS, declare_exchanges
@@ -52,6 +53,12 @@ class OutboxRelay:
         process wake the relay at once; other processes' appends are seen by polling.
     unroutable_retry_s
         How long an unroutable event waits before it is tried again.
+    unroutable_grace_s
+        How long an unroutable event is kept trying. A queue, once declared, is durable
+        and keeps its bindings while its consumer is down, so an event that stays
+        unroutable this long has no consumer in this deployment: it is left in the log
+        only (counted in ``peertrain_outbox_unrouted_total``), instead of being scanned
+        and published again forever. ``None`` keeps trying for ever.
     publish_timeout_s
         How long one publish may wait for its confirmation.
     stale_after_s
@@ -68,6 +75,7 @@ class OutboxRelay:
         batch_size: int = 2000,
         poll_interval_s: float = 0.05,
         unroutable_retry_s: float = 5.0,
+        unroutable_grace_s: float | None = None,
         publish_timeout_s: float = 10.0,
         stale_after_s: float = 30.0,
     ) -> None:
@@ -77,6 +85,7 @@ class OutboxRelay:
         self.batch_size = batch_size
         self.poll_interval_s = poll_interval_s
         self.unroutable_retry_s = unroutable_retry_s
+        self.unroutable_grace_s = unroutable_grace_s
         self.publish_timeout_s = publish_timeout_s
         self.stale_after_s = stale_after_s
         self._label = producer or "all"
@@ -159,6 +168,20 @@ class OutboxRelay:
                 OUTBOX_LAG.labels(producer=self._label).observe(
                     (now - event.occurred_at).total_seconds()
                 )
+        if unroutable and self.unroutable_grace_s is not None:
+            now = datetime.now(UTC)
+            grace = self.unroutable_grace_s
+            expired = [e for e in unroutable if (now - e.occurred_at).total_seconds() >= grace]
+            if expired:
+                await self.log.mark_published([e.id for e in expired])
+                OUTBOX_UNROUTED.labels(producer=self._label).inc(len(expired))
+                log.info(
+                    "events left in the log only: no queue was bound for them",
+                    count=len(expired),
+                    types=sorted({e.type for e in expired}),
+                    grace_s=grace,
+                )
+                unroutable = [e for e in unroutable if e not in expired]
         if unroutable:
             OUTBOX_UNROUTABLE.labels(producer=self._label).inc(len(unroutable))
             for event in unroutable:
