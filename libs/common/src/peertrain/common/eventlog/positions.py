@@ -13,8 +13,13 @@ Hence when ``n`` is claimed, every number below it has been claimed already, so 
 claim order is the position order: an append that starts after another one ended
 gets larger positions (which keeps each stream's positions in ``seq`` order).
 Positions may have gaps. The claims collection is only ever inserted into, which is
-cheap whatever its size; it is read (its highest number) only at start-up and after a
-conflict with another process.
+cheap whatever its size. After a conflict the claimer first probes upward one number
+at a time (each probe an insert: a failed one means that number is taken, so no free
+number is ever skipped); only after :data:`MAX_PROBES` failed probes in a row does it
+read the highest claimed number, which is a scan of the claims on FerretDB (measured:
+about 50 ms at 2,000 claims, growing with the log). Services appending in turn
+(orchestrator and aggregator during a round) conflict on almost every append, so the
+read is kept for long absences.
 """
 
 from __future__ import annotations
@@ -26,7 +31,10 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
-__all__ = ["PositionAllocator"]
+__all__ = ["MAX_PROBES", "PositionAllocator"]
+
+MAX_PROBES = 16
+"""Failed claims in a row before reading the highest claimed number instead."""
 
 Doc = dict[str, Any]
 
@@ -49,6 +57,7 @@ class PositionAllocator:
             if self._next is None:
                 self._next = await self._highest_claimed() + 1
             got: list[int] = []
+            probes = 0
             while len(got) < count:
                 want = list(range(self._next, self._next + count - len(got)))
                 try:
@@ -59,7 +68,12 @@ class PositionAllocator:
                     done = int(exc.details.get("nInserted", 0))
                     got += want[:done]
                     taken = want[done]
-                    self._next = max(taken + 1, await self._highest_claimed() + 1)
+                    probes = 0 if done else probes + 1
+                    if probes < MAX_PROBES:
+                        self._next = taken + 1
+                    else:
+                        self._next = max(taken + 1, await self._highest_claimed() + 1)
+                        probes = 0
                     continue
                 got += want
                 self._next = want[-1] + 1

@@ -33,6 +33,8 @@ __all__ = ["SECURITY_EVENT_TYPES", "Security"]
 log = structlog.get_logger(__name__)
 
 SECURITY_EVENT_TYPES = (AUTH_KEYS_ROTATED, USER_DISABLED)
+POSITION_OVERLAP = 10_000
+"""Positions re-read before the last one seen (appends in flight become visible late)."""
 """The event types that change what a verifier accepts."""
 
 
@@ -63,6 +65,7 @@ class Security:
         self._requested = 0
         self._completed = 0
         self._last_refresh = -math.inf
+        self._position = 0
         self._refresher = Periodic(
             "security-refresh", self.settings.refresh_interval_s, self.refresh
         )
@@ -109,12 +112,21 @@ class Security:
         return True
 
     async def _load(self) -> None:
+        # Incremental: only events after the last position read. (A full re-read pages
+        # through the whole log, and on FerretDB every page is a scan of all of it: five
+        # services doing that every minute kept the database busy as the log grew.)
         if self._log is None:
             return
         latest: KeysRotated | None = None
-        latest_seq = 0
+        latest_seq = self.keys.version if self._position else 0
         disabled: list[str] = []
-        async for event in self._log.read_all(types=list(SECURITY_EVENT_TYPES)):
+        # An event is given its position just before it is written, so one with a lower
+        # position may still become visible after a higher one was read: overlap.
+        start = max(0, self._position - POSITION_OVERLAP)
+        async for event in self._log.read_all(
+            after_position=start, types=list(SECURITY_EVENT_TYPES)
+        ):
+            self._position = max(self._position, event.position)
             data = event.data
             if isinstance(data, KeysRotated):
                 if event.stream == AUTH_KEYS_STREAM and event.seq > latest_seq:
@@ -128,8 +140,15 @@ class Security:
 
     async def on_event(self, event: RecordedEvent) -> None:
         """Bus handler for :data:`SECURITY_EVENT_TYPES` (idempotent)."""
-        if isinstance(event.data, UserDisabled):
-            self.disabled.add(event.data.user_id)
+        data = event.data
+        if isinstance(data, UserDisabled):
+            self.disabled.add(data.user_id)
+        elif (
+            isinstance(data, KeysRotated)
+            and event.stream == AUTH_KEYS_STREAM
+            and event.seq == self.keys.version + 1
+        ):
+            self.keys.replace([k.model_dump() for k in data.keys], version=event.seq)
         else:
             await self.refresh()
 
