@@ -101,3 +101,14 @@ def test_unregistered_payload_cannot_be_wrapped() -> None:
 
     with pytest.raises(TypeError):
         NewEvent.of(Loose(), producer="t")
+
+
+def test_a_diverged_peers_progress_parses_with_null_metrics() -> None:
+    from peertrain.common.events.tasks import TaskProgressBody
+
+    body = TaskProgressBody(
+        task_id="t", job_id="j", round=1, attempt=1, shard=0, epoch=1, epochs=1,
+        loss=float("nan"), accuracy=0.1, samples=10, duration_s=0.5,
+    )  # fmt: skip
+    wire = body.model_dump_json()  # NaN goes out as null
+    assert TaskProgressBody.model_validate_json(wire).loss is None

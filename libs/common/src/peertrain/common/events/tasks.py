@@ -127,12 +127,12 @@ class TaskAcceptedBody(_TaskRef):
 
 
 class TaskProgressBody(_TaskRef):
-    """``peer.<id>.progress``: one local epoch done."""
+    """``peer.<id>.progress``: one local epoch done (``None``: not finite, training diverged)."""
 
     epoch: int = Field(ge=1)
     epochs: int = Field(ge=1)
-    loss: float
-    accuracy: float
+    loss: float | None
+    accuracy: float | None
     samples: int = Field(ge=0)
     duration_s: float = Field(ge=0)
 

@@ -188,8 +188,9 @@ class TaskProgress(EventData):
     peer_id: str
     epoch: int = Field(ge=1)
     epochs: int = Field(ge=1)
-    loss: float
-    accuracy: float
+    loss: float | None
+    """``None`` when not finite (the peer's training diverged)."""
+    accuracy: float | None
     samples: int = Field(ge=0)
     duration_s: float = Field(ge=0)
 
