@@ -125,6 +125,9 @@ def stack_(run_id: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[St
     with shared_auth_service(run_id=run_id, base_dir=tmp_path_factory.getbasetemp()) as auth:
         namespace = f"registry.{run_id}"
         registry = registry_process(mongo_db=auth.mongo_db, log_dir=base, namespace=namespace)
+        client: MongoClient[dict[str, Any]]
+        with MongoClient(ServiceSettings().mongo_url) as client:  # no read model left over
+            client.drop_database(f"{auth.mongo_db}_registry")
         registry.start()
         peers: list[PeerProcess] = []
         spare: PeerProcess | None = None

@@ -24,9 +24,11 @@ import httpx
 import numpy as np
 import pytest
 import torch
+from pymongo import MongoClient
 from safetensors.torch import load as load_safetensors
 
 from peertrain.auth.testing import shared_auth_service
+from peertrain.common.settings import ServiceSettings
 from peertrain.common.testing import ServiceProcess
 from peertrain.dataset.testing import running_dataset_service
 from peertrain.orchestrator.testing import orchestrator_process
@@ -159,6 +161,12 @@ def aggregator_process(*, mongo_db: str, bucket: str, log_dir: Path, prefix: str
     )
 
 
+def _drop_own_databases(mongo_db: str, services: tuple[str, ...]) -> None:
+    with MongoClient(ServiceSettings().mongo_url, serverSelectionTimeoutMS=5000) as client:
+        for service in services:
+            client.drop_database(f"{mongo_db}_{service}")
+
+
 def _delete_queues(prefixes: list[str], peer_ids: list[str]) -> None:
     with httpx.Client(base_url=MGMT, auth=("admin", "admin"), timeout=10) as mgmt:
         for peer_id in peer_ids:
@@ -215,6 +223,9 @@ def run_platform(run_id: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
                     _delete_queues(prefixes, [peer.peer_id for peer in p.peers.values()])
         finally:
             registry.stop()
+            # The services' own databases outlive the log (dropped with auth): a later
+            # module starting a registry on the same names would load stale peers.
+            _drop_own_databases(mongo_db, ("registry", "orchestrator", "aggregator"))
 
 
 def _login(p: Platform) -> None:
