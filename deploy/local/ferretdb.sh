@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2034 # NAME_* settings are read by lib.sh through `setting`
-# FerretDB component of the local stack (MongoDB wire protocol on SQLite); sourced by
-# stack.sh, not run by itself.
+# FerretDB component of the local stack (MongoDB wire protocol on PostgreSQL, see
+# postgres.sh); sourced by stack.sh, not run by itself.
 
 FERRETDB_PORT=27017
 FERRETDB_DEBUG_PORT=8088 # /debug/readyz (pings the backend), /debug/metrics
@@ -9,25 +9,26 @@ FERRETDB_TIMEOUT=60
 FDB_DIR="$VAR_DIR/ferretdb"
 
 FERRETDB_PIDFILE="$FDB_DIR/ferretdb.pid"
-FERRETDB_PATTERN="ferretdb .*--sqlite-url=file:$FDB_DIR/data/"
+FERRETDB_PATTERN="ferretdb .*--state-dir=$FDB_DIR/state "
 
 ferretdb_launch() {
-  # --sqlite-url must name an existing directory and end with a slash.
-  # _txlock=immediate: FerretDB's transactions read before they write; with SQLite's
-  # default deferred locking, two concurrent writers then fail at once with SQLITE_BUSY
-  # instead of waiting (busy_timeout only applies to a lock taken at BEGIN).
-  # synchronous(normal): in WAL mode a commit survives a crash of any process (SIGKILL
-  # included) but not a power cut of the machine; it saves an fsync per write, which
-  # is most of the cost of each event append here. Compose runs real MongoDB.
-  mkdir -p "$FDB_DIR/data" "$FDB_DIR/state"
+  # FerretDB on its main backend, PostgreSQL (postgres.sh): equality filters are pushed
+  # down as SQL and use the indexes services create, where SQLite scanned every
+  # collection for every query. FerretDB connects on first use, so its database must
+  # exist before it answers; PostgreSQL starts in a second or two.
+  if ! postgres_ready; then
+    wait_for postgres "$POSTGRES_TIMEOUT" postgres_ready || return 1
+  fi
+  postgres_configure || return 1
+  mkdir -p "$FDB_DIR/state"
   spawn "$FDB_DIR/ferretdb.log" "$FERRETDB_BIN" \
-    --handler=sqlite \
-    --sqlite-url="file:$FDB_DIR/data/?_txlock=immediate&_pragma=synchronous(normal)" \
+    --handler=postgresql \
+    --postgresql-url="$(pg_url)" \
     --state-dir="$FDB_DIR/state" \
     --listen-addr="127.0.0.1:$FERRETDB_PORT" \
     --debug-addr="127.0.0.1:$FERRETDB_DEBUG_PORT" \
     --telemetry=disable \
-    --log-level=info >"$FDB_DIR/ferretdb.pid"
+    --log-level=warn >"$FDB_DIR/ferretdb.pid"
 }
 
 ferretdb_ready() {

@@ -2,7 +2,8 @@
 # Install whatever the local stack lacks; quick no-op when everything is there.
 # Sourced by stack.sh (`install_missing`); `bash deploy/local/install.sh` runs it alone.
 #
-# - Debian packages: rabbitmq-server, nginx, prometheus (and curl, procps for the scripts).
+# - Debian packages: rabbitmq-server, postgresql-15, nginx, prometheus (and curl, procps
+#   for the scripts).
 # - FerretDB and MinIO: built from the Go module proxy at the versions pinned in env.sh,
 #   into $PEERTRAIN_CACHE/bin, so clones and CI runs on this machine share them.
 
@@ -32,6 +33,8 @@ missing_debian_packages() {
   [[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ]] || want+=(rabbitmq-server)
   command -v nginx >/dev/null || want+=(nginx)
   command -v prometheus >/dev/null || want+=(prometheus)
+  [[ -x /usr/lib/postgresql/15/bin/postgres ]] || want+=(postgresql-15)
+  command -v setpriv >/dev/null || want+=(util-linux)
   command -v curl >/dev/null || want+=(curl ca-certificates)
   command -v ps >/dev/null || want+=(procps)
   # Debian's golang-go is older than MinIO needs; with it, Go's own toolchain switch

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The local native stack: RabbitMQ, FerretDB, MinIO, the nginx gateway and Prometheus,
-# as plain background processes (no systemd, no Docker), data and logs under $VAR_DIR.
+# The local native stack: RabbitMQ, PostgreSQL with FerretDB on it, MinIO, the nginx
+# gateway and Prometheus, as plain background processes (no systemd, no Docker), data
+# and logs under $VAR_DIR.
 #
 #   stack.sh up                 install what is missing, start what is not running, wait
 #   stack.sh down               stop everything (graceful)
@@ -11,7 +12,7 @@
 #   stack.sh logs [NAME]        the last lines of each (or one) component's logs
 #   stack.sh rabbitmqctl ARGS   rabbitmqctl (or rabbitmq-diagnostics ...) against our node
 #
-# NAME is one of: rabbitmq ferretdb minio gateway prometheus.
+# NAME is one of: rabbitmq postgres ferretdb minio gateway prometheus.
 # Each component file defines the functions NAME_launch, NAME_ready, NAME_configure,
 # NAME_stop and the settings NAME_PORT, NAME_TIMEOUT, NAME_PIDFILE, NAME_PATTERN.
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -19,7 +20,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$HERE/lib.sh"
 . "$HERE/install.sh"
 # Start order; `down` goes the other way.
-COMPONENTS=(rabbitmq ferretdb minio gateway prometheus)
+COMPONENTS=(rabbitmq postgres ferretdb minio gateway prometheus)
 for c in "${COMPONENTS[@]}"; do
   # shellcheck source=/dev/null
   . "$HERE/$c.sh"
@@ -66,6 +67,7 @@ await() {
 tail_log() {
   case $1 in
     rabbitmq) tail -n 20 "$RMQ_DIR/log/startup.log" "$RMQ_DIR/log/peertrain@localhost.log" 2>/dev/null ;;
+    postgres) tail -n 20 "$PG_DIR/postgres.log" ;;
     ferretdb) tail -n 20 "$FDB_DIR/ferretdb.log" ;;
     minio) tail -n 20 "$MINIO_DIR/minio.log" ;;
     gateway) tail -n 20 "$GW_DIR/logs/error.log" "$GW_DIR/logs/nginx.out" 2>/dev/null ;;

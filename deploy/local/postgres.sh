@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2034 # NAME_* settings are read by lib.sh through `setting`
+# PostgreSQL component of the local stack: Debian's postgresql-15 binaries, our own
+# cluster under $VAR_DIR/postgres on a loopback port, FerretDB's backend. Sourced by
+# stack.sh, not run by itself.
+#
+# PostgreSQL refuses to run as root. As root (CI, these machines) the cluster is owned
+# by and run as the `postgres` user that Debian's package creates; as anyone else, as
+# that user. Access is local only: the server listens on 127.0.0.1 and a socket in
+# its own directory, with trust authentication for loopback (the same trust the other
+# development components give: RabbitMQ admin/admin, MinIO minioadmin).
+
+POSTGRES_PORT=54320
+POSTGRES_TIMEOUT=60
+POSTGRES_VERSION=15
+PG_BIN="/usr/lib/postgresql/$POSTGRES_VERSION/bin"
+PG_DIR="$VAR_DIR/postgres"
+PG_DATA="$PG_DIR/data"
+PG_RUN="$PG_DIR/run"
+# The database FerretDB keeps its MongoDB databases in (one PostgreSQL schema each).
+PG_FERRETDB_DB=ferretdb
+
+# spawn's pid is the server's own (setpriv and env exec in place). postmaster.pid holds
+# more than the pid, so it is not used here.
+POSTGRES_PIDFILE="$PG_DIR/postgres.pid"
+POSTGRES_PATTERN="postgres -D $PG_DATA"
+
+# The command prefix that runs a program as the cluster's owner. setpriv execs in
+# place, so a spawned server keeps the pid spawn reports.
+pg_as_owner() {
+  if ((EUID == 0)); then
+    echo setpriv --reuid=postgres --regid=postgres --init-groups --reset-env -- env LC_ALL=C.UTF-8
+  else
+    echo env LC_ALL=C.UTF-8
+  fi
+}
+
+pg_url() {
+  echo "postgres://postgres@127.0.0.1:$POSTGRES_PORT/$PG_FERRETDB_DB"
+}
+
+# The postgres user must be able to reach $PG_DIR: every folder above it needs the
+# search (x) bit for others. A clone under a 0700 folder would otherwise fail with
+# "permission denied" deep inside initdb.
+pg_path_reachable() {
+  ((EUID == 0)) || return 0
+  local dir
+  dir=$(dirname "$PG_DIR")
+  while [[ $dir != / ]]; do
+    if [[ $(stat -c '%A' "$dir") != ?????????[xt] ]]; then
+      log "postgres: adding o+x to $dir so that the postgres user can reach $PG_DIR"
+      chmod o+x "$dir"
+    fi
+    dir=$(dirname "$dir")
+  done
+}
+
+pg_init() {
+  [[ -s $PG_DATA/PG_VERSION ]] && return 0
+  log "postgres: creating the cluster in $PG_DATA"
+  mkdir -p "$PG_DATA"
+  ((EUID == 0)) && chown postgres:postgres "$PG_DATA"
+  chmod 0700 "$PG_DATA"
+  # shellcheck disable=SC2046 # word splitting intended: a command prefix
+  $(pg_as_owner) "$PG_BIN/initdb" -D "$PG_DATA" -U postgres --auth=trust --encoding=UTF8 \
+    --locale=C.UTF-8 >>"$PG_DIR/initdb.log" 2>&1 || {
+    tail -n 20 "$PG_DIR/initdb.log" >&2
+    return 1
+  }
+}
+
+postgres_launch() {
+  pg_path_reachable
+  mkdir -p "$PG_DIR" "$PG_RUN"
+  if ((EUID == 0)); then chown postgres:postgres "$PG_DIR" "$PG_RUN"; fi
+  pg_init || return 1
+  # A SIGKILLed server leaves postmaster.pid behind; PostgreSQL itself checks whether
+  # its pid is alive and starts anyway when it is not.
+  # Settings: listen on loopback only; fsync and synchronous_commit stay on (an append
+  # that returned survives a crash of PostgreSQL: tests/stack/test_eventlog_crash.py).
+  # FerretDB keeps a pool of up to 50 connections. plan_cache_mode: see
+  # postgres/ferretdb-indexes.sql (FerretDB's lookups use GIN indexes only when planned
+  # with their parameters).
+  # shellcheck disable=SC2046 # word splitting intended: a command prefix
+  spawn "$PG_DIR/postgres.log" $(pg_as_owner) "$PG_BIN/postgres" -D "$PG_DATA" \
+    -c listen_addresses=127.0.0.1 \
+    -c port="$POSTGRES_PORT" \
+    -c unix_socket_directories="$PG_RUN" \
+    -c max_connections=200 \
+    -c shared_buffers=256MB \
+    -c logging_collector=off \
+    -c log_min_messages=warning \
+    -c plan_cache_mode=force_custom_plan >"$POSTGRES_PIDFILE"
+}
+
+pg_isready() {
+  "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$POSTGRES_PORT" -U postgres
+}
+
+postgres_ready() {
+  component_pid postgres >/dev/null && pg_isready
+}
+
+pg_psql() {
+  "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$POSTGRES_PORT" -U postgres "$@"
+}
+
+# FerretDB's database, created once, with the event trigger that gives FerretDB's
+# indexes GIN companions (postgres/ferretdb-indexes.sql; idempotent).
+postgres_configure() {
+  local have
+  have=$(pg_psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$PG_FERRETDB_DB'")
+  [[ $have == 1 ]] || pg_psql -d postgres -c "CREATE DATABASE $PG_FERRETDB_DB"
+  pg_psql -d "$PG_FERRETDB_DB" -f "$HERE/postgres/ferretdb-indexes.sql" >/dev/null
+}
+
+# SIGTERM is PostgreSQL's "smart" shutdown (waits for clients to leave: FerretDB is
+# stopped first); SIGINT is "fast" (disconnects them): use fast, like pg_ctl stop -m fast.
+postgres_stop() {
+  local pid
+  pid=$(component_pid postgres) || return 0
+  kill -INT "$pid" 2>/dev/null || return 0
+  if ! wait_gone "$pid" 30; then
+    log "postgres: pid $pid did not stop in 30s; killing it"
+    kill_group "$pid"
+  fi
+}
