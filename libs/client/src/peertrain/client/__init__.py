@@ -8,6 +8,7 @@
 """
 
 from .aio import AsyncClient
+from .auth import TokenAuth
 from .base import API_ENV, DEFAULT_API, resolve_api_url
 from .calls import Call
 from .errors import (
@@ -38,6 +39,7 @@ __all__ = [
     "JobProgress",
     "MemoryTokenStore",
     "NotLoggedIn",
+    "TokenAuth",
     "TokenStore",
     "Tokens",
     "WaitTimeout",

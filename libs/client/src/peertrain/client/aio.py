@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 
 from . import calls
+from .auth import TokenAuth
 from .base import MAX_REDIRECTS, BaseClient
 from .calls import Call
 from .errors import ApiError, ApiUnreachable, DatasetRejected, WaitTimeout
@@ -24,8 +25,9 @@ __all__ = ["AsyncClient"]
 class AsyncClient(BaseClient):
     """The PeerTrain API, for asyncio.
 
-    A 401 on an authenticated call trades the refresh token for a new pair once (and
-    saves it to ``token_store``), then repeats the call; a second 401 raises.
+    Authenticated calls go through :class:`~peertrain.client.auth.TokenAuth`: a 401
+    trades the refresh token for a new pair once (saved to ``token_store``), then
+    repeats the call; a second 401 raises.
 
     Parameters
     ----------
@@ -52,7 +54,6 @@ class AsyncClient(BaseClient):
     ) -> None:
         super().__init__(api_url, tokens=tokens, token_store=token_store, timeout=timeout)
         self._http = httpx.AsyncClient(base_url=self.api_url, timeout=timeout, transport=transport)
-        self._lock = asyncio.Lock()
 
     async def aclose(self) -> None:
         """Close the connections."""
@@ -66,9 +67,11 @@ class AsyncClient(BaseClient):
 
     # -- plumbing ---------------------------------------------------------------------
 
-    async def _send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
+    async def _send(
+        self, request: httpx.Request, *, auth: TokenAuth | None, stream: bool = False
+    ) -> httpx.Response:
         try:
-            response = await self._http.send(request, stream=stream)
+            response = await self._http.send(request, stream=stream, auth=auth)
             for _ in range(MAX_REDIRECTS):
                 target = self._redirect_target(response)
                 if target is None:
@@ -77,47 +80,16 @@ class AsyncClient(BaseClient):
                 request = self._http.build_request(
                     request.method, target, headers=request.headers, content=request.content
                 )
-                response = await self._http.send(request, stream=stream)
+                response = await self._http.send(request, stream=stream, auth=auth)
             if stream and (response.is_error or response.is_redirect):
                 await response.aread()
             return response
         except httpx.TransportError as exc:
             raise ApiUnreachable.from_exc(self.api_url, exc) from exc
 
-    async def _fresh(self) -> None:
-        tokens = self._tokens
-        if tokens is not None and tokens.refresh_token and tokens.expiring():
-            await self._refresh(tokens)
-
-    async def _refresh(self, stale: Tokens) -> None:
-        async with self._lock:
-            if self._tokens is not stale:  # another thread refreshed already
-                return
-            assert stale.refresh_token is not None
-            call = calls.refresh(stale.refresh_token)
-            response = await self._send(self._build(self._http, call, call.path))
-            if response.status_code == 401:
-                self._set_tokens(None)
-                raise ApiError(
-                    "your session has expired: log in again",
-                    status=401,
-                    code="session_expired",
-                    method=call.method,
-                    url=str(response.request.url),
-                )
-            self._set_tokens(Tokens.from_pair(self._result(call, response), stale.username))
-
     async def _answer(self, call: Call, *, stream: bool = False) -> httpx.Response:
-        if call.auth:
-            self._require_tokens()
-            await self._fresh()
-        sent_with = self._tokens
-        response = await self._send(self._build(self._http, call, call.path), stream=stream)
-        if self._can_refresh(call, response) and sent_with is not None:
-            await response.aclose()
-            await self._refresh(sent_with)
-            response = await self._send(self._build(self._http, call, call.path), stream=stream)
-        return response
+        request = self._build(self._http, call, call.path)
+        return await self._send(request, auth=self._auth_for(call), stream=stream)
 
     async def call(self, call: Call) -> Any:
         """Send one :class:`~peertrain.client.calls.Call` and return its answer."""
@@ -138,7 +110,7 @@ class AsyncClient(BaseClient):
 
     async def logout(self) -> None:
         """End the session on the server (best effort) and forget the tokens."""
-        tokens = self._tokens
+        tokens = self.tokens
         try:
             if tokens is not None and tokens.refresh_token:
                 await self.call(calls.logout(tokens.refresh_token))
@@ -192,26 +164,17 @@ class AsyncClient(BaseClient):
             image_size=image_size,
         )
         call = Call("POST", calls.DATASETS)
-        self._require_tokens()
-        await self._fresh()
+        auth = self._auth_for(call)
         # httpx's multipart wants a plain file; it reads 64 KiB chunks of a local disk.
+        # It seeks the file back to 0 for each send, so a retry after a refresh (by
+        # the auth flow) sends it whole again.
         file = await asyncio.to_thread(path.open, "rb")
         with file:
             reader = ProgressReader(file, progress)
-            for attempt in range(2):
-                sent_with = self._tokens
-                request = self._http.build_request(
-                    "POST",
-                    calls.DATASETS,
-                    data=fields,
-                    files=file_part(path, reader),
-                    headers=self._auth_headers(True),
-                )
-                response = await self._send(request)
-                if attempt == 0 and self._can_refresh(call, response) and sent_with:
-                    await self._refresh(sent_with)
-                    continue
-                break
+            request = self._http.build_request(
+                "POST", calls.DATASETS, data=fields, files=file_part(path, reader)
+            )
+            response = await self._send(request, auth=auth)
         return str(self._result(call, response)["dataset_id"])
 
     async def list_datasets(self) -> list[dict[str, Any]]:

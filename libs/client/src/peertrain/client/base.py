@@ -7,9 +7,10 @@ from typing import Any
 
 import httpx
 
-from .calls import Call
+from .auth import TokenAuth
+from .calls import AUTH, Call
 from .errors import ApiError, NotLoggedIn
-from .tokens import MemoryTokenStore, Tokens, TokenStore
+from .tokens import Tokens, TokenStore
 
 __all__ = ["API_ENV", "DEFAULT_API", "BaseClient", "resolve_api_url"]
 
@@ -37,6 +38,12 @@ class BaseClient:
         Where refreshed tokens are saved (default: memory only).
     timeout
         Seconds for connecting and for each read.
+
+    Attributes
+    ----------
+    auth
+        The :class:`~peertrain.client.auth.TokenAuth` that authenticated calls go
+        through: it sends the bearer token and renews it.
     """
 
     def __init__(
@@ -49,29 +56,34 @@ class BaseClient:
     ) -> None:
         self.api_url = resolve_api_url(api_url)
         self.timeout = timeout
-        self.token_store: TokenStore = token_store or MemoryTokenStore()
-        if tokens is not None:
-            self.token_store.save(tokens)
-        self._tokens = tokens if tokens is not None else self.token_store.load()
+        self.auth = TokenAuth(
+            tokens, refresh_url=f"{self.api_url}{AUTH}/refresh", token_store=token_store
+        )
 
     @property
     def tokens(self) -> Tokens | None:
         """The current tokens (``None`` when not logged in)."""
-        return self._tokens
+        return self.auth.tokens
+
+    @property
+    def token_store(self) -> TokenStore:
+        """Where the tokens are saved."""
+        return self.auth.token_store
 
     def _set_tokens(self, tokens: Tokens | None) -> None:
-        self._tokens = tokens
-        self.token_store.save(tokens)
+        self.auth.set_tokens(tokens)
 
     def _require_tokens(self) -> Tokens:
-        if self._tokens is None:
+        if self.auth.tokens is None:
             raise NotLoggedIn("not logged in: log in first (`peertrain login`)", code="no_token")
-        return self._tokens
+        return self.auth.tokens
 
-    def _auth_headers(self, call_auth: bool) -> dict[str, str]:
-        if not call_auth:
-            return {}
-        return {"Authorization": f"Bearer {self._require_tokens().access_token}"}
+    def _auth_for(self, call: Call) -> TokenAuth | None:
+        """What authenticates ``call``: the token flow, or nothing (login, refresh, ...)."""
+        if not call.auth:
+            return None
+        self._require_tokens()
+        return self.auth
 
     def _build(self, http: httpx.Client | httpx.AsyncClient, call: Call, url: str) -> httpx.Request:
         return http.build_request(
@@ -80,7 +92,6 @@ class BaseClient:
             json=call.json,
             data=dict(call.form) if call.form is not None else None,
             params=dict(call.params) or None,
-            headers=self._auth_headers(call.auth),
         )
 
     def _redirect_target(self, response: httpx.Response) -> str | None:
@@ -93,15 +104,6 @@ class BaseClient:
         base = httpx.URL(self.api_url)
         same = (target.scheme, target.host, target.port) == (base.scheme, base.host, base.port)
         return str(target) if same else None
-
-    def _can_refresh(self, call: Call, response: httpx.Response) -> bool:
-        tokens = self._tokens
-        return (
-            response.status_code == 401
-            and call.auth
-            and tokens is not None
-            and bool(tokens.refresh_token)
-        )
 
     @staticmethod
     def _result(call: Call, response: httpx.Response) -> Any:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 import httpx
 
 from . import calls
+from .auth import TokenAuth
 from .base import MAX_REDIRECTS, BaseClient
 from .calls import Call
 from .errors import ApiError, ApiUnreachable, DatasetRejected, WaitTimeout
@@ -24,8 +24,9 @@ __all__ = ["Client"]
 class Client(BaseClient):
     """The PeerTrain API, blocking.
 
-    A 401 on an authenticated call trades the refresh token for a new pair once (and
-    saves it to ``token_store``), then repeats the call; a second 401 raises.
+    Authenticated calls go through :class:`~peertrain.client.auth.TokenAuth`: a 401
+    trades the refresh token for a new pair once (saved to ``token_store``), then
+    repeats the call; a second 401 raises.
 
     Parameters
     ----------
@@ -52,7 +53,6 @@ class Client(BaseClient):
     ) -> None:
         super().__init__(api_url, tokens=tokens, token_store=token_store, timeout=timeout)
         self._http = httpx.Client(base_url=self.api_url, timeout=timeout, transport=transport)
-        self._lock = threading.Lock()
 
     def close(self) -> None:
         """Close the connections."""
@@ -66,9 +66,11 @@ class Client(BaseClient):
 
     # -- plumbing ---------------------------------------------------------------------
 
-    def _send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
+    def _send(
+        self, request: httpx.Request, *, auth: TokenAuth | None, stream: bool = False
+    ) -> httpx.Response:
         try:
-            response = self._http.send(request, stream=stream)
+            response = self._http.send(request, stream=stream, auth=auth)
             for _ in range(MAX_REDIRECTS):
                 target = self._redirect_target(response)
                 if target is None:
@@ -77,47 +79,16 @@ class Client(BaseClient):
                 request = self._http.build_request(
                     request.method, target, headers=request.headers, content=request.content
                 )
-                response = self._http.send(request, stream=stream)
+                response = self._http.send(request, stream=stream, auth=auth)
             if stream and (response.is_error or response.is_redirect):
                 response.read()
             return response
         except httpx.TransportError as exc:
             raise ApiUnreachable.from_exc(self.api_url, exc) from exc
 
-    def _fresh(self) -> None:
-        tokens = self._tokens
-        if tokens is not None and tokens.refresh_token and tokens.expiring():
-            self._refresh(tokens)
-
-    def _refresh(self, stale: Tokens) -> None:
-        with self._lock:
-            if self._tokens is not stale:  # another thread refreshed already
-                return
-            assert stale.refresh_token is not None
-            call = calls.refresh(stale.refresh_token)
-            response = self._send(self._build(self._http, call, call.path))
-            if response.status_code == 401:
-                self._set_tokens(None)
-                raise ApiError(
-                    "your session has expired: log in again",
-                    status=401,
-                    code="session_expired",
-                    method=call.method,
-                    url=str(response.request.url),
-                )
-            self._set_tokens(Tokens.from_pair(self._result(call, response), stale.username))
-
     def _answer(self, call: Call, *, stream: bool = False) -> httpx.Response:
-        if call.auth:
-            self._require_tokens()
-            self._fresh()
-        sent_with = self._tokens
-        response = self._send(self._build(self._http, call, call.path), stream=stream)
-        if self._can_refresh(call, response) and sent_with is not None:
-            response.close()
-            self._refresh(sent_with)
-            response = self._send(self._build(self._http, call, call.path), stream=stream)
-        return response
+        request = self._build(self._http, call, call.path)
+        return self._send(request, auth=self._auth_for(call), stream=stream)
 
     def call(self, call: Call) -> Any:
         """Send one :class:`~peertrain.client.calls.Call` and return its answer."""
@@ -138,7 +109,7 @@ class Client(BaseClient):
 
     def logout(self) -> None:
         """End the session on the server (best effort) and forget the tokens."""
-        tokens = self._tokens
+        tokens = self.tokens
         try:
             if tokens is not None and tokens.refresh_token:
                 self.call(calls.logout(tokens.refresh_token))
@@ -192,24 +163,15 @@ class Client(BaseClient):
             image_size=image_size,
         )
         call = Call("POST", calls.DATASETS)
-        self._require_tokens()
-        self._fresh()
+        auth = self._auth_for(call)
+        # httpx seeks the file back to 0 for each send, so a retry after a refresh (by
+        # the auth flow) sends it whole again.
         with path.open("rb") as file:
             reader = ProgressReader(file, progress)
-            for attempt in range(2):
-                sent_with = self._tokens
-                request = self._http.build_request(
-                    "POST",
-                    calls.DATASETS,
-                    data=fields,
-                    files=file_part(path, reader),
-                    headers=self._auth_headers(True),
-                )
-                response = self._send(request)
-                if attempt == 0 and self._can_refresh(call, response) and sent_with:
-                    self._refresh(sent_with)
-                    continue
-                break
+            request = self._http.build_request(
+                "POST", calls.DATASETS, data=fields, files=file_part(path, reader)
+            )
+            response = self._send(request, auth=auth)
         return str(self._result(call, response)["dataset_id"])
 
     def list_datasets(self) -> list[dict[str, Any]]:
