@@ -47,6 +47,7 @@ import pyarrow.parquet as pq
 from pymongo import AsyncMongoClient
 
 from peertrain.auth.testing import port_in_use, shared_auth_service
+from peertrain.client import TokenAuth, Tokens
 from peertrain.common.bus import OutboxRelay, make_broker
 from peertrain.common.eventlog import EventLog
 from peertrain.common.events import NewEvent
@@ -158,14 +159,15 @@ async def multipart(path: Path, boundary: str) -> AsyncIterator[bytes]:
     yield f"\r\n--{boundary}--\r\n".encode()
 
 
-async def login(http: httpx.AsyncClient) -> tuple[str, str]:
+async def login(http: httpx.AsyncClient) -> tuple[str, TokenAuth]:
+    """A new user's id and session (renewed as it expires, as the SDK does)."""
     name, password = f"bench{uuid.uuid4().hex[:10]}", f"pass {uuid.uuid4().hex}"
     r = await http.post(f"{AUTH_URL}/register", json={"username": name, "password": password})
     r.raise_for_status()
     user_id = r.json()["id"]
     r = await http.post(f"{AUTH_URL}/token", data={"username": name, "password": password})
     r.raise_for_status()
-    return user_id, r.json()["access_token"]
+    return user_id, TokenAuth(Tokens.from_pair(r.json()), refresh_url=f"{AUTH_URL}/refresh")
 
 
 async def run(
@@ -173,8 +175,8 @@ async def run(
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     async with httpx.AsyncClient(timeout=httpx.Timeout(600, connect=10)) as http:
-        user_id, access = await login(http)
-        http.headers["Authorization"] = f"Bearer {access}"
+        user_id, session = await login(http)
+        http.auth = session
         boundary = uuid.uuid4().hex
         rss.mark("idle")
         started = time.perf_counter()

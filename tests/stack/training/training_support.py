@@ -28,6 +28,7 @@ from pymongo import MongoClient
 from safetensors.torch import load as load_safetensors
 
 from peertrain.auth.testing import shared_auth_service
+from peertrain.client import TokenAuth, Tokens
 from peertrain.common.settings import ServiceSettings
 from peertrain.common.testing import ServiceProcess
 from peertrain.dataset.testing import running_dataset_service
@@ -77,26 +78,32 @@ def letters_csv() -> bytes:
     return (header + "\n" + body).encode()
 
 
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
 @dataclass
 class Platform:
-    """Everything running, and a user with a logged-in client."""
+    """Everything running, and a user with a logged-in client.
+
+    ``auth`` is the user's session: the SDK's token flow, which renews the access token
+    before it expires and on a 401, so a test may run longer than a token lives.
+    """
 
     base: Path
     mongo_db: str
     bucket: str
     services: dict[str, ServiceProcess]
     peers: dict[str, PeerProcess] = field(default_factory=dict)
-    user_token: str = ""
+    auth: TokenAuth | None = None
     user_id: str = ""
-    enroll: Any = None
     datasets: dict[str, str] = field(default_factory=dict)
 
     def client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(base_url=GATEWAY, headers=bearer(self.user_token), timeout=120)
+        """A client of the gateway, logged in as the platform's user."""
+        return httpx.AsyncClient(base_url=GATEWAY, auth=self.auth, timeout=120)
+
+    def enroll(self) -> str:
+        """A one-time enrollment token for a new peer of the platform's user."""
+        r = httpx.post(f"{GATEWAY}/api/auth/peer-enrollments", auth=self.auth, timeout=30)
+        assert r.status_code == 201, r.text
+        return str(r.json()["enrollment_token"])
 
     def peer(
         self,
@@ -236,14 +243,7 @@ def _login(p: Platform) -> None:
     p.user_id = r.json()["id"]
     r = httpx.post(f"{auth}/token", data={"username": name, "password": password}, timeout=30)
     assert r.status_code == 200, r.text
-    p.user_token = r.json()["access_token"]
-
-    def enroll() -> str:
-        r = httpx.post(f"{auth}/peer-enrollments", headers=bearer(p.user_token), timeout=30)
-        assert r.status_code == 201, r.text
-        return str(r.json()["enrollment_token"])
-
-    p.enroll = enroll
+    p.auth = TokenAuth(Tokens.from_pair(r.json(), name), refresh_url=f"{auth}/refresh")
 
 
 # -- helpers the tests share -------------------------------------------------------------
