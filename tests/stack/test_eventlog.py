@@ -53,7 +53,7 @@ async def test_read_stream_and_read_all_from_a_position(event_log: EventLog) -> 
     a = await event_log.append("job:d", [ping(1), ping(2), ping(3)], expected_version=0)
     await event_log.append("job:e", [ping(4)], expected_version=0)
     assert [e.seq for e in await event_log.read_stream("job:d", after_seq=1)] == [2, 3]
-    after = [e async for e in event_log.read_all(after_position=a[1].position, batch_size=2)]
+    after = [e async for e in event_log.read_all(after_position=a[1].position)]
     assert [e.data.n for e in after] == [3, 4]  # type: ignore[union-attr]
     typed = [e async for e in event_log.read_all(types=["diagnostic.pinged"])]
     assert len(typed) == 4
@@ -61,12 +61,36 @@ async def test_read_stream_and_read_all_from_a_position(event_log: EventLog) -> 
     assert [e.seq for e in await event_log.find_by_correlation("c1")][:3] == [1, 2, 3]
 
 
-async def test_new_events_are_in_the_outbox_until_marked(event_log: EventLog) -> None:
+async def test_new_events_are_in_the_outbox_until_confirmed(event_log: EventLog) -> None:
+    handed: list[str] = []
+    unsubscribe = event_log.on_append(lambda events: handed.extend(e.id for e in events))
     recorded = await event_log.append("job:f", [ping(1), ping(2)], expected_version=0)
-    pending = await event_log.unpublished(producer="test")
-    assert [e.id for e in pending] == [e.id for e in recorded]
-    await event_log.mark_published([recorded[0].id])
-    assert [e.id for e in await event_log.unpublished()] == [recorded[1].id]
-    await event_log.defer([recorded[1].id], delay_s=60)
-    assert await event_log.unpublished() == []
+    unsubscribe()
+    # handed to this process's listeners (the relay) in memory, in order
+    assert handed == [e.id for e in recorded]
+    assert await event_log.count_unpublished(producer="test") == 2
+    await event_log.outbox.confirmed([recorded[0].id])
     assert await event_log.count_unpublished() == 1
+    # the sweep settles a marker once all its events are confirmed
+    found = await event_log.outbox.sweep(producer="test", older_than_s=0)
+    assert [e.id for e in found.republish] == [recorded[1].id] and found.settled == 0
+    await event_log.outbox.confirmed([recorded[1].id])
+    found = await event_log.outbox.sweep(producer="test", older_than_s=0)
+    assert found.republish == [] and found.settled == 1
+    assert await event_log.count_unpublished() == 0
+
+
+async def test_a_marker_whose_append_never_happened_is_settled_after_the_grace(
+    event_log: EventLog,
+) -> None:
+    ghost = to_document_of(ping(9))
+    await event_log.outbox.stage([ghost])
+    young = await event_log.outbox.sweep(producer="test", older_than_s=0, absent_after_s=60)
+    assert young.republish == [] and young.settled == 0
+    old = await event_log.outbox.sweep(producer="test", older_than_s=0, absent_after_s=0)
+    assert old.republish == [] and old.settled == 1
+    assert await event_log.count_unpublished() == 0
+
+
+def to_document_of(event: NewEvent) -> dict[str, object]:
+    return {"_id": event.id, "producer": event.producer}

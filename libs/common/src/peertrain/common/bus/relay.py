@@ -1,17 +1,28 @@
-"""The outbox relay: publishes events that the log holds as unpublished.
+"""The outbox relay: publishes what its process appended, straight from memory.
 
-Each pass reads the oldest unpublished events of one producer, publishes them to
-``peertrain.events`` (routing key = event type) as persistent, mandatory messages on
-a channel with publisher confirms, and marks only the confirmed ones as published.
-An event no queue is bound for is returned by RabbitMQ: it stays in the outbox, is
-logged, and is retried later. Broker or database outages are waited out with backoff;
-the relay never gives up, so nothing appended is ever lost.
+The relay listens to its event log's appends (:meth:`EventLog.on_append`) and keeps
+the events of its producer in memory until the broker confirms them. Each pass
+publishes a batch to ``peertrain.events`` (routing key = event type) as persistent,
+mandatory messages on a channel with publisher confirms, then records the confirmed
+ones with one insert (:meth:`Outbox.confirmed`). No pass reads the log or the outbox.
+
+Only the sweep reads, and it is rare (``sweep_interval_s``): it settles what a writer
+that died mid-append left behind (see :mod:`peertrain.common.eventlog.outbox`) and hands
+the events it finds to this relay. At start-up the relay catches up at once with every
+marker of its producer (the previous process's unconfirmed events).
+
+An event no queue is bound for is returned by RabbitMQ: it waits in memory and is
+retried; past ``unroutable_grace_s`` it is left in the log only. Broker or database
+outages are waited out with backoff; the relay never gives up, so nothing appended is
+ever lost.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 import structlog
@@ -36,12 +47,12 @@ log = structlog.get_logger(__name__)
 
 
 class OutboxRelay:
-    """Publish one producer's unpublished events, forever.
+    """Publish one producer's appended events, forever.
 
     Parameters
     ----------
     log
-        The event log (the outbox).
+        The event log whose appends this relay publishes.
     broker
         A connected broker from :func:`~peertrain.common.bus.broker.make_broker`.
     producer
@@ -49,21 +60,21 @@ class OutboxRelay:
     batch_size
         Events per pass; they are published concurrently and confirmed together.
     poll_interval_s
-        How long to wait for new events when the outbox is empty. Appends in this
-        process wake the relay at once; other processes' appends are seen by polling.
+        Unused since publishing is driven by appends; kept for settings compatibility.
     unroutable_retry_s
         How long an unroutable event waits before it is tried again.
     unroutable_grace_s
         How long an unroutable event is kept trying. A queue, once declared, is durable
         and keeps its bindings while its consumer is down, so an event that stays
         unroutable this long has no consumer in this deployment: it is left in the log
-        only (counted in ``peertrain_outbox_unrouted_total``), instead of being scanned
-        and published again forever. ``None`` keeps trying for ever.
+        only (counted in ``peertrain_outbox_unrouted_total``). ``None`` keeps trying.
     publish_timeout_s
         How long one publish may wait for its confirmation.
     stale_after_s
-        How old a ``pending`` outbox record (a writer died mid-append) must be before
-        the relay settles it against the log.
+        How old an outbox marker must be before the sweep settles it against the log
+        (younger ones may belong to an append still in progress elsewhere).
+    sweep_interval_s
+        How often the sweep runs (each run reads the two small outbox collections).
     """
 
     def __init__(
@@ -73,11 +84,12 @@ class OutboxRelay:
         *,
         producer: str | None,
         batch_size: int = 2000,
-        poll_interval_s: float = 0.05,
+        poll_interval_s: float = 1.0,
         unroutable_retry_s: float = 5.0,
         unroutable_grace_s: float | None = None,
         publish_timeout_s: float = 10.0,
         stale_after_s: float = 30.0,
+        sweep_interval_s: float = 30.0,
     ) -> None:
         self.log = log
         self.broker = broker
@@ -88,9 +100,16 @@ class OutboxRelay:
         self.unroutable_grace_s = unroutable_grace_s
         self.publish_timeout_s = publish_timeout_s
         self.stale_after_s = stale_after_s
+        self.sweep_interval_s = sweep_interval_s
         self._label = producer or "all"
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
+        self._ready: deque[RecordedEvent] = deque()
+        self._retry: list[tuple[float, RecordedEvent]] = []  # (when, event): unroutable
+        self._held: set[str] = set()  # ids queued, in flight or waiting to retry
+        self._wake = asyncio.Event()
+        self._caught_up = False
+        self._unsubscribe = log.on_append(self._on_append)
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -101,32 +120,38 @@ class OutboxRelay:
             self._task = asyncio.create_task(self.run(), name=f"outbox-relay-{self._label}")
 
     async def stop(self) -> None:
-        """Stop after the current pass."""
+        """Stop after the current pass; what is not confirmed stays in the outbox."""
         self._stopping.set()
+        self._unsubscribe()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
 
+    @property
+    def pending(self) -> int:
+        """Events this relay holds and the broker has not confirmed yet."""
+        return len(self._held)
+
     async def run(self) -> None:
         """Relay until stopped; errors are logged and retried with backoff."""
         backoff = 0.1
         declared = False
         loop = asyncio.get_running_loop()
-        next_sweep = 0.0
+        next_sweep = loop.time() + self.sweep_interval_s
         while not self._stopping.is_set():
             try:
                 if not declared:
                     await declare_exchanges(self.broker)
                     declared = True
                 if loop.time() >= next_sweep:
-                    await self.log.resolve_stale(older_than_s=self.stale_after_s)
-                    next_sweep = loop.time() + self.stale_after_s / 3
+                    await self.sweep()
+                    next_sweep = loop.time() + self.sweep_interval_s
                 published = await self.relay_once()
                 backoff = 0.1
                 if published == 0:
-                    await self.log.wait_for_append(self.poll_interval_s)
+                    await self._idle(until=next_sweep)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # broker or database down: wait and retry
@@ -134,68 +159,159 @@ class OutboxRelay:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
 
+    async def _idle(self, *, until: float) -> None:
+        loop = asyncio.get_running_loop()
+        wake_at = min([until] + [when for when, _ in self._retry])
+        timeout = max(0.0, wake_at - loop.time())
+        if not self._ready and timeout > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout)
+        self._wake.clear()
+
+    # -- feeding ----------------------------------------------------------------------
+
+    def _on_append(self, events: list[RecordedEvent]) -> None:
+        self._enqueue(e for e in events if self.producer is None or e.producer == self.producer)
+
+    def _enqueue(self, events: Iterable[RecordedEvent]) -> None:
+        added = False
+        for event in events:
+            if event.id not in self._held:
+                self._held.add(event.id)
+                self._ready.append(event)
+                added = True
+        if added:
+            OUTBOX_PENDING.labels(producer=self._label).set(len(self._held))
+            self._wake.set()
+
+    async def sweep(self, *, older_than_s: float | None = None) -> int:
+        """Settle the outbox (see :meth:`Outbox.sweep`); queue what it finds unconfirmed.
+
+        Returns how many events it handed to this relay.
+        """
+        grace = self.stale_after_s if older_than_s is None else older_than_s
+        found = await self.log.outbox.sweep(
+            producer=self.producer,
+            older_than_s=grace,
+            absent_after_s=self.stale_after_s,
+            in_flight=self._held,
+        )
+        if found.republish:
+            log.info(
+                "publishing events left unconfirmed by an earlier writer",
+                count=len(found.republish),
+            )
+        self._enqueue(found.republish)
+        return len(found.republish)
+
     # -- one pass ---------------------------------------------------------------------
 
     async def relay_once(self) -> int:
-        """Publish one batch; return how many events were confirmed."""
-        batch = await self.log.unpublished(producer=self.producer, limit=self.batch_size)
+        """Publish one batch; return how many events were confirmed.
+
+        The first pass also catches up with every unconfirmed event of this producer
+        that the outbox holds (appended before this relay existed).
+        """
+        if not self._caught_up:
+            await self.sweep(older_than_s=0.0)
+            self._caught_up = True
+        self._due_retries()
+        batch: list[RecordedEvent] = []
+        while self._ready and len(batch) < self.batch_size:
+            batch.append(self._ready.popleft())
         if not batch:
-            OUTBOX_PENDING.labels(producer=self._label).set(0)
             return 0
         # All publishes of a batch are pipelined on the one confirm channel. They are
-        # started in position order and none suspends before its frame is written, so
+        # started in append order and none suspends before its frame is written, so
         # they reach the broker in that order (tested: tests/stack/test_outbox.py).
         # Only a failure in the middle can let a later event of a stream go out before
         # an earlier one, which is then published again: at-least-once, as designed.
-        results = await asyncio.gather(
-            *(self._publish(event) for event in batch), return_exceptions=True
-        )
+        try:
+            results = await asyncio.gather(
+                *(self._publish(event) for event in batch), return_exceptions=True
+            )
+        except BaseException:
+            self._ready.extendleft(reversed(batch))
+            raise
         confirmed: list[RecordedEvent] = []
         unroutable: list[RecordedEvent] = []
+        failed: list[RecordedEvent] = []
         failure: BaseException | None = None
         for event, result in zip(batch, results, strict=True):
             if result is None:
                 confirmed.append(event)
             elif isinstance(result, PublishError):
                 unroutable.append(event)
-            elif isinstance(result, BaseException):
+            else:
+                failed.append(event)
                 failure = failure or result
+        # Not confirmed: back to the front, in order, before anything can fail below.
+        self._ready.extendleft(reversed(failed))
+        expired = self._expired(unroutable)
+        unroutable = [e for e in unroutable if e not in expired]
+        loop = asyncio.get_running_loop()
+        self._retry += [(loop.time() + self.unroutable_retry_s, e) for e in unroutable]
+        settled = confirmed + expired
+        if settled:
+            try:
+                await self.log.outbox.confirmed([e.id for e in settled])
+            except BaseException:
+                # Published but not recorded: publish again later (harmless twice).
+                self._ready.extendleft(reversed(settled))
+                raise
+            self._held.difference_update(e.id for e in settled)
+        self._count(confirmed, unroutable, expired)
+        if failure is not None:
+            raise failure
+        return len(confirmed)
+
+    def _due_retries(self) -> None:
+        if not self._retry:
+            return
+        now = asyncio.get_running_loop().time()
+        due = [e for when, e in self._retry if when <= now]
+        self._retry = [(when, e) for when, e in self._retry if when > now]
+        self._ready.extend(due)
+
+    def _expired(self, unroutable: list[RecordedEvent]) -> list[RecordedEvent]:
+        if not unroutable or self.unroutable_grace_s is None:
+            return []
+        now = datetime.now(UTC)
+        grace = self.unroutable_grace_s
+        expired = [e for e in unroutable if (now - e.occurred_at).total_seconds() >= grace]
+        if expired:
+            log.info(
+                "events left in the log only: no queue was bound for them",
+                count=len(expired),
+                types=sorted({e.type for e in expired}),
+                grace_s=grace,
+            )
+        return expired
+
+    def _count(
+        self,
+        confirmed: list[RecordedEvent],
+        unroutable: list[RecordedEvent],
+        expired: list[RecordedEvent],
+    ) -> None:
+        label = self._label
         if confirmed:
-            await self.log.mark_published([e.id for e in confirmed])
             now = datetime.now(UTC)
-            EVENTS_PUBLISHED.labels(producer=self._label).inc(len(confirmed))
+            EVENTS_PUBLISHED.labels(producer=label).inc(len(confirmed))
             for event in confirmed:
-                OUTBOX_LAG.labels(producer=self._label).observe(
-                    (now - event.occurred_at).total_seconds()
-                )
-        if unroutable and self.unroutable_grace_s is not None:
-            now = datetime.now(UTC)
-            grace = self.unroutable_grace_s
-            expired = [e for e in unroutable if (now - e.occurred_at).total_seconds() >= grace]
-            if expired:
-                await self.log.mark_published([e.id for e in expired])
-                OUTBOX_UNROUTED.labels(producer=self._label).inc(len(expired))
-                log.info(
-                    "events left in the log only: no queue was bound for them",
-                    count=len(expired),
-                    types=sorted({e.type for e in expired}),
-                    grace_s=grace,
-                )
-                unroutable = [e for e in unroutable if e not in expired]
+                OUTBOX_LAG.labels(producer=label).observe((now - event.occurred_at).total_seconds())
+        if expired:
+            OUTBOX_UNROUTED.labels(producer=label).inc(len(expired))
         if unroutable:
-            OUTBOX_UNROUTABLE.labels(producer=self._label).inc(len(unroutable))
+            OUTBOX_UNROUTABLE.labels(producer=label).inc(len(unroutable))
             for event in unroutable:
                 log.warning(
-                    "event unroutable: no queue is bound for its type; it stays in the outbox",
+                    "event unroutable: no queue is bound for its type; it waits in the outbox",
                     event_id=event.id,
                     event_type=event.type,
                     stream=event.stream,
                 )
-            await self.log.defer([e.id for e in unroutable], delay_s=self.unroutable_retry_s)
-        OUTBOX_PENDING.labels(producer=self._label).set(len(batch) - len(confirmed))
-        if failure is not None:
-            raise failure
-        return len(confirmed)
+        OUTBOX_PENDING.labels(producer=label).set(len(self._held))
 
     async def _publish(self, event: RecordedEvent) -> None:
         try:

@@ -7,23 +7,29 @@ concurrency: appending at a position someone else took raises
 :class:`ConcurrencyError`. ``_id`` is the event id, which makes an append idempotent:
 appending the very same event again is a no-op.
 
-Every event also passes through the :class:`~.outbox.Outbox` (written before and after
-the log insert, inserts only), from which the relay publishes it. The outbox is kept
-apart from the log, not as a ``published_at`` flag on each event, because FerretDB 1.x
-on SQLite answers every query except inserts by scanning the whole collection: what
-the relay polls must stay small, while the log grows.
+An append is inserts only: position claims (:class:`~.positions.PositionAllocator`),
+one outbox marker (:class:`~.outbox.Outbox`), the events. The appended events are then
+handed in memory to whoever listens in this process (:meth:`EventLog.on_append`: the
+outbox relay), which publishes them without reading the log.
 
-A global ``position`` comes from :class:`~.positions.PositionAllocator`, so "read
-everything from position P" works for replays and catch-up. Positions increase with
-append order but may have gaps (an append that lost a race keeps its numbers).
-No multi-document transactions are used, so this works on FerretDB and on MongoDB.
+Cost of reads
+-------------
+Every read here is an equality lookup (``_id``, ``stream``, ``type``,
+``correlation_id``), indexed on MongoDB and, on FerretDB with PostgreSQL, through the
+GIN companions ``deploy/local/postgres/ferretdb-indexes.sql`` adds: its cost follows
+what it returns, not the size of the log. Range filters (``position > N``) and sorts are
+evaluated by FerretDB itself over what the equality part returned, so they are never
+used alone.
+
+A global ``position`` gives every event its place in append order (with gaps), so
+replays fold in the order things happened. No multi-document transactions are used, so
+this works on FerretDB and on MongoDB.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Sequence
+import heapq
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from pymongo import ASCENDING
@@ -38,9 +44,11 @@ from peertrain.common.metrics import EVENTS_APPENDED
 from .outbox import Outbox
 from .positions import PositionAllocator
 
-__all__ = ["ConcurrencyError", "EventLog"]
+__all__ = ["AppendListener", "ConcurrencyError", "EventLog"]
 
 Doc = dict[str, Any]
+AppendListener = Callable[[list[RecordedEvent]], None]
+"""Called with the events of each successful append, right after it (no I/O)."""
 
 
 class ConcurrencyError(Conflict):
@@ -73,7 +81,7 @@ class EventLog:
         self.events: AsyncCollection[Doc] = db[collection]
         self.positions = PositionAllocator(db, collection)
         self.outbox = Outbox(db, collection)
-        self._appended = asyncio.Event()
+        self._listeners: list[AppendListener] = []
 
     async def ensure_indexes(self) -> None:
         """Create the log's indexes (idempotent)."""
@@ -82,7 +90,18 @@ class EventLog:
         )
         await self.events.create_index([("position", ASCENDING)], name="position")
         await self.events.create_index([("correlation_id", ASCENDING)], name="correlation")
+        await self.events.create_index([("type", ASCENDING)], name="type")
         await self.outbox.ensure_indexes()
+
+    def on_append(self, listener: AppendListener) -> Callable[[], None]:
+        """Call ``listener`` with every append of this process; returns an unsubscribe."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def _appended(self, recorded: list[RecordedEvent]) -> None:
+        if recorded:
+            for listener in list(self._listeners):
+                listener(recorded)
 
     # -- writing ----------------------------------------------------------------------
 
@@ -126,7 +145,7 @@ class EventLog:
             for i, e in enumerate(events)
         ]
         docs = [to_document(r) for r in recorded]
-        await self.outbox.stage(docs)
+        marker = await self.outbox.stage(docs)
         try:
             if len(docs) == 1:
                 await self.events.insert_one(docs[0])
@@ -134,9 +153,10 @@ class EventLog:
                 await self.events.insert_many(docs, ordered=True)
         except (DuplicateKeyError, BulkWriteError) as exc:
             inserted = exc.details.get("nInserted", 0) if isinstance(exc, BulkWriteError) else 0
-            return await self._resolve_duplicate(stream, recorded, inserted, expected_version)
-        await self.outbox.ready(docs)
-        self._appended.set()
+            return await self._resolve_duplicate(
+                stream, recorded, inserted, expected_version, marker
+            )
+        self._appended(recorded)
         EVENTS_APPENDED.labels(producer=recorded[0].producer).inc(len(recorded))
         return recorded
 
@@ -146,24 +166,29 @@ class EventLog:
         recorded: list[RecordedEvent],
         inserted: int,
         expected_version: int,
+        marker: str,
     ) -> list[RecordedEvent]:
         # Which key collided? If the first not-inserted event is already stored under its
         # own id, this is a retry of an append that happened: return what is stored.
         # Anything else means the (stream, seq) slot belongs to someone else.
         pending = recorded[inserted:]
-        stored = {
-            d["_id"]: d async for d in self.events.find({"_id": {"$in": [r.id for r in pending]}})
-        }
+        stored: dict[str, Doc] = {}
+        for r in pending:  # equality lookups, not $in (which FerretDB answers by a scan)
+            doc = await self.events.find_one({"_id": r.id})
+            if doc is not None:
+                stored[r.id] = doc
         if stored and all(r.id in stored for r in pending):
             # A retried append: make sure it reaches the bus (twice is harmless).
-            await self.outbox.ready([to_document(r) for r in recorded[:inserted]])
-            await self.outbox.ready(list(stored.values()))
-            self._appended.set()
-            return recorded[:inserted] + [from_document(stored[r.id]) for r in pending]
+            again = recorded[:inserted] + [from_document(stored[r.id]) for r in pending]
+            self._appended(again)
+            return again
         # A multi-event append that lost the race halfway keeps the prefix it wrote (its
-        # own, contiguous): that part goes out; the rest never existed.
-        await self.outbox.ready([to_document(r) for r in recorded[:inserted]])
-        await self.outbox.unstage([r.id for r in pending])
+        # own, contiguous): that part goes out; the rest never existed. The marker stays
+        # for the relay's sweep when a prefix was written (it settles the missing ids).
+        if inserted:
+            self._appended(recorded[:inserted])
+        else:
+            await self.outbox.unstage(marker)
         raise ConcurrencyError(stream, expected_version + inserted)
 
     # -- reading ----------------------------------------------------------------------
@@ -183,59 +208,38 @@ class EventLog:
         *,
         after_position: int = 0,
         types: Sequence[str] | None = None,
-        batch_size: int = 1000,
     ) -> AsyncIterator[RecordedEvent]:
         """Every event after ``after_position`` in position order (optionally of ``types``).
 
-        Reads in pages so memory stays bounded over a large log.
+        For start-up and replay. With ``types``, one indexed equality read per type,
+        merged by position; without, one pass over the whole log.
         """
-        last = after_position
-        while True:
-            query: Doc = {"position": {"$gt": last}}
-            if types is not None:
-                query["type"] = {"$in": list(types)}
-            cursor = self.events.find(query).sort("position", 1).limit(batch_size)
-            page = [from_document(d) async for d in cursor]
-            for event in page:
-                yield event
-            if len(page) < batch_size:
-                return
-            last = page[-1].position
+        if types is None:
+            cursor = self.events.find({}).sort("position", 1)
+            async for doc in cursor:
+                if doc["position"] > after_position:
+                    yield from_document(doc)
+            return
+        per_type: list[list[RecordedEvent]] = []
+        for event_type in dict.fromkeys(types):
+            found = [
+                from_document(d)
+                async for d in self.events.find({"type": event_type})
+                if d["position"] > after_position
+            ]
+            found.sort(key=lambda e: e.position)
+            per_type.append(found)
+        for event in heapq.merge(*per_type, key=lambda e: e.position):
+            yield event
 
     async def find_by_correlation(self, correlation_id: str) -> list[RecordedEvent]:
         """Every event that belongs to one job or request, in position order."""
-        cursor = self.events.find({"correlation_id": correlation_id}).sort("position", 1)
-        return [from_document(d) async for d in cursor]
+        cursor = self.events.find({"correlation_id": correlation_id})
+        found = [from_document(d) async for d in cursor]
+        return sorted(found, key=lambda e: e.position)
 
     # -- outbox -----------------------------------------------------------------------
-
-    async def unpublished(
-        self, *, producer: str | None = None, limit: int = 500
-    ) -> list[RecordedEvent]:
-        """The oldest events ready to publish (and not backing off), in position order."""
-        return await self.outbox.next_batch(producer=producer, limit=limit)
 
     async def count_unpublished(self, *, producer: str | None = None) -> int:
         """How many appended events the broker has not confirmed yet."""
         return await self.outbox.count(producer=producer)
-
-    async def mark_published(self, event_ids: Sequence[str]) -> None:
-        """Record that these events were confirmed by the broker."""
-        await self.outbox.published(event_ids)
-
-    async def defer(self, event_ids: Sequence[str], *, delay_s: float) -> None:
-        """Keep events unpublished but skip them for ``delay_s`` (e.g. unroutable)."""
-        await self.outbox.defer(event_ids, delay_s=delay_s)
-
-    async def resolve_stale(self, *, older_than_s: float = 30.0) -> int:
-        """Publish late what a writer that died mid-append left behind (see Outbox)."""
-        settled = await self.outbox.resolve_stale(older_than_s=older_than_s)
-        if settled:
-            self._appended.set()
-        return settled
-
-    async def wait_for_append(self, seconds: float) -> None:
-        """Wait until this process appends something, or ``seconds`` pass."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._appended.wait(), seconds)
-        self._appended.clear()

@@ -7,7 +7,6 @@ answers, stop with SIGTERM (then SIGKILL). Shared by every service's test helper
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,21 +16,9 @@ from typing import IO
 
 import httpx
 
-__all__ = ["ServiceProcess", "free_port", "port_in_use"]
+from .ports import ensure_port_free
 
-
-def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
-    """Whether something listens on ``host:port``."""
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex((host, port)) == 0
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+__all__ = ["ServiceProcess"]
 
 
 @dataclass
@@ -59,12 +46,15 @@ class ServiceProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, *, timeout: float = 90.0) -> None:
-        """Start and wait until ``ready_path`` answers 200."""
-        if port_in_use(self.port):
-            raise RuntimeError(
-                f"{self.name}: port {self.port} is already in use (is the service running "
-                "already? `make services-down` stops it)"
-            )
+        """Start and wait until ``ready_path`` answers 200.
+
+        Raises
+        ------
+        PortBusy
+            At once, when the port is taken (by the running platform, or another run):
+            the message says who holds it and what stops it.
+        """
+        ensure_port_free(self.name, self.port)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("ab")
         self.proc = subprocess.Popen(  # noqa: S603 (our own interpreter and module)

@@ -1,0 +1,163 @@
+"""The ports test and benchmark services listen on, and who holds one that is taken.
+
+Tests and benchmarks start the services on the platform's own ports (the gateway
+routes to them). When a port is taken they refuse at once, saying who holds it and
+what stops it: the running platform (``make up`` or ``make demo``; its pid files are in
+``$VAR_DIR/services``, see ``deploy/local/services.sh``) or some other process, such as
+another test or benchmark run.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "PLATFORM_PORTS",
+    "PortBusy",
+    "PortHolder",
+    "ensure_port_free",
+    "free_port",
+    "port_holder",
+    "port_in_use",
+]
+
+PLATFORM_PORTS = {
+    "auth": 8001,
+    "registry": 8002,
+    "dataset": 8003,
+    "orchestrator": 8004,
+    "aggregator": 8005,
+}
+"""Each service's port, as ``deploy/local/services.sh`` and the gateway have them."""
+
+_ROOT = Path(__file__).resolve().parents[6]  # the checkout (libs/common/src/peertrain/...)
+_LISTEN = "0A"
+
+
+class PortBusy(RuntimeError):
+    """A port a service must listen on is taken; the message names the holder."""
+
+
+@dataclass(frozen=True)
+class PortHolder:
+    """Who listens on a port.
+
+    Parameters
+    ----------
+    port
+        The port.
+    pid
+        The listening process, when this user may see it.
+    command
+        Its command line (empty when unknown).
+    platform_service
+        The platform service (``deploy/local/services.sh``) it is, else ``None``.
+    """
+
+    port: int
+    pid: int | None
+    command: str
+    platform_service: str | None
+
+    def refusal(self, name: str) -> str:
+        """One line for ``name``'s refusal to start: who holds the port, what to stop."""
+        if self.platform_service is not None:
+            return (
+                f"{name}: port {self.port} is held by the running platform "
+                f"({self.platform_service}, pid {self.pid}; make demo / make up): run "
+                "`make down`, or `bash deploy/local/demo.sh peers-down && make down` after "
+                "make demo, first"
+            )
+        who = f"pid {self.pid} ({self.command[:120]})" if self.pid else "another user's process"
+        return (
+            f"{name}: port {self.port} is in use by {who}, not the platform: another test "
+            "or benchmark run? Let it end, or stop it, first"
+        )
+
+
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether something listens on ``host:port``."""
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def port_holder(port: int) -> PortHolder | None:
+    """Who listens on ``127.0.0.1:port``; ``None`` when nobody does."""
+    if not port_in_use(port):
+        return None
+    platform = _platform_pids()
+    pid = _listener(port, first=list(platform))
+    if pid is None:  # not visible to this user: trust the platform's pid file
+        service = next((s for s, p in PLATFORM_PORTS.items() if p == port), None)
+        pid = next((p for p, s in platform.items() if s == service), None)
+    return PortHolder(port, pid, _command(pid) if pid else "", platform.get(pid or -1))
+
+
+def ensure_port_free(name: str, port: int) -> None:
+    """Raise :class:`PortBusy` (saying who holds it) when ``port`` is taken."""
+    holder = port_holder(port)
+    if holder is not None:
+        raise PortBusy(holder.refusal(name))
+
+
+def _var_dir() -> Path:
+    # deploy/local/env.sh exports VAR_DIR (from PEERTRAIN_VAR, else <checkout>/.var)
+    explicit = os.environ.get("VAR_DIR") or os.environ.get("PEERTRAIN_VAR")
+    return Path(explicit) if explicit else _ROOT / ".var"
+
+
+def _platform_pids() -> dict[int, str]:
+    """The platform's running services: pid -> name (from services.sh's pid files)."""
+    found = {}
+    for service in PLATFORM_PORTS:
+        try:
+            pid = int((_var_dir() / "services" / f"{service}.pid").read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if f"peertrain.{service}" in _command(pid):  # not a stale file's recycled pid
+            found[pid] = service
+    return found
+
+
+def _command(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return ""
+    return raw.replace(b"\0", b" ").decode(errors="replace").strip()
+
+
+def _listener(port: int, *, first: list[int]) -> int | None:
+    """The pid whose socket listens on ``port`` (Linux ``/proc``; ``None`` if unseen)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] == _LISTEN and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{fields[9]}]")
+    if not inodes:
+        return None
+    others = (int(p) for p in os.listdir("/proc") if p.isdigit())
+    for pid in [*first, *others]:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+            if any(os.readlink(f"/proc/{pid}/fd/{fd}") in inodes for fd in fds):
+                return pid
+        except OSError:
+            continue
+    return None
