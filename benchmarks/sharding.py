@@ -46,7 +46,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 from pymongo import AsyncMongoClient
 
-from peertrain.auth.testing import port_in_use, shared_auth_service
+from peertrain.auth.testing import shared_auth_service
 from peertrain.client import TokenAuth, Tokens
 from peertrain.common.bus import OutboxRelay, make_broker
 from peertrain.common.eventlog import EventLog
@@ -54,6 +54,7 @@ from peertrain.common.events import NewEvent
 from peertrain.common.events.datasets import DatasetSharded, sharding_stream
 from peertrain.common.events.jobs import JobCreated, ShardingSpec, job_stream
 from peertrain.common.settings import ServiceSettings
+from peertrain.common.testing import port_holder
 from peertrain.dataset.testing import GATEWAY_URL, running_dataset_service
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -244,12 +245,14 @@ async def run(
 
 
 def wait_for_ports(*ports: int, timeout_s: float = 600) -> None:
-    """Wait until nothing listens on ``ports`` (another run may hold them for a while)."""
+    """Wait until nothing listens on ``ports`` (another run may hold them for a while);
+    refuse at once when the running platform holds one (it stays until stopped)."""
     deadline = time.monotonic() + timeout_s
-    while busy := [p for p in ports if port_in_use(p)]:
-        if time.monotonic() > deadline:
-            raise SystemExit(f"ports {busy} stay in use: stop what runs there (make down)")
-        log(f"waiting for ports {busy} to be free")
+    while busy := [h for p in ports if (h := port_holder(p)) is not None]:
+        if time.monotonic() > deadline or any(h.platform_service for h in busy):
+            held = next((h for h in busy if h.platform_service), busy[0])
+            raise SystemExit(held.refusal("bench-sharding"))
+        log(f"waiting for ports {[h.port for h in busy]} to be free")
         time.sleep(5)
 
 
