@@ -87,9 +87,12 @@ bench-heartbeats: venv stack-up
 bench-aggregate: venv
 	@$(ENV) python benchmarks/aggregate.py
 
-# Needs the real stack; starts every service and 4 peers itself (a few minutes).
+# Needs the real stack; starts every service and 4 peers itself, runs the anchor task
+# (digits, MLP, 30 rounds), pre-fills the log with BENCH_PREFILL events and runs it
+# again (BENCH_PREFILL=0 skips that half: a few minutes less).
+BENCH_PREFILL ?= 1000000
 bench-rounds: venv stack-up
-	@$(ENV) python benchmarks/rounds.py
+	@$(ENV) BENCH_PREFILL=$(BENCH_PREFILL) python benchmarks/rounds.py
 
 # The whole user path with the real CLI: a demo user, 3 peers, MNIST 10k, an MLP job
 # watched round by round, model.pt in the repository root (deploy/local/demo.sh). It
