@@ -14,13 +14,13 @@ MYPYPATH := $(subst $(space),:,$(MYPY_SRCS))
 PYTEST_ARGS ?=
 
 .PHONY: help venv stack-up stack-down stack-status services-up services-down \
-	services-status up down lint format typecheck test bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds demo
+	services-status up down lint format typecheck test bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-idle demo
 
 help:
 	@echo "make test            venv + local stack + ruff + mypy + pytest (PYTEST_ARGS=...)"
 	@echo "make up / down       local stack and every service built so far"
 	@echo "make stack-up | stack-down | stack-status"
-	@echo "make lint | format | typecheck | bench-{eventlog,auth,sharding,heartbeats,aggregate,rounds} | demo"
+	@echo "make lint | format | typecheck | bench-{eventlog,auth,sharding,heartbeats,aggregate,rounds,idle} | demo"
 
 venv:
 	@bash deploy/local/venv.sh >/dev/null
@@ -93,6 +93,11 @@ bench-aggregate: venv
 BENCH_PREFILL ?= 1000000
 bench-rounds: venv stack-up
 	@$(ENV) BENCH_PREFILL=$(BENCH_PREFILL) python benchmarks/rounds.py
+
+# CPU of the whole platform over 60 idle seconds (stack and services; it starts the
+# services that are not running and stops those again, not the stack).
+bench-idle: venv stack-up
+	@$(ENV) python benchmarks/idle.py
 
 # The whole user path with the real CLI: a demo user, 3 peers, MNIST 10k, an MLP job
 # watched round by round, model.pt in the repository root (deploy/local/demo.sh). It

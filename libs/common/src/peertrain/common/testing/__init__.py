@@ -6,6 +6,7 @@ from .ports import (
     PortHolder,
     ensure_port_free,
     free_port,
+    platform_services,
     port_holder,
     port_in_use,
 )
@@ -18,6 +19,7 @@ __all__ = [
     "ServiceProcess",
     "ensure_port_free",
     "free_port",
+    "platform_services",
     "port_holder",
     "port_in_use",
 ]

@@ -20,6 +20,7 @@ __all__ = [
     "PortHolder",
     "ensure_port_free",
     "free_port",
+    "platform_services",
     "port_holder",
     "port_in_use",
 ]
@@ -96,7 +97,7 @@ def port_holder(port: int) -> PortHolder | None:
     """Who listens on ``127.0.0.1:port``; ``None`` when nobody does."""
     if not port_in_use(port):
         return None
-    platform = _platform_pids()
+    platform = {pid: name for name, pid in platform_services().items()}
     pid = _listener(port, first=list(platform))
     if pid is None:  # not visible to this user: trust the platform's pid file
         service = next((s for s, p in PLATFORM_PORTS.items() if p == port), None)
@@ -117,16 +118,17 @@ def _var_dir() -> Path:
     return Path(explicit) if explicit else _ROOT / ".var"
 
 
-def _platform_pids() -> dict[int, str]:
-    """The platform's running services: pid -> name (from services.sh's pid files)."""
+def platform_services() -> dict[str, int]:
+    """The running platform's services (``make up``): name -> pid, from the pid files
+    ``deploy/local/services.sh`` writes (a stale file's pid is checked, and left out)."""
     found = {}
     for service in PLATFORM_PORTS:
         try:
             pid = int((_var_dir() / "services" / f"{service}.pid").read_text().strip())
         except (OSError, ValueError):
             continue
-        if f"peertrain.{service}" in _command(pid):  # not a stale file's recycled pid
-            found[pid] = service
+        if f"peertrain.{service}" in _command(pid):  # not a recycled pid
+            found[service] = pid
     return found
 
 
