@@ -31,6 +31,7 @@ EVENTS = int(os.environ.get("BENCH_EVENTS", "20000"))
 WRITERS = 4
 PER_APPEND = 10
 PER_STREAM = 100
+STORE = "ferretdb-1.24-postgresql-15"
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -99,7 +100,7 @@ async def main() -> None:
         "events": EVENTS,
         "writers": WRITERS,
         "events_per_append": PER_APPEND,
-        "store": "ferretdb-1.24-postgresql-15" if "27017" in settings.mongo_url else settings.mongo_url,
+        "store": STORE if "27017" in settings.mongo_url else settings.mongo_url,
         "append_events_per_s": round(EVENTS / (appended - started), 1),
         "events_per_s": round(EVENTS / elapsed, 1),
         "relay_lag_p50_ms": round(percentile(lags, 0.50) * 1000, 1),

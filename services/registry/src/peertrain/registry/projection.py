@@ -27,9 +27,6 @@ __all__ = ["Projector", "Rebuilt", "catch_up", "rebuild"]
 
 log = structlog.get_logger(__name__)
 
-REPLAY_BATCH = 100_000
-"""Events per page: on FerretDB each page scans the whole log, so pages are large."""
-
 
 @dataclass(frozen=True)
 class Rebuilt:
@@ -44,9 +41,8 @@ class Rebuilt:
 async def catch_up(event_log: EventLog, directory: Directory) -> int:
     """Fold the peer events appended after the directory's position; returns how many."""
     folded = 0
-    async for event in event_log.read_all(
-        after_position=directory.position, types=PEER_EVENT_TYPES, batch_size=REPLAY_BATCH
-    ):
+    after = directory.position
+    async for event in event_log.read_all(after_position=after, types=PEER_EVENT_TYPES):
         directory.apply(event, strict=False)
         folded += 1
     return folded
