@@ -126,6 +126,8 @@ async def federated(p: Platform, name: str) -> dict[str, Any]:
         events = (await http.get(f"/api/jobs/{job_id}/events")).json()["items"]
         metrics = (await http.get(f"/api/jobs/{job_id}/metrics")).json()
         config = (await http.get(f"/api/jobs/{job_id}/config")).json()
+    if trace := os.environ.get("BENCH_ROUNDS_TRACE"):  # the job's events, to study a round
+        Path(trace).write_text(json.dumps(events, indent=1))
     created = next(_time(e["occurred_at"]) for e in events if e["type"] == "job.created")
     opened = _by_round(events, "round.opened")
     closed = _by_round(events, "round.closed")
