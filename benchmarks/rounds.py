@@ -127,7 +127,7 @@ async def federated(p: Platform, name: str) -> dict[str, Any]:
         metrics = (await http.get(f"/api/jobs/{job_id}/metrics")).json()
         config = (await http.get(f"/api/jobs/{job_id}/config")).json()
     if trace := os.environ.get("BENCH_ROUNDS_TRACE"):  # the job's events, to study a round
-        Path(trace).write_text(json.dumps(events, indent=1))
+        await asyncio.to_thread(Path(trace).write_text, json.dumps(events, indent=1))
     created = next(_time(e["occurred_at"]) for e in events if e["type"] == "job.created")
     opened = _by_round(events, "round.opened")
     closed = _by_round(events, "round.closed")

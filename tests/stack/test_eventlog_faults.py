@@ -1,0 +1,193 @@
+"""The event backbone under store and link faults, on the real servers.
+
+* PostgreSQL (FerretDB's backend) SIGKILLed while 10,000 events are appended, then
+  started again: every append that returned is in the log and reaches a consumer, once
+  in effect (the consumer's inbox absorbs republished copies); none is lost.
+* The link to RabbitMQ hangs for 60 s (a TCP proxy that stops forwarding, not a clean
+  close): the relay keeps the events, delivers all of them within seconds once the link
+  comes back, and nothing is restarted (the broker object, relay and subscriber live on
+  in this process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from pymongo.errors import PyMongoError
+
+from peertrain.common.bus import Inbox, OutboxRelay, Subscriptions, make_broker
+from peertrain.common.eventlog import EventLog
+from peertrain.common.events import NewEvent, RecordedEvent
+from peertrain.common.events.diagnostics import DIAGNOSTIC_PINGED, DiagnosticPinged
+
+
+def ping(n: int, note: str) -> NewEvent:
+    return NewEvent.of(DiagnosticPinged(n=n, note=note), producer="test")
+
+
+async def append_until_stored(
+    log: EventLog, stream: str, events: list[NewEvent], version: int
+) -> list[RecordedEvent]:
+    """Retry one append through an outage: the same event ids, so a retry is idempotent."""
+    delay = 0.2
+    while True:
+        try:
+            return await log.append(stream, events, expected_version=version)
+        except (PyMongoError, ConnectionError, OSError):
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+
+@pytest.mark.timeout(1200)
+async def test_postgres_killed_while_ten_thousand_events_are_appended(
+    event_log: EventLog,
+    broker: Any,
+    mongo: Any,
+    settings: Any,
+    unique: Callable[[str], str],
+    eventually: Any,
+    stack: Callable[..., str],
+) -> None:
+    note = unique("pgkill")
+    applied: Counter[str] = Counter()
+    inbox = Inbox(mongo[settings.own_db], consumer=unique("inbox"))
+
+    async def on_event(event: RecordedEvent) -> None:
+        if event.data.note == note:  # type: ignore[union-attr]
+            applied[event.id] += 1
+
+    subs = Subscriptions(delivery_limit=20)
+    subs.add(unique("test.pgkill"), [DIAGNOSTIC_PINGED], on_event, inbox=inbox)
+    await subs.declare(broker)
+    subs.attach(broker)
+    await broker.start()
+    relay = OutboxRelay(event_log, broker, producer="test")
+    relay.start()
+    returned: list[RecordedEvent] = []
+    try:
+
+        async def writer(w: int) -> None:
+            for s in range(25):
+                for k in range(10):
+                    batch = [ping(k * 10 + j, note) for j in range(10)]
+                    stream = f"pg:{note}:{w}:{s}"
+                    returned.extend(await append_until_stored(event_log, stream, batch, k * 10))
+
+        writers = asyncio.gather(*(writer(w) for w in range(4)))
+        await eventually(lambda: len(returned) >= 2_000, timeout=300, what="first appends")
+        await asyncio.to_thread(stack, "kill", "postgres")
+        killed_at = len(returned)
+        await asyncio.sleep(2)  # appends fail meanwhile and are retried
+        await asyncio.to_thread(stack, "start", "postgres")
+        await asyncio.wait_for(writers, timeout=600)
+        assert killed_at < 10_000  # PostgreSQL really died mid-stream
+        assert len({e.id for e in returned}) == 10_000
+        # every append that returned is in the log, in its stream's order
+        for w in range(4):
+            for s in range(25):
+                stored = await event_log.read_stream(f"pg:{note}:{w}:{s}")
+                assert [e.seq for e in stored] == list(range(1, 101))
+        ids = {e.id for e in returned}
+        await eventually(lambda: ids <= set(applied), timeout=300, what="all consumed")
+        assert max(applied.values()) == 1  # once in effect, duplicates absorbed
+        await eventually(lambda: _outbox_empty(event_log), timeout=120, what="outbox drained")
+    finally:
+        await relay.stop()
+
+
+class HangingProxy:
+    """A TCP proxy to RabbitMQ that can stop forwarding without closing anything."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream_port = upstream_port
+        self.flowing = asyncio.Event()
+        self.flowing.set()
+        self.server: asyncio.Server | None = None
+        self.port = 0
+
+    async def start(self) -> None:
+        self.server = await asyncio.start_server(self._client, "127.0.0.1", 0)
+        self.port = self.server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.server.wait_closed(), 5)
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+        await asyncio.gather(
+            self._pump(reader, up_writer), self._pump(up_reader, writer), return_exceptions=True
+        )
+        for w in (writer, up_writer):
+            w.close()
+
+    async def _pump(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+        while data := await src.read(65536):
+            await self.flowing.wait()  # hung: hold the bytes, keep the sockets open
+            dst.write(data)
+            await dst.drain()
+
+
+@pytest.mark.timeout(900)
+async def test_a_hung_link_to_rabbitmq_loses_nothing_and_recovers_in_seconds(
+    event_log: EventLog,
+    broker: Any,
+    mongo: Any,
+    settings: Any,
+    unique: Callable[[str], str],
+    eventually: Any,
+) -> None:
+    note = unique("hang")
+    seen: set[str] = set()
+    inbox = Inbox(mongo[settings.own_db], consumer=unique("inbox"))
+
+    async def on_event(event: RecordedEvent) -> None:
+        if event.data.note == note:  # type: ignore[union-attr]
+            seen.add(event.id)
+
+    # The consumer talks to RabbitMQ directly; only the relay's link goes through the proxy.
+    subs = Subscriptions(delivery_limit=20)
+    subs.add(unique("test.hang"), [DIAGNOSTIC_PINGED], on_event, inbox=inbox)
+    await subs.declare(broker)
+    subs.attach(broker)
+    await broker.start()
+    proxy = HangingProxy(5672)
+    await proxy.start()
+    url = settings.amqp_url.get_secret_value().replace(":5672/", f":{proxy.port}/")
+    relay_broker = make_broker(url)
+    await relay_broker.connect()
+    relay = OutboxRelay(event_log, relay_broker, producer="test", publish_timeout_s=5.0)
+    relay.start()
+    try:
+        first = await event_log.append(f"h:{note}:0", [ping(0, note)], expected_version=0)
+        await eventually(lambda: first[0].id in seen, what="the link works")
+        proxy.flowing.clear()
+        appended: list[RecordedEvent] = []
+        for k in range(20):  # appends go on while the link hangs: the log is not the bus
+            appended += await event_log.append(
+                f"h:{note}:1", [ping(k * 10 + j, note) for j in range(10)], expected_version=k * 10
+            )
+        await asyncio.sleep(60)
+        assert not ({e.id for e in appended} & seen)  # nothing went through meanwhile
+        assert relay.pending >= len(appended)  # kept, not dropped
+        proxy.flowing.set()
+        ids = {e.id for e in appended}
+        # "within seconds": a generous bound, so a slow machine does not fail it
+        await eventually(lambda: ids <= seen, timeout=60, what="delivered after the hang")
+        await eventually(lambda: _outbox_empty(event_log), timeout=120, what="outbox drained")
+    finally:
+        proxy.flowing.set()
+        await relay.stop()
+        await relay_broker.stop()
+        await proxy.stop()
+
+
+async def _outbox_empty(log: EventLog) -> bool:
+    return await log.count_unpublished() == 0
