@@ -61,11 +61,6 @@ class ServiceSettings(BaseSettings):
     """How long an event no queue is bound for is retried before it is left in the log
     only (a declared queue keeps its bindings while its consumer is down, so this only
     drops events nobody in the deployment consumes). Unset: retried for ever."""
-    relay_poll_interval_s: float = Field(default=1.0, gt=0)
-    """Idle re-check of the outbox. The relay wakes at once on its own process's appends
-    (a service is the only writer of its producer's events), so this only bounds how
-    late it sees events another process left behind; each check is a query (a scan on
-    FerretDB), and five services polling 20 times a second kept FerretDB busy."""
 
     log_level: str = "INFO"
     log_json: bool = True

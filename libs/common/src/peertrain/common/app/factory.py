@@ -114,7 +114,6 @@ async def connect_context(
                 broker,
                 producer=settings.service_name,
                 batch_size=settings.relay_batch_size,
-                poll_interval_s=settings.relay_poll_interval_s,
                 unroutable_grace_s=settings.relay_unroutable_grace_s,
             )
             ctx.relay.start()

@@ -59,8 +59,6 @@ class OutboxRelay:
         Only events with this ``producer`` are relayed (``None``: all).
     batch_size
         Events per pass; they are published concurrently and confirmed together.
-    poll_interval_s
-        Unused since publishing is driven by appends; kept for settings compatibility.
     unroutable_retry_s
         How long an unroutable event waits before it is tried again.
     unroutable_grace_s
@@ -84,7 +82,6 @@ class OutboxRelay:
         *,
         producer: str | None,
         batch_size: int = 2000,
-        poll_interval_s: float = 1.0,
         unroutable_retry_s: float = 5.0,
         unroutable_grace_s: float | None = None,
         publish_timeout_s: float = 10.0,
@@ -95,7 +92,6 @@ class OutboxRelay:
         self.broker = broker
         self.producer = producer
         self.batch_size = batch_size
-        self.poll_interval_s = poll_interval_s
         self.unroutable_retry_s = unroutable_retry_s
         self.unroutable_grace_s = unroutable_grace_s
         self.publish_timeout_s = publish_timeout_s
