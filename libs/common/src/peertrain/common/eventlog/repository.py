@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+import structlog
+
 from peertrain.common.events import EventData, NewEvent, RecordedEvent
 
 from .cache import Cached, StateCache
@@ -27,6 +29,8 @@ from .loader import Loader, StreamStore
 from .log import ConcurrencyError
 
 __all__ = ["Decide", "Repository"]
+
+log = structlog.get_logger(__name__)
 
 S = TypeVar("S")
 
@@ -138,6 +142,7 @@ class Repository(Loader[S]):
                 except ConcurrencyError:
                     if attempt + 1 == attempts:
                         raise
+                    log.info("stream moved under us; deciding again", stream=stream)
                     loaded = await self._refresh(loaded)
         raise AssertionError("unreachable")  # pragma: no cover
 
