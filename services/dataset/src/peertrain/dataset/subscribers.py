@@ -5,8 +5,9 @@
 ``<prefix>.jobs``
     ``job.created`` -> sharding.
 ``<prefix>.projection``
-    the lifecycle events -> the read model (version-guarded), and the removal of a
-    deleted dataset's objects (repeated harmlessly if the route already did it).
+    the lifecycle events -> the read model (version-guarded) and the repository's
+    cache, and the removal of a deleted dataset's objects (repeated harmlessly if the
+    route already did it).
 
 The first two record processed events in an inbox; their effects are also guarded by
 the log itself (a decided dataset is not validated again, a job's sharding stream takes
@@ -41,6 +42,7 @@ def subscribe(ctx: ServiceContext, dctx: DatasetContext) -> None:
         await shard_for_job(dctx, event)
 
     async def on_lifecycle(event: RecordedEvent) -> None:
+        dctx.datasets.observe(event)  # keeps a cached dataset current without a read
         await dctx.views.apply(event)
         if isinstance(event.data, DatasetDeleted):
             await dctx.blobs.delete_prefix(raw_prefix(event.data.dataset_id))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,8 +21,8 @@ import structlog
 from peertrain.common.app import ServiceContext
 from peertrain.common.blobs import BlobStore
 from peertrain.common.bus import PEERS
-from peertrain.common.eventlog import ConcurrencyError
-from peertrain.common.events import EventData, NewEvent, RecordedEvent
+from peertrain.common.eventlog import Repository, Saved
+from peertrain.common.events import EventData, RecordedEvent
 from peertrain.common.events.datasets import (
     DATASET_DELETED,
     DATASET_REJECTED,
@@ -38,10 +38,7 @@ from peertrain.common.events.peers import PEER_EVENT_TYPES
 from peertrain.common.events.tasks import (
     CancelMessage,
     Download,
-    TaskAcceptedBody,
-    TaskFailedBody,
     TaskMessage,
-    TaskProgressBody,
     UploadForm,
     peer_message_key,
 )
@@ -49,11 +46,10 @@ from peertrain.common.events.training import (
     JOB_EVENT_TYPES,
     JobCancelled,
     JobConfigured,
+    RoundClosed,
+    RoundFailed,
     ShardPlan,
-    TaskAccepted,
     TaskAssigned,
-    TaskFailed,
-    TaskProgress,
 )
 from peertrain.common.ids import new_id
 from peertrain.common.security import PeerMessage, Principal
@@ -63,9 +59,11 @@ from peertrain.common.specs import parse_model_spec as _model
 from .config import OrchestratorSettings
 from .domain import Directory, Env, Job, reconcile
 from .domain.errors import JobNotFound, JobStateConflict
+from .domain.reports import decide_report
 from .domain.request import JobRequest, plan_job
 from .metrics import JOBS, JOBS_FINISHED, ROUND_DURATION, ROUND_PEERS, ROUNDS_CLOSED, TASKS
 from .metrics import TASKS_DISPATCHED as DISPATCHED
+from .streams import JOB_FOLD, JobsCache
 
 __all__ = ["FACT_TYPES", "PRODUCER", "Orchestrator"]
 
@@ -83,6 +81,8 @@ FACT_TYPES: tuple[str, ...] = (
 """What other services append that the orchestrator acts on."""
 MAX_STEPS = 20
 
+DecideJob = Callable[[Job], Sequence[EventData]]
+
 
 def _job_id_of(event: RecordedEvent) -> str | None:
     kind, _, rest = event.stream.partition(":")
@@ -93,6 +93,14 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _reconciled(env: Env) -> DecideJob:
+    return lambda job: reconcile(job, env)
+
+
+def _configured_once(configured: JobConfigured) -> DecideJob:
+    return lambda job: [configured] if job.configured is None and job.terminal is None else []
+
+
 class Orchestrator:
     """Jobs in memory, advanced by facts and the clock, persisted as events."""
 
@@ -101,6 +109,9 @@ class Orchestrator:
         self.settings = settings
         self.directory = Directory()
         self.jobs: dict[str, Job] = {}
+        self.repository: Repository[Job] = Repository(
+            ctx.log, JOB_FOLD, producer=PRODUCER, cache=JobsCache(self.jobs)
+        )
         self.lock = asyncio.Lock()
         self.ready = False
 
@@ -175,41 +186,42 @@ class Orchestrator:
     async def _advance(self, job: Job) -> None:
         for _ in range(MAX_STEPS):
             if job.terminal is None and job.sharded is not None and job.configured is None:
-                await self._append(job, [await self._configure(job)])
+                saved = await self._execute(job, _configured_once(await self._configure(job)))
+                job = saved.state
                 continue
             env = Env(
                 now=_now(),
                 online=frozenset(self.directory.online_peers()),
                 max_attempts=self.settings.max_round_attempts,
             )
-            events = reconcile(job, env)
-            if not events:
+            saved = await self._execute(job, _reconciled(env))
+            if not saved.events:
                 return
-            await self._append(job, events)
+            job = saved.state
         log.warning("job did not settle", job_id=job.job_id)
 
-    async def _append(self, job: Job, datas: Iterable[EventData], actor: str | None = None) -> None:
-        events = [
-            NewEvent.of(d, producer=PRODUCER, actor=actor, correlation_id=job.job_id) for d in datas
-        ]
-        try:
-            recorded = await self.ctx.log.append(
-                job_stream(job.job_id), events, expected_version=job.version
-            )
-        except ConcurrencyError:
-            log.warning("job stream moved under us; reloading", job_id=job.job_id)
-            await self._reload(job.job_id)
-            raise
-        for event in recorded:
-            job.apply(event)
-            self._observe(job, event)
+    async def _execute(
+        self, job: Job, decide: DecideJob, *, actor: str | None = None, retries: int | None = None
+    ) -> Saved[Job]:
+        """Decide on the job and append to its stream (deciding again on the caught-up
+        job if the stream moved under us)."""
+        saved = await self.repository.execute(
+            job_stream(job.job_id),
+            decide,
+            retries=retries,
+            actor=actor,
+            correlation_id=job.job_id,
+        )
+        for event in saved.events:
+            self._observe(saved.state, event)
+        return saved
 
     def _observe(self, job: Job, event: RecordedEvent) -> None:
         kind = event.type
         if kind.startswith("task."):
             TASKS.labels(kind=kind.partition(".")[2]).inc()
-        elif kind in ("round.closed", "round.failed"):
-            rnd = job.current
+        elif isinstance(event.data, RoundClosed | RoundFailed):
+            rnd = job.rounds.get((event.data.round, event.data.attempt))
             outcome = "closed" if kind == "round.closed" else "failed"
             ROUNDS_CLOSED.labels(outcome=outcome, reason=rnd.close_reason if rnd else "").inc()
             if rnd is not None and rnd.closed_at is not None:
@@ -219,14 +231,6 @@ class Orchestrator:
         elif kind in ("job.completed", "job.failed", "job.cancelled"):
             JOBS_FINISHED.labels(state=kind.partition(".")[2]).inc()
         log.info("job event", job_id=job.job_id, type=kind, seq=event.seq)
-
-    async def _reload(self, job_id: str) -> Job:
-        job = Job(job_id)
-        for stream in (job_stream(job_id), model_stream(job_id), sharding_stream(job_id)):
-            for event in await self.ctx.log.read_stream(stream):
-                job.apply(event)
-        self.jobs[job_id] = job
-        return job
 
     def _gauge(self) -> None:
         counts: dict[str, int] = dict.fromkeys(
@@ -323,7 +327,7 @@ class Orchestrator:
             job = Job(job_id)
             self.jobs[job_id] = job
             try:
-                await self._append(job, [created], actor=who.subject)
+                await self._execute(job, lambda _: [created], actor=who.subject, retries=0)
             except Exception:
                 self.jobs.pop(job_id, None)
                 raise
@@ -334,13 +338,16 @@ class Orchestrator:
         """Cancel a running job; its peers are told to stop."""
         async with self.lock:
             job = self.get(job_id, who)
-            if job.terminal is not None:
-                raise JobStateConflict(
-                    f"job {job_id!r} is already {job.terminal}", detail={"state": job.terminal}
-                )
-            await self._append(
-                job, [JobCancelled(job_id=job_id, by=who.subject)], actor=who.subject
-            )
+
+            def decide(current: Job) -> list[EventData]:
+                if current.terminal is not None:
+                    raise JobStateConflict(
+                        f"job {job_id!r} is already {current.terminal}",
+                        detail={"state": current.terminal},
+                    )
+                return [JobCancelled(job_id=job_id, by=who.subject)]
+
+            job = (await self._execute(job, decide, actor=who.subject)).state
             self._gauge()
             return job
 
@@ -360,38 +367,11 @@ class Orchestrator:
                     kind=message.kind,
                 )
                 return
-            if job.terminal is not None or task.shard != body.shard:
-                return
-            common = {
-                "job_id": job.job_id,
-                "task_id": task.task_id,
-                "round": task.round,
-                "shard": task.shard,
-                "peer_id": task.peer_id,
-            }
-            data: EventData
-            if isinstance(body, TaskAcceptedBody):
-                if task.state != "assigned":
-                    return
-                data = TaskAccepted(**common, device=body.device)
-            elif isinstance(body, TaskProgressBody):
-                data = TaskProgress(
-                    **common,
-                    epoch=body.epoch,
-                    epochs=body.epochs,
-                    loss=body.loss,
-                    accuracy=body.accuracy,
-                    samples=body.samples,
-                    duration_s=body.duration_s,
-                )
-            elif isinstance(body, TaskFailedBody):
-                if not task.open:
-                    return
-                data = TaskFailed(**common, error=body.error, traceback=body.traceback)
-            else:  # pragma: no cover - the subscription only parses these kinds
-                return
-            await self._append(job, [data], actor=message.peer_id)
-            await self._advance(job)
+            saved = await self._execute(
+                job, lambda j: decide_report(j, message.peer_id, body), actor=message.peer_id
+            )
+            if saved.events:
+                await self._advance(saved.state)
 
     async def dispatch(self, event: RecordedEvent) -> None:
         """``task.assigned`` -> the task message; ``job.cancelled`` -> cancel messages."""

@@ -63,6 +63,15 @@ class Directory:
         self._dirty.add(peer_id)
         return Applied.APPLIED
 
+    def put(self, record: PeerRecord) -> None:
+        """Keep ``record``, folded elsewhere (the repository), unless it is not newer."""
+        current = self._records.get(record.peer_id)
+        if current is not None and current.version >= record.version:
+            return
+        self._records[record.peer_id] = record
+        self.position = max(self.position, record.position)
+        self._dirty.add(record.peer_id)
+
     def take_dirty(self) -> list[PeerRecord]:
         """The records changed since the last call (and forget that they were)."""
         dirty, self._dirty = self._dirty, set()

@@ -1,35 +1,72 @@
-"""Appending to peer streams: load, decide, append with the expected version, retry.
+"""Appending to peer streams, through the aggregate repository.
 
 Every change the registry makes to a peer goes through :meth:`PeerStreams.execute`
-with a *decide* function (see :mod:`.domain.peer`): the decision is taken on the
-record as the log has it, appended at that record's version, and retried after
-catching up if someone else appended first. Appended events are folded into the
-directory at once, so a read right after a write sees it.
+with a *decide* function (see :mod:`.domain.peer`): the repository decides on the
+record as the log has it, appends at that record's version, and decides again after
+catching up if someone else appended first. The directory is the repository's cache
+(:class:`DirectoryCache`), so appended events are folded into the read model at once
+and a read right after a write sees it.
 """
 
 from __future__ import annotations
 
-import asyncio
-import zlib
 from collections.abc import Callable
 
 import structlog
 
-from peertrain.common.eventlog import ConcurrencyError, EventLog
-from peertrain.common.events import EventData, NewEvent, RecordedEvent
+from peertrain.common.eventlog import Cached, EventLog, Fold, Observed, Repository
+from peertrain.common.events import EventData, RecordedEvent
 from peertrain.common.events.peers import peer_stream
 
-from .directory import Applied, Directory
-from .domain.peer import PeerRecord
+from .directory import Directory
+from .domain.peer import PeerRecord, apply
 
-__all__ = ["Decide", "PeerStreams"]
+__all__ = ["PEER_FOLD", "Decide", "DirectoryCache", "PeerStreams"]
 
 log = structlog.get_logger(__name__)
 
 Decide = Callable[[PeerRecord], list[EventData]]
 
-_LOCKS = 256
+PEER_FOLD: Fold[PeerRecord] = Fold(
+    initial=lambda stream: PeerRecord(peer_id=stream.partition(":")[2]), apply=apply
+)
+"""A ``peer:<id>`` stream folded into its :class:`PeerRecord`."""
+
 _ATTEMPTS = 5
+
+
+class DirectoryCache:
+    """The directory as the repository's cache: one copy of every peer record.
+
+    A record is never dropped from here (the directory is the read model): an entry the
+    repository stops trusting is marked stale instead, and read on at the next load.
+    Streams with nothing in them are not added.
+    """
+
+    def __init__(self, directory: Directory) -> None:
+        self.directory = directory
+        self._stale: set[str] = set()
+
+    def get(self, stream: str) -> Cached[PeerRecord] | None:
+        """The peer's record, if the directory has one."""
+        record = self.directory.get(stream.partition(":")[2])
+        if record is None:
+            return None
+        return Cached(record, record.version, stale=stream in self._stale)
+
+    def put(self, stream: str, entry: Cached[PeerRecord]) -> None:
+        """Keep the record in the directory (never an older one)."""
+        if entry.version == 0:
+            return
+        if entry.stale:
+            self._stale.add(stream)
+        else:
+            self._stale.discard(stream)
+        self.directory.put(entry.state)
+
+    def discard(self, stream: str) -> None:
+        """Mark the record stale (it stays in the read model)."""
+        self._stale.add(stream)
 
 
 class PeerStreams:
@@ -46,36 +83,23 @@ class PeerStreams:
     """
 
     def __init__(self, log: EventLog, directory: Directory, *, producer: str) -> None:
-        self.log = log
         self.directory = directory
-        self.producer = producer
-        self._locks = [asyncio.Lock() for _ in range(_LOCKS)]
-
-    def _lock(self, peer_id: str) -> asyncio.Lock:
-        return self._locks[zlib.crc32(peer_id.encode()) % _LOCKS]
-
-    async def catch_up(self, peer_id: str) -> PeerRecord:
-        """Fold whatever the log holds beyond what the directory knows of ``peer_id``."""
-        known = self.directory.get(peer_id)
-        after = known.version if known else 0
-        for event in await self.log.read_stream(peer_stream(peer_id), after_seq=after):
-            self.directory.apply(event, strict=False)
-        return self.directory.get(peer_id) or PeerRecord(peer_id=peer_id)
+        self.repository: Repository[PeerRecord] = Repository(
+            log,
+            PEER_FOLD,
+            producer=producer,
+            cache=DirectoryCache(directory),
+            retries=_ATTEMPTS - 1,
+        )
 
     async def observe(self, event: RecordedEvent) -> None:
         """An event seen on the bus: fold it, reading the stream first if it is ahead."""
-        if self.directory.apply(event) is Applied.GAP:
-            peer_id = event.stream.partition(":")[2]
-            async with self._lock(peer_id):
-                await self.catch_up(peer_id)
+        if self.repository.observe(event) in (Observed.GAP, Observed.UNKNOWN):
+            await self.repository.load(event.stream, refresh=True)
 
     async def record(self, peer_id: str) -> PeerRecord:
         """The peer as the log has it (reading its stream if the directory lacks it)."""
-        known = self.directory.get(peer_id)
-        if known is not None:
-            return known
-        async with self._lock(peer_id):
-            return await self.catch_up(peer_id)
+        return (await self.repository.load(peer_stream(peer_id))).state
 
     async def execute(
         self,
@@ -89,34 +113,24 @@ class PeerStreams:
         """Decide on the current record and append the answer; ``[]`` if nothing to do.
 
         Peers the log does not know (no ``peer.enrolled``) are never written to.
+
+        Raises
+        ------
+        ConcurrencyError
+            If the stream kept moving through every attempt.
         """
-        async with self._lock(peer_id):
-            record = self.directory.get(peer_id) or await self.catch_up(peer_id)
-            for _ in range(_ATTEMPTS):
-                if not record.enrolled:
-                    log.warning("ignoring a peer the log does not know", peer_id=peer_id)
-                    return []
-                decided = decide(record)
-                if not decided:
-                    return []
-                new = [
-                    NewEvent.of(
-                        d,
-                        producer=self.producer,
-                        actor=actor,
-                        correlation_id=correlation_id,
-                        causation=causation,
-                    )
-                    for d in decided
-                ]
-                try:
-                    recorded = await self.log.append(
-                        peer_stream(peer_id), new, expected_version=record.version
-                    )
-                except ConcurrencyError:
-                    record = await self.catch_up(peer_id)
-                    continue
-                for event in recorded:
-                    self.directory.apply(event, strict=False)
-                return recorded
-            raise ConcurrencyError(peer_stream(peer_id), record.version)
+
+        def known(record: PeerRecord) -> list[EventData]:
+            if not record.enrolled:
+                log.warning("ignoring a peer the log does not know", peer_id=peer_id)
+                return []
+            return decide(record)
+
+        saved = await self.repository.execute(
+            peer_stream(peer_id),
+            known,
+            actor=actor,
+            correlation_id=correlation_id,
+            causation=causation,
+        )
+        return list(saved.events)

@@ -1,4 +1,9 @@
-"""What every aggregator use case works with: connections, caches, per-job locks."""
+"""What every aggregator use case works with: connections, caches, per-job locks.
+
+A job's state folds the orchestrator's ``job:<id>`` and this service's own
+``model:<id>`` stream; the aggregate repository keeps it, keyed by the model stream
+(the one appended to here).
+"""
 
 from __future__ import annotations
 
@@ -13,8 +18,8 @@ from peertrain.aggregator.config import AggregatorSettings
 from peertrain.aggregator.domain import JobState
 from peertrain.common.app import ServiceContext
 from peertrain.common.blobs import BlobStore
-from peertrain.common.eventlog import EventLog
-from peertrain.common.events import EventData, NewEvent, RecordedEvent
+from peertrain.common.eventlog import EventLog, Fold, Loaded, Repository
+from peertrain.common.events import EventData, RecordedEvent
 from peertrain.common.events.jobs import job_stream
 from peertrain.common.events.models import model_stream
 
@@ -25,22 +30,40 @@ __all__ = ["AggregatorContext"]
 log = structlog.get_logger(__name__)
 
 
+def _apply(state: JobState, event: RecordedEvent) -> JobState:
+    state.apply(event)
+    return state
+
+
+MODEL_FOLD: Fold[JobState] = Fold(
+    initial=lambda stream: JobState(stream.partition(":")[2]),
+    apply=_apply,
+    streams=lambda stream: (job_stream(stream.partition(":")[2]), stream),
+)
+"""A job as the aggregator sees it, keyed by ``model:<id>``: a first load reads the job
+stream, then the model stream."""
+
+
 @dataclass
 class AggregatorContext:
     """The service's resources and its per-job working memory.
 
-    Everything cached here is rebuildable from the log and the bucket: ``states`` is
-    caught up from the log before every decision, ``rounds`` (running accumulators) is
-    used only when it holds exactly what a closing round includes, and ``bases`` only
-    when its version matches.
+    Everything cached here is rebuildable from the log and the bucket: the job states
+    in ``models`` are caught up from the log before every decision, ``rounds`` (running
+    accumulators) is used only when it holds exactly what a closing round includes, and
+    ``bases`` only when its version matches.
     """
 
     ctx: ServiceContext
     settings: AggregatorSettings
-    states: dict[str, JobState] = field(default_factory=dict)
     rounds: dict[str, RoundWork] = field(default_factory=dict)
     bases: dict[str, tuple[int, dict[str, torch.Tensor]]] = field(default_factory=dict)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    models: Repository[JobState] = field(init=False)
+    """Job states by model stream: loaded, appended to, cached (least recent out)."""
+
+    def __post_init__(self) -> None:
+        self.models = Repository(self.ctx.log, MODEL_FOLD, producer=self.settings.service_name)
 
     @property
     def log(self) -> EventLog:
@@ -64,37 +87,28 @@ class AggregatorContext:
 
         A job seen for the first time is read from both of its streams. After that the
         cache is kept current without reading (a read scans the whole log on FerretDB):
-        the model stream is this service's own (every append is folded in), and a job
-        event that is the next of its stream is folded straight in. The job stream is
+        the model stream is this service's own (every append is folded in; after a
+        conflict it is read on from its version), and a job event that is the next of
+        its stream is folded straight in. The job stream is
         read again only when ``event`` shows a gap, or when the caller asks
         (``catch_up``: an update names a task the cache does not know yet).
         """
-        state = self.states.get(job_id)
-        if state is None:
-            state = JobState(job_id)
-            for stream in (job_stream(job_id), model_stream(job_id)):
-                for recorded in await self.log.read_stream(stream):
-                    state.apply(recorded)
-        else:
-            own = event is not None and event.stream == job_stream(job_id)
-            if own and event is not None and event.seq == state.job_seq + 1:
-                state.apply(event)
-            elif catch_up or (own and event is not None and event.seq > state.job_seq):
-                for recorded in await self.log.read_stream(
-                    job_stream(job_id), after_seq=state.job_seq
-                ):
-                    state.apply(recorded)
-        if state.job_seq or state.model_seq:
-            self.states[job_id] = state
+        stream = model_stream(job_id)
+        first = self.models.cached(stream) is None
+        state = (await self.models.load(stream)).state  # a stale one reads on its own stream
+        if first:
+            return state  # both streams were just read
+        own = event is not None and event.stream == job_stream(job_id)
+        if own and event is not None and event.seq == state.job_seq + 1:
+            state.apply(event)
+        elif catch_up or (own and event is not None and event.seq > state.job_seq):
+            for recorded in await self.log.read_stream(job_stream(job_id), after_seq=state.job_seq):
+                state.apply(recorded)
         return state
 
     async def read_only(self, job_id: str) -> JobState:
         """The job's state read afresh from the log (for HTTP readers; caches nothing)."""
-        state = JobState(job_id)
-        for stream in (job_stream(job_id), model_stream(job_id)):
-            for event in await self.log.read_stream(stream):
-                state.apply(event)
-        return state
+        return (await self.models.read(model_stream(job_id))).state
 
     async def append(
         self,
@@ -110,24 +124,13 @@ class AggregatorContext:
         ------
         ConcurrencyError
             When the stream moved (another writer): the message is retried, and the
-            caught-up state then decides again (it finds the work done).
+            state, caught up by then, decides again (it finds the work done).
         """
-        events = [
-            NewEvent.of(
-                d,
-                producer=self.settings.service_name,
-                actor=actor,
-                correlation_id=state.job_id,
-                causation=causation,
-            )
-            for d in data
-        ]
-        recorded = await self.log.append(
-            model_stream(state.job_id), events, expected_version=state.model_seq
+        loaded = Loaded(model_stream(state.job_id), state, state.model_seq)
+        saved = await self.models.save(
+            loaded, data, causation=causation, actor=actor, correlation_id=state.job_id
         )
-        for event in recorded:
-            state.apply(event)
-        return recorded
+        return list(saved.events)
 
     def forget(self, job_id: str) -> None:
         """Drop a finished job's working memory (its state is in the log)."""
@@ -135,5 +138,5 @@ class AggregatorContext:
         if work is not None:
             work.close()
         self.bases.pop(job_id, None)
-        self.states.pop(job_id, None)
+        self.models.forget(model_stream(job_id))
         log.info("job forgotten", job_id=job_id)

@@ -8,7 +8,6 @@ from peertrain.auth.domain.accounts import ADMIN_ROLES, USER_ROLES, validate_use
 from peertrain.auth.domain.errors import UsernameTaken
 from peertrain.auth.store import UserRecord
 from peertrain.common.errors import Conflict, NotFound
-from peertrain.common.eventlog import ConcurrencyError
 from peertrain.common.events.users import UserDisabled, UserRegistered
 from peertrain.common.ids import new_id
 
@@ -50,9 +49,12 @@ async def _create(
 async def _record_registered(
     auth: AuthContext, user: UserRecord, event_id: str, *, actor: str
 ) -> None:
+    """``user.registered`` as the stream's first event (again: the same event, stored
+    once); a stream that has other events already is left as it is."""
     data = UserRegistered(user_id=user.id, username=user.username, roles=user.roles)
-    await auth.append(
-        user_stream(user.id), data, expected_version=0, actor=actor, event_id=event_id
+    event = auth.event(data, actor=actor, event_id=event_id)
+    await auth.streams.execute(
+        user_stream(user.id), lambda version: [] if version else [event], new=True
     )
     await auth.users.event_recorded(user.id)
 
@@ -106,10 +108,7 @@ async def record_pending(auth: AuthContext) -> int:
     """Append the ``user.registered`` events a crash may have left out (idempotent)."""
     pending = await auth.users.pending()
     for user, event_id in pending:
-        try:
-            await _record_registered(auth, user, event_id, actor=user.id)
-        except ConcurrencyError:  # the stream has it (or more): nothing is missing
-            await auth.users.event_recorded(user.id)
+        await _record_registered(auth, user, event_id, actor=user.id)
     return len(pending)
 
 
@@ -133,20 +132,8 @@ async def disable_user(
     if user.id == actor:
         raise Conflict("you cannot disable your own account")
     if not user.disabled:
-        stream = user_stream(user.id)
-        for attempt in range(3):
-            version = await auth.log.stream_version(stream)
-            try:
-                await auth.append(
-                    stream,
-                    UserDisabled(user_id=user.id, reason=reason),
-                    expected_version=version,
-                    actor=actor,
-                )
-                break
-            except ConcurrencyError:
-                if attempt == 2:
-                    raise
+        event = auth.event(UserDisabled(user_id=user.id, reason=reason), actor=actor)
+        await auth.streams.execute(user_stream(user.id), lambda _: [event], retries=2, refresh=True)
     await apply_disabled(auth, user.id)
     return await auth.users.get(user.id) or user
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import structlog
@@ -16,8 +16,8 @@ from peertrain.auth.domain.passwords import PasswordPolicy
 from peertrain.auth.domain.tokens import access_claims
 from peertrain.auth.store import KeyStore, PeerStore, SessionStore, ThrottleStore, UserStore
 from peertrain.common.app import ServiceContext
-from peertrain.common.eventlog import EventLog
-from peertrain.common.events import EventData, NewEvent, RecordedEvent
+from peertrain.common.eventlog import VERSION_ONLY, EventLog, Repository
+from peertrain.common.events import EventData, NewEvent
 from peertrain.common.security import ACCESS_TOKEN_TYPE, ALGORITHMS, Security
 
 __all__ = ["AuthContext", "IssuedTokens"]
@@ -49,6 +49,12 @@ class AuthContext:
     hasher: PasswordHasher
     policy: PasswordPolicy
     hash_slots: asyncio.Semaphore
+    streams: Repository[int] = field(init=False)
+    """Appends to auth's streams (``user:``, ``peer:`` enrollment, ``auth:keys``,
+    ``family:``): auth decides on their versions only."""
+
+    def __post_init__(self) -> None:
+        self.streams = Repository(self.log, VERSION_ONLY, producer=PRODUCER)
 
     @classmethod
     def build(cls, ctx: ServiceContext, settings: AuthSettings, security: Security) -> AuthContext:
@@ -127,23 +133,13 @@ class AuthContext:
 
     # -- events ---------------------------------------------------------------------------
 
-    async def append(
-        self,
-        stream: str,
-        data: EventData,
-        *,
-        expected_version: int,
-        actor: str | None,
-        event_id: str | None = None,
-    ) -> RecordedEvent:
-        """Append one event, correlated with the current request."""
+    def event(self, data: EventData, *, actor: str | None, event_id: str | None = None) -> NewEvent:
+        """One event to append, correlated with the current request."""
         request_id = structlog.contextvars.get_contextvars().get("request_id")
-        event = NewEvent.of(
+        return NewEvent.of(
             data,
             producer=PRODUCER,
             actor=actor,
             correlation_id=request_id if isinstance(request_id, str) else None,
             event_id=event_id,
         )
-        recorded = await self.log.append(stream, [event], expected_version=expected_version)
-        return recorded[0]

@@ -37,14 +37,9 @@ async def published(auth: AuthContext) -> list[PublicJwk]:
 async def _announce(
     auth: AuthContext, keys: list[PublicJwk], active_kid: str, actor: str | None
 ) -> None:
-    version = await auth.log.stream_version(AUTH_KEYS_STREAM)
-    try:
-        await auth.append(
-            AUTH_KEYS_STREAM,
-            KeysRotated(keys=tuple(keys), active_kid=active_kid),
-            expected_version=version,
-            actor=actor,
-        )
+    event = auth.event(KeysRotated(keys=tuple(keys), active_kid=active_kid), actor=actor)
+    try:  # decided on the stream as it is now; a rotation that races this one wins
+        await auth.streams.execute(AUTH_KEYS_STREAM, lambda _: [event], retries=0, refresh=True)
     except ConcurrencyError:
         raise Conflict("another key rotation is in progress; try again") from None
     await auth.security.refresh()

@@ -9,7 +9,6 @@ from peertrain.auth.domain.errors import InvalidEnrollmentToken, InvalidPeerCred
 from peertrain.auth.domain.tokens import digest, new_enrollment_token, new_peer_secret
 from peertrain.auth.store import EnrollmentRecord, PeerRecord
 from peertrain.common.errors import NotFound
-from peertrain.common.eventlog import ConcurrencyError
 from peertrain.common.events.peers import PeerEnrolled, peer_stream
 from peertrain.common.ids import new_id
 from peertrain.common.security import ROLE_PEER, Principal
@@ -99,9 +98,12 @@ async def enroll(auth: AuthContext, token: str, name: str) -> tuple[PeerRecord, 
 
 
 async def _record_enrolled(auth: AuthContext, peer: PeerRecord, event_id: str) -> None:
+    """``peer.enrolled`` as the stream's first event (again: the same event, stored once);
+    a stream that has other events already is left as it is."""
     data = PeerEnrolled(peer_id=peer.id, owner_id=peer.owner_id, name=peer.name)
-    await auth.append(
-        peer_stream(peer.id), data, expected_version=0, actor=peer.owner_id, event_id=event_id
+    event = auth.event(data, actor=peer.owner_id, event_id=event_id)
+    await auth.streams.execute(
+        peer_stream(peer.id), lambda version: [] if version else [event], new=True
     )
     await auth.peers.event_recorded(peer.id)
 
@@ -110,10 +112,7 @@ async def record_pending(auth: AuthContext) -> int:
     """Append the ``peer.enrolled`` events a crash may have left out (idempotent)."""
     pending = await auth.peers.pending()
     for peer, event_id in pending:
-        try:
-            await _record_enrolled(auth, peer, event_id)
-        except ConcurrencyError:
-            await auth.peers.event_recorded(peer.id)
+        await _record_enrolled(auth, peer, event_id)
     return len(pending)
 
 

@@ -111,12 +111,9 @@ async def _reuse_detected(auth: AuthContext, family: Family) -> None:
     if not await auth.sessions.revoke(family.id, now=auth.now(), reason="refresh token reuse"):
         return  # already revoked by a concurrent detection: one event is enough
     log.warning("refresh token reuse: family revoked", family_id=family.id, user_id=family.user_id)
-    await auth.append(
-        _family_stream(family.id),
-        RefreshReuseDetected(user_id=family.user_id, family_id=family.id),
-        expected_version=0,
-        actor=family.user_id,
-    )
+    data = RefreshReuseDetected(user_id=family.user_id, family_id=family.id)
+    new = auth.streams.new(_family_stream(family.id))  # one event per family, ever
+    await auth.streams.save(new, [auth.event(data, actor=family.user_id)])
 
 
 async def logout(auth: AuthContext, token: str) -> None:

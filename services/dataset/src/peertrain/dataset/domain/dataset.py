@@ -14,7 +14,7 @@ from peertrain.common.events.datasets import (
     DatasetValidated,
 )
 
-__all__ = ["DatasetState", "Status", "fold", "raw_prefix"]
+__all__ = ["DatasetState", "Status", "apply", "fold", "raw_prefix"]
 
 Status = Literal["validating", "validated", "rejected", "deleted"]
 
@@ -47,23 +47,25 @@ class DatasetState:
         return self.owner_id == user_id and self.status != "deleted"
 
 
+def apply(state: DatasetState | None, event: RecordedEvent) -> DatasetState | None:
+    """Fold one event of the dataset's stream (None until it is uploaded)."""
+    data = event.data
+    if isinstance(data, DatasetUploaded):
+        return DatasetState(data.dataset_id, data.owner_id, "validating", event.seq, uploaded=data)
+    if state is None:
+        return None
+    if isinstance(data, DatasetValidated):
+        return replace(state, status="validated", validated=data, version=event.seq)
+    if isinstance(data, DatasetRejected):
+        return replace(state, status="rejected", rejected=data, version=event.seq)
+    if isinstance(data, DatasetDeleted):
+        return replace(state, status="deleted", version=event.seq)
+    return replace(state, version=event.seq)
+
+
 def fold(events: Sequence[RecordedEvent]) -> DatasetState | None:
     """The state after ``events`` (one dataset's stream, in order); None if not uploaded."""
     state: DatasetState | None = None
     for event in events:
-        data = event.data
-        if isinstance(data, DatasetUploaded):
-            state = DatasetState(
-                data.dataset_id, data.owner_id, "validating", event.seq, uploaded=data
-            )
-        elif state is None:
-            continue
-        elif isinstance(data, DatasetValidated):
-            state = replace(state, status="validated", validated=data, version=event.seq)
-        elif isinstance(data, DatasetRejected):
-            state = replace(state, status="rejected", rejected=data, version=event.seq)
-        elif isinstance(data, DatasetDeleted):
-            state = replace(state, status="deleted", version=event.seq)
-        else:
-            state = replace(state, version=event.seq)
+        state = apply(state, event)
     return state

@@ -15,17 +15,20 @@ import structlog
 
 from peertrain.common.app import ServiceContext
 from peertrain.common.blobs import BlobStore
-from peertrain.common.eventlog import EventLog
-from peertrain.common.events import NewEvent, RecordedEvent
+from peertrain.common.eventlog import VERSION_ONLY, Decide, EventLog, Fold, Repository, Saved
+from peertrain.common.events import RecordedEvent
 from peertrain.common.events.datasets import dataset_stream
 from peertrain.dataset.config import DatasetSettings
-from peertrain.dataset.domain.dataset import DatasetState, fold
+from peertrain.dataset.domain.dataset import DatasetState, apply
 from peertrain.dataset.domain.limits import Limits
 from peertrain.dataset.projections import DatasetViews
 
 __all__ = ["DatasetContext"]
 
 log = structlog.get_logger(__name__)
+
+DATASET_FOLD: Fold[DatasetState | None] = Fold(initial=lambda _stream: None, apply=apply)
+"""A ``dataset:<id>`` stream folded into its :class:`DatasetState` (None until uploaded)."""
 
 
 @dataclass
@@ -37,6 +40,16 @@ class DatasetContext:
     views: DatasetViews
     limits: Limits
     work_slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(1))
+    datasets: Repository[DatasetState | None] = field(init=False)
+    """Datasets: load, decide, append (kept current by this service's appends and by the
+    lifecycle events it projects)."""
+    sharding: Repository[int] = field(init=False)
+    """``sharding:<job>`` streams: one outcome each, so only their version matters."""
+
+    def __post_init__(self) -> None:
+        producer = self.settings.service_name
+        self.datasets = Repository(self.ctx.log, DATASET_FOLD, producer=producer)
+        self.sharding = Repository(self.ctx.log, VERSION_ONLY, producer=producer)
 
     @classmethod
     def build(cls, ctx: ServiceContext, settings: DatasetSettings) -> DatasetContext:
@@ -66,20 +79,43 @@ class DatasetContext:
         return self.settings.service_name
 
     async def load(self, dataset_id: str) -> DatasetState | None:
-        """Fold the dataset's stream."""
-        return fold(await self.log.read_stream(dataset_stream(dataset_id)))
+        """The dataset as the log has it now (only what followed the cached state is read)."""
+        return (await self.datasets.load(dataset_stream(dataset_id), refresh=True)).state
 
-    async def append(
-        self, stream: str, events: list[NewEvent], *, expected_version: int
-    ) -> list[RecordedEvent]:
-        """Append to the log, then update the read model at once (read-your-writes)."""
-        recorded = await self.log.append(stream, events, expected_version=expected_version)
+    async def execute(
+        self,
+        dataset_id: str,
+        decide: Decide[DatasetState | None],
+        *,
+        retries: int | None = None,
+        refresh: bool = False,
+        new: bool = False,
+        actor: str | None = None,
+        correlation_id: str | None = None,
+        causation: RecordedEvent | None = None,
+    ) -> Saved[DatasetState | None]:
+        """Decide on the dataset and append (see :meth:`Repository.execute`), then update
+        the read model at once (read-your-writes)."""
+        saved = await self.datasets.execute(
+            dataset_stream(dataset_id),
+            decide,
+            retries=retries,
+            refresh=refresh,
+            new=new,
+            actor=actor,
+            correlation_id=correlation_id,
+            causation=causation,
+        )
         try:
-            for event in recorded:
+            for event in saved.events:
                 await self.views.apply(event)
         except Exception as exc:  # the projection subscriber applies it later
-            log.warning("read model update deferred", error=repr(exc), stream=stream)
-        return recorded
+            log.warning(
+                "read model update deferred",
+                error=repr(exc),
+                stream=dataset_stream(dataset_id),
+            )
+        return saved
 
     def sweep_work_dir(self) -> int:
         """Remove scratch folders left by processes that died (their pid is gone)."""

@@ -7,9 +7,8 @@ from typing import Any
 
 from peertrain.common.blobs import BlobNotFound
 from peertrain.common.eventlog import ConcurrencyError
-from peertrain.common.events import NewEvent
-from peertrain.common.events.datasets import DatasetDeleted, dataset_stream
-from peertrain.dataset.domain.dataset import raw_prefix
+from peertrain.common.events.datasets import DatasetDeleted
+from peertrain.dataset.domain.dataset import DatasetState, raw_prefix
 from peertrain.dataset.domain.errors import DatasetNotFound, DatasetNotReady
 from peertrain.dataset.projections import schema_key
 
@@ -64,17 +63,16 @@ async def preview(dctx: DatasetContext, dataset_id: str, user_id: str) -> Any:
 
 async def delete_dataset(dctx: DatasetContext, dataset_id: str, user_id: str) -> None:
     """Append ``dataset.deleted`` and remove every object under ``datasets/<id>/``."""
-    for _ in range(5):
-        state = await dctx.load(dataset_id)
+
+    def decide(state: DatasetState | None) -> list[DatasetDeleted]:
         if state is None or not state.visible_to(user_id):
             raise DatasetNotFound(dataset_id)
-        deleted = DatasetDeleted(dataset_id=dataset_id, owner_id=user_id)
-        new = NewEvent.of(deleted, producer=dctx.producer, actor=user_id, correlation_id=dataset_id)
-        try:
-            await dctx.append(dataset_stream(dataset_id), [new], expected_version=state.version)
-        except ConcurrencyError:
-            continue  # validation finished meanwhile: decide again
-        break
-    else:
-        raise DatasetNotReady(f"dataset {dataset_id!r} keeps changing; try again")
+        return [DatasetDeleted(dataset_id=dataset_id, owner_id=user_id)]
+
+    try:  # validation may finish meanwhile: then it is decided again on the new state
+        await dctx.execute(
+            dataset_id, decide, retries=4, refresh=True, actor=user_id, correlation_id=dataset_id
+        )
+    except ConcurrencyError:
+        raise DatasetNotReady(f"dataset {dataset_id!r} keeps changing; try again") from None
     await dctx.blobs.delete_prefix(raw_prefix(dataset_id))

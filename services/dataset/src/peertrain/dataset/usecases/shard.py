@@ -1,8 +1,8 @@
 """Sharding, run from ``job.created``: one shard per peer, plus the holdout, for the job.
 
-The outcome is the one event of the stream ``sharding:<job_id>`` (appended at version
-0), so a job is sharded once however often ``job.created`` is delivered; a delivery
-that finds the outcome already there does nothing.
+The outcome is the one event of the stream ``sharding:<job_id>`` (appended only to an
+empty stream), so a job is sharded once however often ``job.created`` is delivered; a
+delivery that finds the outcome already there does nothing.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ import structlog
 from numpy.typing import NDArray
 
 from peertrain.common.blobs import BlobNotFound
-from peertrain.common.eventlog import ConcurrencyError
-from peertrain.common.events import NewEvent, RecordedEvent
+from peertrain.common.events import RecordedEvent
 from peertrain.common.events.datasets import (
     DatasetSharded,
     DatasetShardingFailed,
@@ -63,7 +62,7 @@ async def shard_for_job(dctx: DatasetContext, event: RecordedEvent) -> None:
     assert isinstance(event.data, JobCreated)
     job = event.data
     stream = sharding_stream(job.job_id)
-    if await dctx.log.stream_version(stream) > 0:
+    if (await dctx.sharding.load(stream)).version > 0:
         return
     state = await _wait_until_decided(dctx, job.dataset_id)
     if state is None or state.status == "deleted" or state.owner_id != job.owner_id:
@@ -82,12 +81,24 @@ async def shard_for_job(dctx: DatasetContext, event: RecordedEvent) -> None:
     except (TooFewRows, DatasetGone) as exc:
         await _fail(dctx, event, exc.code, exc.message)
         return
-    new = NewEvent.of(sharded, producer=dctx.producer, causation=event, actor=job.owner_id)
-    try:
-        await dctx.log.append(stream, [new], expected_version=0)
-    except ConcurrencyError:
+    if not await _record(dctx, event, sharded):
         return  # another delivery got there first; its shards are the same bytes
     log.info("dataset sharded", job_id=job.job_id, shards=len(sharded.shards))
+
+
+async def _record(
+    dctx: DatasetContext, cause: RecordedEvent, outcome: DatasetSharded | DatasetShardingFailed
+) -> bool:
+    """Append the job's one sharding outcome; ``False`` if it has one already."""
+    assert isinstance(cause.data, JobCreated)
+    saved = await dctx.sharding.execute(
+        sharding_stream(cause.data.job_id),
+        lambda version: [] if version else [outcome],
+        new=True,
+        causation=cause,
+        actor=cause.data.owner_id,
+    )
+    return bool(saved.events)
 
 
 async def _shard(dctx: DatasetContext, job: JobCreated, data: DatasetValidated) -> DatasetSharded:
@@ -170,9 +181,6 @@ async def _fail(dctx: DatasetContext, cause: RecordedEvent, code: str, message: 
     failed = DatasetShardingFailed(
         dataset_id=job.dataset_id, job_id=job.job_id, code=code, message=message
     )
-    new = NewEvent.of(failed, producer=dctx.producer, causation=cause, actor=job.owner_id)
-    try:
-        await dctx.log.append(sharding_stream(job.job_id), [new], expected_version=0)
-    except ConcurrencyError:
+    if not await _record(dctx, cause, failed):
         return
     log.info("sharding failed", job_id=job.job_id, reason=code)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from peertrain.common.blobs import BlobTooLarge
 from peertrain.common.events import NewEvent, RecordedEvent
-from peertrain.common.events.datasets import ArtifactRef, DatasetUploaded, dataset_stream
+from peertrain.common.events.datasets import ArtifactRef, DatasetUploaded
 from peertrain.common.ids import new_id
 from peertrain.dataset.api.form import FormPart, StreamingForm, boundary_of
 from peertrain.dataset.domain.dataset import raw_prefix
@@ -165,9 +165,9 @@ async def receive_upload(
         event = NewEvent.of(
             uploaded, producer=dctx.producer, actor=owner_id, correlation_id=dataset_id
         )
-        recorded = await dctx.append(dataset_stream(dataset_id), [event], expected_version=0)
+        saved = await dctx.execute(dataset_id, lambda _: [event], new=True, retries=0)
     except BaseException:
         if raw is not None:
             await asyncio.shield(dctx.blobs.delete(raw.key))
         raise
-    return recorded[0]
+    return saved.events[0]

@@ -2,8 +2,8 @@
 
 The raw upload is streamed from the bucket to scratch space, prepared in a worker
 thread (the event loop keeps serving), and the outcome appended to the dataset's
-stream at the version the upload left it: if the dataset was deleted meanwhile, the
-append fails and whatever was written is removed.
+stream only while the dataset still waits for it: if it was deleted meanwhile (the
+append conflicts, or the state already says so), whatever was written is removed.
 """
 
 from __future__ import annotations
@@ -15,14 +15,9 @@ import time
 import structlog
 
 from peertrain.common.blobs import BlobError, BlobNotFound
-from peertrain.common.eventlog import ConcurrencyError
-from peertrain.common.events import NewEvent, RecordedEvent
-from peertrain.common.events.datasets import (
-    DatasetRejected,
-    DatasetUploaded,
-    DatasetValidated,
-    dataset_stream,
-)
+from peertrain.common.eventlog import Decide
+from peertrain.common.events import RecordedEvent
+from peertrain.common.events.datasets import DatasetRejected, DatasetUploaded, DatasetValidated
 from peertrain.dataset.domain.dataset import DatasetState, raw_prefix
 from peertrain.dataset.domain.errors import InvalidDataset
 from peertrain.dataset.domain.holdout import holdout_seed
@@ -131,12 +126,12 @@ async def _accept(
         preview=preview,
         holdout_seed=prepared.holdout_seed,
     )
-    new = NewEvent.of(validated, producer=dctx.producer, causation=cause, actor=state.owner_id)
-    try:
-        await dctx.append(dataset_stream(dataset_id), [new], expected_version=state.version)
-    except ConcurrencyError:
+    saved = await dctx.execute(
+        dataset_id, _while_validating(validated), causation=cause, actor=state.owner_id
+    )
+    if not saved.events:
         # Deleted (or decided by another instance) meanwhile: what is there is not ours.
-        latest = await dctx.load(dataset_id)
+        latest = saved.state
         if latest is None or latest.status == "deleted":
             await blobs.delete_prefix(prefix)
         return
@@ -155,12 +150,23 @@ async def _reject(
         message=error.message,
         detail={k: _scalar(v) for k, v in detail.items()} if detail else None,
     )
-    new = NewEvent.of(rejected, producer=dctx.producer, causation=cause, actor=state.owner_id)
-    try:
-        await dctx.append(dataset_stream(dataset_id), [new], expected_version=state.version)
-    except ConcurrencyError:
-        return
+    saved = await dctx.execute(
+        dataset_id, _while_validating(rejected), causation=cause, actor=state.owner_id
+    )
+    if not saved.events:
+        return  # deleted, or decided by another instance, meanwhile
     log.info("dataset rejected", dataset_id=dataset_id, reason=error.code)
+
+
+def _while_validating(
+    outcome: DatasetValidated | DatasetRejected,
+) -> Decide[DatasetState | None]:
+    """Record the validation's outcome only on a dataset still waiting for one."""
+
+    def decide(state: DatasetState | None) -> list[DatasetValidated | DatasetRejected]:
+        return [outcome] if state is not None and state.status == "validating" else []
+
+    return decide
 
 
 class _Clock:

@@ -1,0 +1,146 @@
+"""Job streams through the repository (the service's jobs as its cache), and peer reports."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from peertrain.common.eventlog import ConcurrencyError, Repository
+from peertrain.common.events import EventData, NewEvent, RecordedEvent
+from peertrain.common.events.jobs import JobCreated, ShardingSpec
+from peertrain.common.events.models import ModelVersionCreated
+from peertrain.common.events.tasks import TaskAcceptedBody, TaskFailedBody, TaskProgressBody
+from peertrain.common.events.training import (
+    JobCancelled,
+    RoundOpened,
+    TaskAccepted,
+    TaskAssigned,
+    TaskFailed,
+    TaskProgress,
+)
+from peertrain.orchestrator.domain import Job
+from peertrain.orchestrator.domain.reports import decide_report
+from peertrain.orchestrator.streams import JOB_FOLD, JobsCache
+
+SHA = "0" * 64
+LATER = datetime.now(UTC) + timedelta(hours=1)
+CREATED = JobCreated(
+    job_id="j1",
+    owner_id="u1",
+    name="test",
+    dataset_id="d1",
+    peers=("p0", "p1"),
+    sharding=ShardingSpec(),
+    model={"arch": "logreg"},
+    training={"rounds": 2},
+    aggregation={},
+)
+OPENED = RoundOpened(
+    job_id="j1",
+    round=1,
+    attempt=1,
+    model_version=0,
+    model_key="m",
+    model_sha256=SHA,
+    deadline=LATER,
+)
+ASSIGNED = TaskAssigned(
+    job_id="j1",
+    task_id="t0",
+    round=1,
+    attempt=1,
+    shard=0,
+    peer_id="p0",
+    update_key="u",
+    deadline=LATER,
+)
+
+
+class Log:
+    """Stream reads and appends in memory, conflicting like the event log."""
+
+    def __init__(self) -> None:
+        self.streams: dict[str, list[RecordedEvent]] = {}
+        self.reads: list[str] = []
+
+    async def read_stream(self, stream: str, *, after_seq: int = 0) -> list[RecordedEvent]:
+        self.reads.append(stream)
+        return [e for e in self.streams.get(stream, []) if e.seq > after_seq]
+
+    async def append(
+        self, stream: str, events: Sequence[NewEvent], *, expected_version: int
+    ) -> list[RecordedEvent]:
+        if len(self.streams.get(stream, [])) != expected_version:
+            raise ConcurrencyError(stream, expected_version)
+        return self.write(stream, *(e.data for e in events))  # type: ignore[misc]
+
+    def write(self, stream: str, *data: EventData) -> list[RecordedEvent]:
+        taken = self.streams.setdefault(stream, [])
+        for d in data:
+            fields = NewEvent.of(d, producer="orchestrator").model_dump(exclude={"data"})
+            seq = len(taken) + 1
+            taken.append(RecordedEvent(**fields, data=d, stream=stream, seq=seq, position=seq))
+        return taken[-len(data) :]
+
+
+def running() -> tuple[Log, dict[str, Job], Repository[Job]]:
+    log = Log()
+    jobs = {"j1": Job("j1")}
+    for event in log.write("job:j1", CREATED, OPENED, ASSIGNED):
+        jobs["j1"].apply(event)
+    repo = Repository(log, JOB_FOLD, producer="orchestrator", cache=JobsCache(jobs))
+    return log, jobs, repo
+
+
+def cancel_unless_ended(job: Job) -> list[EventData]:
+    return [] if job.terminal else [JobCancelled(job_id="j1", by="u1")]
+
+
+async def test_an_append_changes_the_very_job_the_service_holds() -> None:
+    log, jobs, repo = running()
+    job = jobs["j1"]
+    saved = await repo.execute("job:j1", cancel_unless_ended)
+    assert saved.state is job and jobs["j1"] is job
+    assert (job.version, job.terminal) == (4, "cancelled") and log.reads == []
+
+
+async def test_a_stream_moved_by_another_writer_is_caught_up_and_decided_again() -> None:
+    log, jobs, repo = running()
+    log.write("job:j1", JobCancelled(job_id="j1", by="admin"))  # another instance
+    saved = await repo.execute("job:j1", cancel_unless_ended)
+    assert saved.events == () and jobs["j1"].terminal == "cancelled"
+    assert len(log.streams["job:j1"]) == 4 and jobs["j1"].version == 4
+
+
+async def test_a_job_read_for_the_first_time_folds_its_model_and_sharding_streams() -> None:
+    log, _, _ = running()
+    version = ModelVersionCreated(
+        job_id="j1", version=0, key="m", sha256=SHA, size=1, strategy="fedavg"
+    )
+    log.write("model:j1", version)
+    jobs: dict[str, Job] = {}
+    repo = Repository(log, JOB_FOLD, producer="orchestrator", cache=JobsCache(jobs))
+    loaded = await repo.load("job:j1")
+    assert loaded.version == 3 and 0 in loaded.state.versions and jobs["j1"] is loaded.state
+    assert log.reads == ["job:j1", "model:j1", "sharding:j1"]
+
+
+def test_reports_are_recorded_only_from_the_tasks_peer_and_only_as_news() -> None:
+    _, jobs, _ = running()
+    job = jobs["j1"]
+    ref = {"task_id": "t0", "job_id": "j1", "round": 1, "attempt": 1, "shard": 0}
+    accepted = TaskAcceptedBody(**ref, device="cpu")
+    [event] = decide_report(job, "p0", accepted)
+    assert isinstance(event, TaskAccepted) and event.device == "cpu"
+    assert decide_report(job, "p1", accepted) == []  # not the sender's task
+    assert decide_report(job, "p0", TaskAcceptedBody(**(ref | {"shard": 1}))) == []
+    progress = TaskProgressBody(
+        **ref, epoch=1, epochs=2, loss=0.5, accuracy=None, samples=10, duration_s=0.1
+    )
+    assert isinstance(decide_report(job, "p0", progress)[0], TaskProgress)
+    failed = TaskFailedBody(**ref, error="boom")
+    assert isinstance(decide_report(job, "p0", failed)[0], TaskFailed)
+    job.find_task("t0").state = "failed"  # type: ignore[union-attr]
+    assert decide_report(job, "p0", failed) == [] and decide_report(job, "p0", accepted) == []
+    job.terminal = "cancelled"
+    assert decide_report(job, "p0", progress) == []
