@@ -84,6 +84,10 @@ MAX_STEPS = 20
 DecideJob = Callable[[Job], Sequence[EventData]]
 
 
+MAX_DISPATCHING = 10_000
+"""In-process dispatches remembered until the bus brings their ``task.assigned``."""
+
+
 def _job_id_of(event: RecordedEvent) -> str | None:
     kind, _, rest = event.stream.partition(":")
     return rest if kind in ("job", "model", "sharding") else None
@@ -114,6 +118,8 @@ class Orchestrator:
         )
         self.lock = asyncio.Lock()
         self.ready = False
+        # task.assigned event id -> its in-process dispatch (see _dispatch_soon)
+        self._dispatching: dict[str, asyncio.Task[bool]] = {}
 
     @property
     def blobs(self) -> BlobStore:
@@ -214,6 +220,8 @@ class Orchestrator:
         )
         for event in saved.events:
             self._observe(saved.state, event)
+            if isinstance(event.data, TaskAssigned):
+                self._dispatch_soon(event)
         return saved
 
     def _observe(self, job: Job, event: RecordedEvent) -> None:
@@ -373,10 +381,36 @@ class Orchestrator:
             if saved.events:
                 await self._advance(saved.state)
 
+    def _dispatch_soon(self, event: RecordedEvent) -> None:
+        """Send a task this process just assigned without waiting for the bus to bring
+        ``task.assigned`` back (one relay and one consumer hop less per round). The bus
+        delivery still comes: :meth:`dispatch` then only checks that this send worked,
+        and sends itself after a failure or a restart (at least once, as before)."""
+        if len(self._dispatching) > MAX_DISPATCHING:  # bus deliveries lost: forget the oldest
+            for stale in list(self._dispatching)[: len(self._dispatching) // 2]:
+                self._dispatching.pop(stale)
+        self._dispatching[event.id] = asyncio.create_task(self._dispatch_task(event))
+
+    async def _dispatch_task(self, event: RecordedEvent) -> bool:
+        assert isinstance(event.data, TaskAssigned)
+        try:
+            message = await self._task_message(event.data)
+            if message is not None:
+                await self._send(
+                    event.data.peer_id, "task", message.model_dump_json(), event.data.task_id
+                )
+        except Exception as exc:  # the bus delivery will try again
+            log.warning("sending a task failed; the bus will retry", error=repr(exc))
+            return False
+        return True
+
     async def dispatch(self, event: RecordedEvent) -> None:
         """``task.assigned`` -> the task message; ``job.cancelled`` -> cancel messages."""
         data = event.data
         if isinstance(data, TaskAssigned):
+            sent = self._dispatching.pop(event.id, None)
+            if sent is not None and await sent:
+                return
             message = await self._task_message(data)
             if message is None:
                 return
