@@ -27,7 +27,9 @@ rabbitmq_env() {
   export ERL_CRASH_DUMP="$RMQ_DIR/log/erl_crash.dump"
   # epmd (started by the first Erlang node) and Erlang distribution: loopback only.
   export ERL_EPMD_ADDRESS=127.0.0.1
-  export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
+  # +sbwt none (and its dirty-scheduler twins): schedulers sleep when idle instead of
+  # spinning first; the spinning was most of an idle node's CPU (make bench-idle).
+  export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1} +sbwt none +sbwtdcpu none +sbwtdio none"
 }
 
 rabbitmq_cli() {
