@@ -6,7 +6,7 @@ local epoch, 30 rounds, FedAvg, through the gateway on the local stack with ever
 service running as a process (the end-to-end tests' platform). The job runs twice: on
 the log as the platform left it, then after the log was pre-filled with
 ``BENCH_PREFILL`` events (default 1,000,000; ``0`` skips the second job; see
-``benchmarks/prefill.py``).
+``peertrain.common.testing.prefill``).
 
 From each job's own event timestamps:
 
@@ -46,7 +46,6 @@ from sklearn.datasets import load_digits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "stack" / "training"))
 
-from prefill import prefill, stderr_progress
 from pymongo import AsyncMongoClient
 from training_support import (
     Platform,
@@ -59,6 +58,7 @@ from training_support import (
 
 from peertrain.common.blobs import BlobStore
 from peertrain.common.settings import ServiceSettings
+from peertrain.common.testing.prefill import prefill, stderr_progress
 from peertrain.ml.training import evaluate, train_local
 from peertrain.ml.zoo import build_model
 

@@ -17,7 +17,7 @@ segment, and steps over numbers a running service claims meanwhile, so the servi
 keep appending above (or between) the pre-filled events. The events of a batch go in
 with one ``insert_many``; a few batches are in flight at once.
 
-Run alone: ``python benchmarks/prefill.py --db pt_bench --count 1000000``.
+Run alone: ``python -m peertrain.common.testing.prefill --db pt_bench --count 1000000``.
 """
 
 from __future__ import annotations
