@@ -102,16 +102,23 @@ async def test_an_event_unroutable_past_the_grace_period_is_left_in_the_log_only
     event_log: EventLog, broker: Any
 ) -> None:
     await broker.start()
-    old = datetime.now(UTC) - timedelta(seconds=120)
+    # an old backlog (appended long ago, published late after an outage) gets its full
+    # grace: it counts from the first unroutable return, not from the event's own time
+    old = datetime.now(UTC) - timedelta(seconds=600)
     orphan = NewEvent.of(DiagnosticPinged(n=2), producer="test").model_copy(
         update={"type": "diagnostic.nobody_listens", "occurred_at": old}
     )
+    await event_log.append("orphan:2", [orphan], expected_version=0)
+    relay = OutboxRelay(event_log, broker, producer="test", unroutable_grace_s=1.0)
+    relay.unroutable_retry_s = 0.1
+    assert await relay.relay_once() == 0
+    assert await event_log.count_unpublished() == 1  # kept: its grace has just begun
     fresh = NewEvent.of(DiagnosticPinged(n=3), producer="test").model_copy(
         update={"type": "diagnostic.nobody_listens"}
     )
-    await event_log.append("orphan:2", [orphan, fresh], expected_version=0)
-    relay = OutboxRelay(event_log, broker, producer="test", unroutable_grace_s=60)
-    assert await relay.relay_once() == 0
+    await event_log.append("orphan:2", [fresh], expected_version=1)
+    await asyncio.sleep(1.2)
+    await relay.relay_once()
     # the old one is settled (still in the log), the fresh one keeps waiting for a queue
     assert await event_log.count_unpublished() == 1
     assert [e.data.n for e in await event_log.read_stream("orphan:2")] == [2, 3]  # type: ignore[union-attr]

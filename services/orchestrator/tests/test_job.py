@@ -311,6 +311,34 @@ def test_a_rejected_shard_is_trained_once_more_by_another_peer():
     assert [u.shard for u in closed.included] == [0, 1, 2]
 
 
+def test_a_refusal_of_another_peers_announcement_never_touches_the_victims_task():
+    # A hostile p0 announces updates for every other task (task ids can be guessed):
+    # the aggregator refuses them as wrong_peer, with p0 as the sender.
+    h = configured(min_peers=4)
+    h.settle()
+    tasks = h.open_tasks()
+    for victim in tasks[1:]:
+        h.record(
+            "model",
+            UpdateRejected(
+                job_id="j1",
+                round=victim.round,
+                attempt=victim.attempt,
+                shard=victim.shard,
+                task_id=victim.task_id,
+                peer_id="p0",
+                code="wrong_peer",
+                reason="not this peer's task",
+            ),
+        )
+    assert h.settle() == []  # no retries, no lost tasks, no failed round
+    assert all(t.open for t in h.job.current.tasks.values())  # type: ignore[union-attr]
+    for t in tasks:
+        h.accept(t)
+    (closed,) = h.settle()
+    assert isinstance(closed, RoundClosed) and [u.shard for u in closed.included] == [0, 1, 2, 3]
+
+
 def test_without_a_spare_a_rejected_shard_is_left_out():
     h = configured()
     h.settle()

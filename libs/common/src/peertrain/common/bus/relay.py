@@ -62,7 +62,8 @@ class OutboxRelay:
     unroutable_retry_s
         How long an unroutable event waits before it is tried again.
     unroutable_grace_s
-        How long an unroutable event is kept trying. A queue, once declared, is durable
+        How long an unroutable event is kept trying, from its first unroutable return
+        (not from when it happened). A queue, once declared, is durable
         and keeps its bindings while its consumer is down, so an event that stays
         unroutable this long has no consumer in this deployment: it is left in the log
         only (counted in ``peertrain_outbox_unrouted_total``). ``None`` keeps trying.
@@ -103,6 +104,7 @@ class OutboxRelay:
         self._ready: deque[RecordedEvent] = deque()
         self._retry: list[tuple[float, RecordedEvent]] = []  # (when, event): unroutable
         self._held: set[str] = set()  # ids queued, in flight or waiting to retry
+        self._unroutable_since: dict[str, float] = {}  # id -> first unroutable return
         self._wake = asyncio.Event()
         self._caught_up = False
         self._unsubscribe = log.on_append(self._on_append)
@@ -256,6 +258,8 @@ class OutboxRelay:
                 self._ready.extendleft(reversed(settled))
                 raise
             self._held.difference_update(e.id for e in settled)
+            for event in confirmed:
+                self._unroutable_since.pop(event.id, None)
         self._count(confirmed, unroutable, expired)
         if failure is not None:
             raise failure
@@ -270,11 +274,16 @@ class OutboxRelay:
         self._ready.extend(due)
 
     def _expired(self, unroutable: list[RecordedEvent]) -> list[RecordedEvent]:
+        # The grace counts from the event's first unroutable return, not from when it
+        # happened: a backlog published late (after an outage) gets its full grace.
         if not unroutable or self.unroutable_grace_s is None:
             return []
-        now = datetime.now(UTC)
+        now = asyncio.get_running_loop().time()
         grace = self.unroutable_grace_s
-        expired = [e for e in unroutable if (now - e.occurred_at).total_seconds() >= grace]
+        since = self._unroutable_since
+        expired = [e for e in unroutable if now - since.setdefault(e.id, now) >= grace]
+        for event in expired:
+            since.pop(event.id, None)
         if expired:
             log.info(
                 "events left in the log only: no queue was bound for them",

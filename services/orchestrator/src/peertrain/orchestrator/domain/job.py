@@ -273,6 +273,8 @@ class Job:
             if rnd is None:
                 return
             task = rnd.tasks.get(data.task_id)
+            if task is not None and task.peer_id != data.peer_id:
+                return  # the aggregator accepts only the task's peer; never fold otherwise
             if task is not None and task.state != "lost":
                 task.state = "updated"
             if rnd.state == "open" and data.shard not in rnd.accepted:
@@ -286,7 +288,10 @@ class Job:
         elif isinstance(data, UpdateRejected):
             self.rejected.append(data)
             task = self.find_task(data.task_id)
-            if task is not None and task.open:
+            # Only the task's own peer can change its state: a refusal of another
+            # peer's announcement about it (``wrong_peer``: task ids can be guessed)
+            # never touches the victim's task.
+            if task is not None and task.open and task.peer_id == data.peer_id:
                 task.state = "rejected"
                 task.error = f"update rejected ({data.code}): {data.reason}"
         elif isinstance(data, ModelVersionCreated):
