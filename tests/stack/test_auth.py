@@ -106,6 +106,24 @@ async def test_register_login_me_through_the_gateway(http: httpx.AsyncClient) ->
     assert r.headers.get("x-request-id")
 
 
+async def test_text_the_store_cannot_hold_gets_a_clear_answer(
+    http: httpx.AsyncClient, auth: AuthUnderTest
+) -> None:
+    # PostgreSQL (under FerretDB) refuses NUL in text: such input never reaches a query.
+    name, password, _ = await register(http)
+    tokens = await login(http, name, password)
+    r = await http.post("/token", data={"username": "R\x10\x00U", "password": "x" * 12})
+    assert assert_error(r, 401)["code"] == "invalid_credentials"
+    # the gateway refuses a NUL in the path itself, in the one error shape ...
+    r = await http.get("/peers/a%00b", headers=bearer(tokens["access_token"]))
+    assert assert_error(r, 400)["code"] == "bad_request"
+    # ... and a service reached directly answers "not found" instead of failing
+    url = f"{auth.process.base_url}/api/auth/peers/a%00b"
+    async with httpx.AsyncClient() as direct:
+        r = await direct.get(url, headers=bearer(tokens["access_token"]))
+    assert assert_error(r, 404)["code"] == "not_found"
+
+
 async def test_password_policy(http: httpx.AsyncClient) -> None:
     name = new_name()
     for password in ("too short", "password1234", "PASSWORD1234", name):

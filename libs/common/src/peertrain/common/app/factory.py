@@ -29,7 +29,7 @@ from peertrain.common.settings import ServiceSettings
 from .context import ServiceContext
 from .errors import install_error_handlers
 from .health import health_router
-from .middleware import RequestContextMiddleware
+from .middleware import NulPathGuard, RequestContextMiddleware
 
 __all__ = ["Setup", "connect_context", "create_app"]
 
@@ -168,6 +168,7 @@ def create_app(
     )
     app.state.ctx = None
     install_error_handlers(app)
+    app.add_middleware(NulPathGuard)
     app.add_middleware(RequestContextMiddleware, service=settings.service_name)
     app.include_router(health_router())
     if prefix:

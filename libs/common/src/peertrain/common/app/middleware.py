@@ -11,7 +11,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from peertrain.common.ids import new_id
 from peertrain.common.metrics import HTTP_REQUEST_DURATION, HTTP_REQUESTS
 
-__all__ = ["REQUEST_ID_HEADER", "RequestContextMiddleware"]
+from .errors import error_response
+
+__all__ = ["REQUEST_ID_HEADER", "NulPathGuard", "RequestContextMiddleware"]
 
 REQUEST_ID_HEADER = "x-request-id"
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -58,3 +60,22 @@ class RequestContextMiddleware:
                 HTTP_REQUEST_DURATION.labels(self.service, method, route).observe(
                     time.perf_counter() - started
                 )
+
+
+class NulPathGuard:
+    """Answer 404 for a path holding a NUL character, before any route runs.
+
+    No resource has one in its name, and the store cannot even be asked: PostgreSQL
+    (under FerretDB) refuses NUL in text, so a lookup of such an id would fail with a
+    500 instead of a clear "not found".
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and "\x00" in scope.get("path", ""):
+            response = error_response(404, "not_found", "no such resource")
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

@@ -8,7 +8,7 @@ from peertrain.common.security import ROLE_ADMIN, ROLE_USER
 
 from .errors import InvalidUsername
 
-__all__ = ["ADMIN_ROLES", "USER_ROLES", "canonical_username", "validate_username"]
+__all__ = ["ADMIN_ROLES", "USER_ROLES", "canonical_username", "could_exist", "validate_username"]
 
 USER_ROLES: tuple[str, ...] = (ROLE_USER,)
 ADMIN_ROLES: tuple[str, ...] = (ROLE_USER, ROLE_ADMIN)
@@ -24,6 +24,16 @@ def canonical_username(raw: str) -> str:
     other failure), so it never says whether a name is well-formed.
     """
     return raw.strip().lower()[:_MAX_LOGIN_NAME]
+
+
+def could_exist(name: str) -> bool:
+    """Whether a canonical username could belong to an account (passes the rules).
+
+    Login skips the lookup for one that cannot: it fails like any unknown name, and
+    text the store cannot hold (a NUL character, refused by PostgreSQL under FerretDB)
+    never reaches a query.
+    """
+    return _USERNAME.match(name) is not None
 
 
 def validate_username(raw: str) -> str:

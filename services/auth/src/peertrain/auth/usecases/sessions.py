@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import structlog
 
-from peertrain.auth.domain.accounts import canonical_username
+from peertrain.auth.domain.accounts import canonical_username, could_exist
 from peertrain.auth.domain.errors import InvalidCredentials, InvalidRefreshToken, TooManyAttempts
 from peertrain.auth.domain.refresh import Family, Verdict, judge
 from peertrain.auth.domain.throttle import throttle_key
@@ -44,7 +44,7 @@ async def login(auth: AuthContext, username: str, password: str, *, address: str
     if retry_after is not None:
         log.warning("login throttled", retry_after_s=retry_after)
         raise TooManyAttempts(retry_after)
-    user = await auth.users.by_username(name)
+    user = await auth.users.by_username(name) if could_exist(name) else None
     ok, rehashed = await auth.verify_password(password, user.password_hash if user else None)
     if user is None or not ok or user.disabled:
         raise InvalidCredentials()
