@@ -23,7 +23,7 @@ from peertrain.common.tasks import Periodic
 
 from .claims import Principal
 from .disabled import DisabledUsers
-from .errors import UnknownSigningKey
+from .errors import InvalidToken, UnknownSigningKey
 from .keyset import KeySet
 from .settings import SecuritySettings
 from .verifier import TokenVerifier
@@ -79,11 +79,15 @@ class Security:
     async def authenticate(self, token: str) -> Principal:
         """Verify; on an unknown ``kid``, re-read the log once (rate-limited) and retry."""
         try:
-            return self.verifier.verify(token)
-        except UnknownSigningKey:
-            if not await self.refresh_if_stale():
-                raise
-            return self.verifier.verify(token)
+            try:
+                return self.verifier.verify(token)
+            except UnknownSigningKey:
+                if not await self.refresh_if_stale():
+                    raise
+                return self.verifier.verify(token)
+        except InvalidToken as exc:  # the reason stays in the log, never in the answer
+            log.info("token refused", reason=exc.reason, keys_known=len(self.keys.kids))
+            raise
 
     # -- keeping up with the log --------------------------------------------------------
 
@@ -134,7 +138,10 @@ class Security:
             elif isinstance(data, UserDisabled):
                 disabled.append(data.user_id)
         if latest is not None:
+            before = self.keys.kids
             self.keys.replace([k.model_dump() for k in latest.keys], version=latest_seq)
+            if self.keys.kids != before:
+                log.info("signing keys known", kids=sorted(self.keys.kids), version=latest_seq)
         self.disabled.update(disabled)
         log.debug("security state loaded", kids=sorted(self.keys.kids), disabled=len(disabled))
 
