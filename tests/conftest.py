@@ -12,7 +12,7 @@ import contextlib
 import os
 import subprocess
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -21,8 +21,10 @@ import httpx
 import pytest
 from pymongo import AsyncMongoClient
 
-from peertrain.common.bus import make_broker
+from peertrain.common.bus import Inbox, Subscriptions, make_broker
 from peertrain.common.eventlog import EventLog
+from peertrain.common.events import RecordedEvent
+from peertrain.common.events.diagnostics import DIAGNOSTIC_PINGED
 from peertrain.common.settings import ServiceSettings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,6 +136,27 @@ async def _eventually(
 def eventually() -> Callable[..., Any]:
     """``await eventually(check, timeout=..., what=...)``: poll until truthy, or fail."""
     return _eventually
+
+
+@pytest.fixture
+def consume(broker: Any) -> Callable[..., Awaitable[None]]:
+    """``await consume(queue, handler, inbox=..., delivery_limit=...)``: a started consumer
+    of the test events (``diagnostic.pinged``) on ``queue``, the platform's way."""
+
+    async def start(
+        queue: str,
+        handler: Callable[[RecordedEvent], Awaitable[None]],
+        *,
+        inbox: Inbox | None = None,
+        delivery_limit: int = 5,
+    ) -> None:
+        subs = Subscriptions(delivery_limit=delivery_limit)
+        subs.add(queue, [DIAGNOSTIC_PINGED], handler, inbox=inbox)
+        await subs.declare(broker)
+        subs.attach(broker)
+        await broker.start()
+
+    return start
 
 
 @pytest.fixture

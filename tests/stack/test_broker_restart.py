@@ -13,16 +13,17 @@ from typing import Any
 
 import pytest
 
-from peertrain.common.bus import Inbox, OutboxRelay, Subscriptions
+from peertrain.common.bus import Inbox, OutboxRelay
 from peertrain.common.eventlog import EventLog
 from peertrain.common.events import NewEvent, RecordedEvent
-from peertrain.common.events.diagnostics import DIAGNOSTIC_PINGED, DiagnosticPinged
+from peertrain.common.events.diagnostics import DiagnosticPinged
 
 
 @pytest.mark.timeout(1500)
 async def test_rabbitmq_killed_while_relaying_ten_thousand_events(
     event_log: EventLog,
     broker: Any,
+    consume: Any,
     mongo: Any,
     settings: Any,
     unique: Callable[[str], str],
@@ -37,11 +38,7 @@ async def test_rabbitmq_killed_while_relaying_ten_thousand_events(
         if event.data.note == note:  # type: ignore[union-attr]
             seen.add(event.id)
 
-    subs = Subscriptions(delivery_limit=20)
-    subs.add(unique("test.restart"), [DIAGNOSTIC_PINGED], on_event, inbox=inbox)
-    await subs.declare(broker)
-    subs.attach(broker)
-    await broker.start()
+    await consume(unique("test.restart"), on_event, inbox=inbox, delivery_limit=20)
     await asyncio.sleep(3)  # let the new quorum queue settle before the broker dies
     relay = OutboxRelay(event_log, broker, producer="test", batch_size=500)
     relay.start()

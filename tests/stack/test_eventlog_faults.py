@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 from pymongo.errors import PyMongoError
 
-from peertrain.common.bus import Inbox, OutboxRelay, Subscriptions, make_broker
+from peertrain.common.bus import Inbox, OutboxRelay, make_broker
 from peertrain.common.eventlog import EventLog
 from peertrain.common.events import NewEvent, RecordedEvent
-from peertrain.common.events.diagnostics import DIAGNOSTIC_PINGED, DiagnosticPinged
+from peertrain.common.events.diagnostics import DiagnosticPinged
 
 
 def ping(n: int, note: str) -> NewEvent:
@@ -47,6 +47,7 @@ async def append_until_stored(
 async def test_postgres_killed_while_ten_thousand_events_are_appended(
     event_log: EventLog,
     broker: Any,
+    consume: Any,
     mongo: Any,
     settings: Any,
     unique: Callable[[str], str],
@@ -64,11 +65,7 @@ async def test_postgres_killed_while_ten_thousand_events_are_appended(
             await Inbox.apply_once_to(effects, event.id, event.id, {"$inc": {"applied": 1}})
             seen.add(event.id)
 
-    subs = Subscriptions(delivery_limit=20)
-    subs.add(unique("test.pgkill"), [DIAGNOSTIC_PINGED], on_event)
-    await subs.declare(broker)
-    subs.attach(broker)
-    await broker.start()
+    await consume(unique("test.pgkill"), on_event, delivery_limit=20)
     relay = OutboxRelay(event_log, broker, producer="test")
     relay.start()
     returned: list[RecordedEvent] = []
@@ -144,6 +141,7 @@ class HangingProxy:
 async def test_a_hung_link_to_rabbitmq_loses_nothing_and_recovers_in_seconds(
     event_log: EventLog,
     broker: Any,
+    consume: Any,
     mongo: Any,
     settings: Any,
     unique: Callable[[str], str],
@@ -158,11 +156,7 @@ async def test_a_hung_link_to_rabbitmq_loses_nothing_and_recovers_in_seconds(
             seen.add(event.id)
 
     # The consumer talks to RabbitMQ directly; only the relay's link goes through the proxy.
-    subs = Subscriptions(delivery_limit=20)
-    subs.add(unique("test.hang"), [DIAGNOSTIC_PINGED], on_event, inbox=inbox)
-    await subs.declare(broker)
-    subs.attach(broker)
-    await broker.start()
+    await consume(unique("test.hang"), on_event, inbox=inbox, delivery_limit=20)
     proxy = HangingProxy(5672)
     await proxy.start()
     url = settings.amqp_url.get_secret_value().replace(":5672/", f":{proxy.port}/")

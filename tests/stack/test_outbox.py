@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from faststream.rabbit import QueueType, RabbitQueue
 
-from peertrain.common.bus import Inbox, OutboxRelay, Subscriptions, dlq_name
+from peertrain.common.bus import Inbox, OutboxRelay, dlq_name
 from peertrain.common.eventlog import EventLog
 from peertrain.common.events import NewEvent, RecordedEvent
-from peertrain.common.events.diagnostics import DIAGNOSTIC_PINGED, DiagnosticPinged
+from peertrain.common.events.diagnostics import DiagnosticPinged
 
 
 def ping(n: int, note: str = "") -> NewEvent:
@@ -41,6 +41,7 @@ class Projection:
 async def test_ten_thousand_events_from_four_writers_reach_a_consumer_in_order(
     event_log: EventLog,
     broker: Any,
+    consume: Any,
     mongo: Any,
     settings: Any,
     unique: Callable[[str], str],
@@ -54,11 +55,7 @@ async def test_ten_thousand_events_from_four_writers_reach_a_consumer_in_order(
         if event.data.note == note:  # type: ignore[union-attr]
             await projection.apply(event)
 
-    subs = Subscriptions(delivery_limit=5)
-    subs.add(unique("test.outbox"), [DIAGNOSTIC_PINGED], on_event, inbox=inbox)
-    await subs.declare(broker)
-    subs.attach(broker)
-    await broker.start()
+    await consume(unique("test.outbox"), on_event, inbox=inbox)
     relay = OutboxRelay(event_log, broker, producer="test", batch_size=500)
     relay.start()
     try:
@@ -125,7 +122,11 @@ async def test_an_event_unroutable_past_the_grace_period_is_left_in_the_log_only
 
 
 async def test_a_poison_event_is_dead_lettered_and_the_rest_flow(
-    event_log: EventLog, broker: Any, unique: Callable[[str], str], eventually: Any
+    event_log: EventLog,
+    broker: Any,
+    consume: Any,
+    unique: Callable[[str], str],
+    eventually: Any,
 ) -> None:
     queue = unique("test.poison")
     handled: list[int] = []
@@ -138,11 +139,7 @@ async def test_a_poison_event_is_dead_lettered_and_the_rest_flow(
             raise ValueError("cannot handle event 3")
         handled.append(n)
 
-    subs = Subscriptions(delivery_limit=3)
-    subs.add(queue, [DIAGNOSTIC_PINGED], on_event)
-    await subs.declare(broker)
-    subs.attach(broker)
-    await broker.start()
+    await consume(queue, on_event, delivery_limit=3)
     await event_log.append("poison:1", [ping(n) for n in range(1, 8)], expected_version=0)
     relay = OutboxRelay(event_log, broker, producer="test")
     await relay.relay_once()
