@@ -14,7 +14,7 @@ MYPYPATH := $(subst $(space),:,$(MYPY_SRCS))
 PYTEST_ARGS ?=
 
 .PHONY: help venv stack-up stack-down stack-status services-up services-down \
-	services-status up down lint format typecheck test bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-idle demo
+	services-status up down redrive lint format typecheck test bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-idle demo
 
 help:
 	@echo "make test            venv + local stack + ruff + mypy + pytest (PYTEST_ARGS=...)"
@@ -49,6 +49,11 @@ up: venv stack-up services-up
 down:
 	@bash deploy/local/services.sh down
 	@bash deploy/local/stack.sh down
+
+# Dead-lettered messages back into their queues once the cause is fixed (QUEUES="a b"
+# for some; default every non-empty <queue>.dlq).
+redrive: venv
+	@$(ENV) python -m peertrain.common.bus.redrive $${QUEUES:-}
 
 lint: venv
 	@$(ENV) dirs=$$(ls -d $(PY_DIRS) 2>/dev/null) && \

@@ -102,15 +102,26 @@ rabbitmq_users_ok() {
     [[ $(curl -sS -o /dev/null -w '%{http_code}' --max-time 5 -u admin:admin "$api/users/guest") == 404 ]]
 }
 
+# Dead-letter queues (<queue>.dlq) keep at most 10,000 messages, oldest dropped first:
+# nothing a peer or a bug sends can grow them without bound. A policy rather than queue
+# arguments, so queues declared before the bound get it too (docker-compose.yml sets
+# the same policy).
+DLQ_POLICY='{"pattern":"\\.dlq$","apply-to":"queues","priority":1,"definition":{"max-length":10000,"overflow":"drop-head"}}'
+
+rabbitmq_policies() {
+  curl -fsS -o /dev/null --max-time 5 -u admin:admin -X PUT -H 'content-type: application/json' \
+    -d "$DLQ_POLICY" "http://127.0.0.1:$RABBITMQ_MGMT_PORT/api/policies/%2F/peertrain-dlq-bound"
+}
+
 rabbitmq_configure() {
-  rabbitmq_users_ok && return 0
+  rabbitmq_users_ok && { rabbitmq_policies; return; }
   log "rabbitmq: setting up user admin, removing guest"
   rabbitmq_cli rabbitmqctl -q add_user admin admin 2>/dev/null ||
     rabbitmq_cli rabbitmqctl -q change_password admin admin
   rabbitmq_cli rabbitmqctl -q set_user_tags admin administrator
   rabbitmq_cli rabbitmqctl -q set_permissions -p / admin '.*' '.*' '.*'
   rabbitmq_cli rabbitmqctl -q delete_user guest 2>/dev/null || true
-  rabbitmq_users_ok
+  rabbitmq_users_ok && rabbitmq_policies
 }
 
 # SIGTERM on the VM is a graceful shutdown (RabbitMQ's own signal handler).

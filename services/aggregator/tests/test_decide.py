@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from peertrain.aggregator.domain import Candidate, Duplicate, Ignored, JobState, Refusal, codes
-from peertrain.aggregator.domain.decide import decide_update
+from peertrain.aggregator.domain.decide import MAX_STRIKES_RECORDED, decide_update
 from peertrain.common.events.models import UpdateAccepted, UpdateRejected
 from peertrain.common.events.training import (
     IncludedUpdate,
     JobCancelled,
+    PeerExcluded,
     RoundClosed,
     TaskLost,
 )
@@ -77,7 +78,7 @@ def test_refusals(running):
     assert isinstance(decision, Refusal) and decision.code == codes.TASK_LOST
 
 
-def test_closed_round_and_ended_job_refuse(running):
+def test_closed_round_refuses_and_an_ended_job_records_nothing(running):
     state, log = running
     t1 = task(1, "p1")
     inc = IncludedUpdate(shard=0, peer_id="p0", task_id="x", key="k", sha256=SHA)
@@ -88,7 +89,41 @@ def test_closed_round_and_ended_job_refuse(running):
     assert isinstance(decision, Refusal) and decision.code == codes.ROUND_NOT_OPEN
     state.apply(log.event(JobCancelled(job_id=JOB, by="u1")))
     decision = decide_update(state, "p1", announce(t1))
-    assert isinstance(decision, Refusal) and decision.code == codes.JOB_ENDED
+    assert isinstance(decision, Ignored)  # a peer cannot grow an ended job's log
+
+
+def _strike(state: JobState, log: Log, peer: str, n: int) -> None:
+    state.apply(
+        log.event(
+            UpdateRejected(
+                job_id=JOB,
+                round=1,
+                attempt=1,
+                task_id=f"guess{n}",
+                peer_id=peer,
+                code=codes.UNKNOWN_TASK,
+                reason="never assigned",
+                strike=True,
+            ),
+            model=True,
+        )
+    )
+
+
+def test_only_the_jobs_peers_get_refusals_recorded_and_only_so_many(running):
+    state, log = running
+    # a peer of another job (or none) naming this job: counted and dropped, not recorded
+    assert isinstance(decide_update(state, "stranger", announce(task(0, "p0"))), Ignored)
+    # the job's own peer guessing task ids: recorded, up to a cap
+    for n in range(MAX_STRIKES_RECORDED):
+        assert isinstance(
+            decide_update(state, "p1", announce(task(0, "p0"), task_id=f"g{n}")), Refusal
+        )
+        _strike(state, log, "p1", n)
+    assert isinstance(decide_update(state, "p1", announce(task(0, "p0"), task_id="more")), Ignored)
+    # an excluded peer's announcements are not recorded either
+    state.apply(log.event(PeerExcluded(job_id=JOB, peer_id="p0", strikes=3, reason="r")))
+    assert isinstance(decide_update(state, "p0", announce(task(0, "p0"))), Ignored)
 
 
 def test_second_update_for_a_shard_or_task_is_a_duplicate(running):

@@ -26,6 +26,7 @@ from peertrain.common.events.models import (
 from peertrain.common.events.training import (
     JobCompleted,
     JobFailed,
+    PeerExcluded,
     RoundClosed,
     RoundFailed,
     RoundOpened,
@@ -337,6 +338,46 @@ def test_a_refusal_of_another_peers_announcement_never_touches_the_victims_task(
         h.accept(t)
     (closed,) = h.settle()
     assert isinstance(closed, RoundClosed) and [u.shard for u in closed.included] == [0, 1, 2, 3]
+
+
+def test_a_peer_with_enough_strikes_is_excluded_and_its_shards_go_to_others():
+    h = configured()  # exclude_after: 3 by default
+    h.settle()
+    tasks = h.open_tasks()
+    mine = tasks[0]
+    assert mine.peer_id == "p0"
+    for victim in tasks[1:]:  # three spoofed announcements, each a strike against p0
+        h.record(
+            "model",
+            UpdateRejected(
+                job_id="j1",
+                round=1,
+                attempt=1,
+                shard=victim.shard,
+                task_id=victim.task_id,
+                peer_id="p0",
+                code="wrong_peer",
+                reason="not this peer's task",
+                strike=True,
+            ),
+        )
+    events = h.settle()
+    assert isinstance(events[0], PeerExcluded) and events[0].peer_id == "p0"
+    assert events[0].strikes == 3 and "wrong_peer" in events[0].reason
+    [lost] = [e for e in events if isinstance(e, TaskLost)]
+    assert lost.task_id == mine.task_id and lost.reason == "excluded"
+    [again] = [e for e in events if isinstance(e, TaskAssigned)]
+    assert again.shard == 0 and again.peer_id != "p0"
+    assert all(t.open for t in h.job.current.tasks.values() if t.peer_id != "p0")  # type: ignore[union-attr]
+    for t in h.open_tasks():
+        h.accept(t)
+    (closed,) = h.settle()
+    assert isinstance(closed, RoundClosed) and [u.shard for u in closed.included] == [0, 1, 2, 3]
+    h.version(1)
+    opened = h.settle()
+    assigned = [e for e in opened if isinstance(e, TaskAssigned)]
+    assert len(assigned) == 4 and all(e.peer_id != "p0" for e in assigned)
+    assert h.settle() == []  # excluded once
 
 
 def test_without_a_spare_a_rejected_shard_is_left_out():

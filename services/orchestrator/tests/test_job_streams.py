@@ -135,9 +135,14 @@ def test_reports_are_recorded_only_from_the_tasks_peer_and_only_as_news() -> Non
     assert decide_report(job, "p1", accepted) == []  # not the sender's task
     assert decide_report(job, "p0", TaskAcceptedBody(**(ref | {"shard": 1}))) == []
     progress = TaskProgressBody(
-        **ref, epoch=1, epochs=2, loss=0.5, accuracy=None, samples=10, duration_s=0.1
+        **ref, epoch=1, epochs=1, loss=0.5, accuracy=None, samples=10, duration_s=0.1
     )
     assert isinstance(decide_report(job, "p0", progress)[0], TaskProgress)
+    # at most once per epoch of the job's own count: no flood of progress events
+    beyond = progress.model_copy(update={"epoch": 2, "epochs": 2})
+    assert decide_report(job, "p0", beyond) == []
+    job.find_task("t0").epoch = 1  # type: ignore[union-attr]
+    assert decide_report(job, "p0", progress) == []
     failed = TaskFailedBody(**ref, error="boom")
     assert isinstance(decide_report(job, "p0", failed)[0], TaskFailed)
     job.find_task("t0").state = "failed"  # type: ignore[union-attr]

@@ -61,7 +61,7 @@ DEAD_LETTERED = Counter(
 )
 REFUSED_MESSAGES = Counter(
     "peertrain_peer_messages_refused_total",
-    "Peer messages refused (dead-lettered) by reason: malformed_key, bad_token, bad_body",
+    "Peer messages refused (dropped) by reason: malformed_key, bad_token, bad_body, ...",
     ["queue", "reason"],
 )
 HTTP_REQUESTS = Counter(

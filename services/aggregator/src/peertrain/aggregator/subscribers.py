@@ -18,6 +18,7 @@ from peertrain.common.events.training import (
     JOB_CANCELLED,
     JOB_CONFIGURED,
     JOB_FAILED,
+    PEER_EXCLUDED,
     ROUND_CLOSED,
     ROUND_OPENED,
     TASK_ASSIGNED,
@@ -39,6 +40,7 @@ JOB_EVENTS = (
     ROUND_CLOSED,
     JOB_CANCELLED,
     JOB_FAILED,
+    PEER_EXCLUDED,
 )
 
 

@@ -145,6 +145,12 @@ class Orchestrator:
         log.info("replayed the log", events=count, jobs=len(self.jobs))
 
     def _fold(self, event: RecordedEvent) -> Job | None:
+        """Fold ``event`` in; the job it concerns, whether or not it was new to it.
+
+        A redelivered fact was folded the first time, but what it should have caused may
+        not have been appended (the store blinked): the caller decides again either way,
+        and deciding is idempotent.
+        """
         if self.directory.apply(event):
             return None
         job_id = _job_id_of(event)
@@ -155,7 +161,8 @@ class Orchestrator:
             if not event.stream.startswith("job:"):
                 return None  # facts of jobs created elsewhere (tests sharing a log)
             job = self.jobs[job_id] = Job(job_id)
-        return job if job.apply(event) else None
+        job.apply(event)
+        return job
 
     # -- facts -------------------------------------------------------------------------
 
@@ -180,11 +187,15 @@ class Orchestrator:
         ]
 
     async def tick(self) -> None:
-        """Deadlines: advance every running job with an open round."""
+        """Deadlines, and anything a failed append left undecided: advance every job
+        that has not ended (deciding is pure and idempotent; most jobs decide nothing)."""
         async with self.lock:
             for job in list(self.jobs.values()):
-                if job.terminal is None and job.current is not None and job.current.state == "open":
-                    await self._advance(job)
+                if job.terminal is None and job.created is not None:
+                    try:
+                        await self._advance(job)
+                    except Exception as exc:  # one job's trouble must not starve the rest
+                        log.warning("advancing a job failed", job_id=job.job_id, error=repr(exc))
             self._gauge()
 
     # -- deciding ----------------------------------------------------------------------
@@ -378,8 +389,7 @@ class Orchestrator:
             saved = await self._execute(
                 job, lambda j: decide_report(j, message.peer_id, body), actor=message.peer_id
             )
-            if saved.events:
-                await self._advance(saved.state)
+            await self._advance(saved.state)  # also after a redelivery: see _fold
 
     def _dispatch_soon(self, event: RecordedEvent) -> None:
         """Send a task this process just assigned without waiting for the bus to bring

@@ -7,7 +7,15 @@ A handler receives a typed :class:`~peertrain.common.events.RecordedEvent`. Outc
 * the body is not a valid event: rejected at once, so it lands in ``<queue>.dlq``;
 * the handler raises: it is tried again in place, with backoff, up to the queue's
   delivery limit (redeliveries after a crash count too), then dead-lettered, and the
-  messages behind it keep flowing.
+  messages behind it keep flowing;
+* the handler raises because a dependency is away (the event store, the bucket or the
+  broker: :func:`~peertrain.common.faults.is_transient`): it keeps the message and tries
+  again with backoff up to :data:`RETRY_OUTAGE_MAX_S` apart, for as long as
+  :data:`OUTAGE_BUDGET_S`, without using up the delivery limit. Every message would
+  fail the same way meanwhile, so dead-lettering them would only strand facts.
+
+Dead-lettered messages can be moved back to their queue once the cause is fixed:
+``make redrive`` (:mod:`peertrain.common.bus.redrive`).
 
 Messages are handled strictly one after the other, in queue order, which keeps each
 stream's events in order, but the channel prefetches a window of them
@@ -32,6 +40,7 @@ from faststream.middlewares import AckPolicy
 from faststream.rabbit import Channel, RabbitBroker, RabbitExchange, RabbitMessage
 
 from peertrain.common.events import MalformedEvent, RecordedEvent, UnknownEventType, decode_message
+from peertrain.common.faults import is_transient
 from peertrain.common.metrics import DEAD_LETTERED, EVENTS_CONSUMED
 
 from .inbox import Inbox
@@ -49,6 +58,9 @@ PIPELINE = 32
 
 RETRY_BASE_S = 0.1
 RETRY_MAX_S = 2.0
+RETRY_OUTAGE_MAX_S = 5.0
+OUTAGE_BUDGET_S = 900.0
+"""How long a message waits out an outage before it is dead-lettered after all."""
 
 
 STALL_S = 30.0
@@ -208,22 +220,31 @@ def _consumer(sub: Subscription, delivery_limit: int) -> Callable[[RabbitMessage
         async with order.turn(raw.channel, raw.delivery_tag or 0):
             # Deliveries before this one (a crash, a restart) count against the limit.
             attempt = _delivery_count(message)
+            outage: _Outage | None = None
             while True:
                 try:
                     if sub.raw is not None:
                         await _handle_raw(sub, sub.raw, message)
                     else:
                         await _handle(sub, message)
+                    if outage is not None:
+                        log.info("a dependency is back", queue=sub.queue, waited_s=outage.age)
                     return
                 except RejectMessage:
                     raise
                 except Exception as exc:
-                    if attempt >= delivery_limit:
+                    if is_transient(exc):
+                        outage = outage or _Outage(asyncio.get_running_loop().time())
+                        if outage.age < OUTAGE_BUDGET_S:
+                            await asyncio.sleep(outage.backoff())
+                            continue
+                    if attempt >= delivery_limit or outage is not None:
                         DEAD_LETTERED.labels(queue=sub.queue).inc()
                         log.error(
                             "dead-lettering a message that kept failing",
                             queue=sub.queue,
                             attempts=attempt + 1,
+                            error=repr(exc)[:500],
                         )
                         raise RejectMessage() from exc
                     await asyncio.sleep(min(RETRY_BASE_S * 2**attempt, RETRY_MAX_S))
@@ -231,6 +252,22 @@ def _consumer(sub: Subscription, delivery_limit: int) -> Callable[[RabbitMessage
 
     consume.__name__ = f"on_{sub.queue.replace('.', '_')}"
     return consume
+
+
+@dataclass
+class _Outage:
+    """A dependency is away: since when, and how often it was tried."""
+
+    since: float
+    tries: int = 0
+
+    @property
+    def age(self) -> float:
+        return asyncio.get_running_loop().time() - self.since
+
+    def backoff(self) -> float:
+        self.tries += 1
+        return float(min(RETRY_BASE_S * 2 ** min(self.tries, 16), RETRY_OUTAGE_MAX_S))
 
 
 async def _the_message_itself(message: RabbitMessage) -> RabbitMessage:
@@ -259,9 +296,9 @@ async def _handle(sub: Subscription, message: RabbitMessage) -> None:
             return
         try:
             await sub.handler(event)
-        except Exception:
+        except Exception as exc:
             EVENTS_CONSUMED.labels(queue=sub.queue, outcome="failed").inc()
-            log.exception("event handler failed; the message will be retried", queue=sub.queue)
+            _log_failure(sub, exc)
             raise
         if sub.inbox is not None:
             await sub.inbox.done(event.id)
@@ -275,8 +312,17 @@ async def _handle_raw(sub: Subscription, handler: MessageHandler, message: Rabbi
         EVENTS_CONSUMED.labels(queue=sub.queue, outcome="rejected").inc()
         DEAD_LETTERED.labels(queue=sub.queue).inc()
         raise
-    except Exception:
+    except Exception as exc:
         EVENTS_CONSUMED.labels(queue=sub.queue, outcome="failed").inc()
-        log.exception("message handler failed; the message will be retried", queue=sub.queue)
+        _log_failure(sub, exc)
         raise
     EVENTS_CONSUMED.labels(queue=sub.queue, outcome="applied").inc()
+
+
+def _log_failure(sub: Subscription, exc: Exception) -> None:
+    if is_transient(exc):
+        log.warning(
+            "a dependency is away; the message waits", queue=sub.queue, error=repr(exc)[:300]
+        )
+    else:
+        log.exception("handler failed; the message will be retried", queue=sub.queue)

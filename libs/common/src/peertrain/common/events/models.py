@@ -33,6 +33,7 @@ __all__ = [
     "ModelVersionCreated",
     "UpdateAccepted",
     "UpdateRejected",
+    "accepted_update_key",
     "model_key",
     "model_stream",
     "server_state_key",
@@ -61,6 +62,13 @@ def model_stream(job_id: str) -> str:
 def model_key(job_id: str, version: int) -> str:
     """Where model version ``version`` of a job is stored."""
     return f"models/{job_id}/v{version}.safetensors"
+
+
+def accepted_update_key(job_id: str, round_: int, attempt: int, shard: int, sha256: str) -> str:
+    """Where the aggregator keeps the bytes of an update it accepted (content-addressed,
+    written by the aggregator itself: no peer can write there, so what a round
+    aggregates is always what was validated)."""
+    return f"models/{job_id}/updates/r{round_}.a{attempt}.s{shard}.{sha256}.safetensors"
 
 
 def server_state_key(job_id: str, version: int) -> str:
@@ -104,6 +112,9 @@ class UpdateRejected(EventData):
     peer_id: str
     code: str
     reason: str
+    strike: bool = False
+    """The refusal counts against the sender: its update was invalid, or not its to
+    announce (a late or superseded one is not). Enough strikes exclude a peer."""
 
 
 class Lineage(BaseModel):

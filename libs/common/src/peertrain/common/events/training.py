@@ -36,6 +36,7 @@ __all__ = [
     "JOB_EVENT_TYPES",
     "JOB_FAILED",
     "JOB_TERMINAL_TYPES",
+    "PEER_EXCLUDED",
     "ROUND_CLOSED",
     "ROUND_FAILED",
     "ROUND_OPENED",
@@ -49,6 +50,7 @@ __all__ = [
     "JobCompleted",
     "JobConfigured",
     "JobFailed",
+    "PeerExcluded",
     "RoundClosed",
     "RoundFailed",
     "RoundOpened",
@@ -73,6 +75,7 @@ ROUND_FAILED = "round.failed"
 JOB_COMPLETED = "job.completed"
 JOB_FAILED = "job.failed"
 JOB_CANCELLED = "job.cancelled"
+PEER_EXCLUDED = "peer.excluded"
 
 JOB_TERMINAL_TYPES: tuple[str, ...] = (JOB_COMPLETED, JOB_FAILED, JOB_CANCELLED)
 JOB_EVENT_TYPES: tuple[str, ...] = (
@@ -86,6 +89,7 @@ JOB_EVENT_TYPES: tuple[str, ...] = (
     TASK_LOST,
     ROUND_CLOSED,
     ROUND_FAILED,
+    PEER_EXCLUDED,
     *JOB_TERMINAL_TYPES,
 )
 """Every event type of the ``job:<id>`` streams."""
@@ -217,7 +221,7 @@ class TaskLost(EventData):
     round: int = Field(ge=1)
     shard: int = Field(ge=0)
     peer_id: str
-    reason: Literal["peer_offline", "deadline", "cancelled", "superseded"]
+    reason: Literal["peer_offline", "deadline", "cancelled", "superseded", "excluded"]
 
 
 class IncludedUpdate(BaseModel):
@@ -286,3 +290,15 @@ class JobCancelled(EventData):
 
     job_id: str
     by: str
+
+
+@event_type(PEER_EXCLUDED)
+class PeerExcluded(EventData):
+    """A peer whose updates kept being refused takes no further part in the job: its
+    open tasks are lost and its shards go to the job's other peers."""
+
+    job_id: str
+    peer_id: str
+    strikes: int = Field(ge=1)
+    """Refusals counted against it (invalid updates, or announcements not its to make)."""
+    reason: str

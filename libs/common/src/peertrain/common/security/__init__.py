@@ -36,7 +36,7 @@ from .keyset import KeySet
 from .messages import TOKEN_HEADER, peer_headers, token_from_headers, verify_message
 from .settings import SecuritySettings
 from .state import SECURITY_EVENT_TYPES, Security
-from .telemetry import PeerMessage, peer_message_handler
+from .telemetry import PeerMessage, peer_message_handler, refuse
 from .verifier import TokenVerifier
 
 __all__ = [
@@ -71,6 +71,7 @@ __all__ = [
     "install_security",
     "peer_headers",
     "peer_message_handler",
+    "refuse",
     "require_role",
     "security_queue",
     "token_from_headers",

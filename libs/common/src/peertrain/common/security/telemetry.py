@@ -10,7 +10,8 @@
         exchange=TELEMETRY,
     )
 
-A message is refused (dead-lettered at once, with its reason logged and counted) when
+A message is refused (counted by reason, logged at most once a second per queue and
+reason, and dropped: never dead-lettered, so junk cannot grow a queue) when
 its routing key is not ``peer.<id>.<kind>`` of a known kind, its token is missing, not
 valid or not that peer's, or its body does not parse. Peers are untrusted: everything
 the handler gets is checked for form and sender; what it *means* (is this task that
@@ -19,12 +20,12 @@ peer's?) is the handler's to check.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 import structlog
-from faststream.exceptions import RejectMessage
 from faststream.rabbit import RabbitMessage
 from pydantic import BaseModel, ValidationError
 
@@ -38,7 +39,7 @@ from .errors import InsufficientRole, InvalidToken
 from .messages import verify_message
 from .state import Security
 
-__all__ = ["PeerMessage", "peer_message_handler"]
+__all__ = ["PeerMessage", "peer_message_handler", "refuse"]
 
 log = structlog.get_logger(__name__)
 
@@ -56,10 +57,18 @@ class PeerMessage(Generic[B]):
     message_id: str | None
 
 
-def _refuse(queue: str, reason: str, **detail: object) -> RejectMessage:
-    REFUSED_MESSAGES.labels(queue=queue, reason=reason).inc()
-    log.warning("refusing a peer message", queue=queue, reason=reason, **detail)
-    return RejectMessage()
+LOG_EVERY_S = 1.0
+_last_logged: dict[tuple[str, str], float] = {}
+
+
+def refuse(queue: str, reason: str, **detail: object) -> None:
+    """Count a refused peer message; log it unless this reason was logged just now."""
+    counter = REFUSED_MESSAGES.labels(queue=queue, reason=reason)
+    counter.inc()
+    now = time.monotonic()
+    if now - _last_logged.get((queue, reason), -LOG_EVERY_S) >= LOG_EVERY_S:
+        _last_logged[(queue, reason)] = now
+        log.warning("refusing a peer message", queue=queue, reason=reason, **detail)
 
 
 def peer_message_handler(
@@ -75,19 +84,20 @@ def peer_message_handler(
         key = message.raw_message.routing_key or ""
         parsed = parse_telemetry_key(key)
         if parsed is None or parsed[1] not in kinds:
-            raise _refuse(queue, "malformed_key", routing_key=key[:200])
+            refuse(queue, "malformed_key", routing_key=key[:200])
+            return
         peer_id, kind = parsed
         security: Security = ctx.extras[SECURITY_EXTRA]
         try:
             principal = await verify_message(security, message.headers, peer_id=peer_id)
         except (InvalidToken, InsufficientRole) as exc:
-            raise _refuse(queue, "bad_token", peer_id=peer_id, error=str(exc)) from exc
+            refuse(queue, "bad_token", peer_id=peer_id[:200], error=str(exc))
+            return
         try:
             body = kinds[kind].model_validate_json(message.body)
         except ValidationError as exc:
-            raise _refuse(
-                queue, "bad_body", peer_id=peer_id, kind=kind, error=str(exc)[:500]
-            ) from exc
+            refuse(queue, "bad_body", peer_id=peer_id, kind=kind, error=str(exc)[:500])
+            return
         await handler(PeerMessage(peer_id, kind, body, principal, message.message_id))
 
     return handle

@@ -29,6 +29,17 @@ class AggregationSpec(BaseModel):
         Share trimmed at each end by ``trimmed_mean``.
     max_update_norm
         Updates with a larger L2 norm are rejected; also sizes the exact accumulator.
+    norm_clip
+        Each update a round aggregates is scaled down to at most ``norm_clip`` times the
+        median L2 norm of the round's accepted updates (norm clipping, as DP-FedAvg
+        does, with an adaptive bound); ``None`` turns clipping off.
+    norm_outlier
+        An update whose norm is over ``norm_outlier`` times the median norm of the
+        previous round's accepted updates is rejected (``norm_outlier``), and counts
+        against its peer; ``None`` leaves only the absolute ``max_update_norm``.
+    exclude_after
+        A peer with this many refusals counted against it in a job (invalid updates,
+        announcements for tasks not its own) is excluded from the job's later work.
     beta1, beta2, tau
         FedAdam's moment decays and adaptivity constant.
     """
@@ -41,6 +52,9 @@ class AggregationSpec(BaseModel):
     server_lr: float | None = Field(default=None, gt=0, le=100)
     trim_fraction: float = Field(default=0.1, ge=0, lt=0.5)
     max_update_norm: float = Field(default=100.0, gt=0, le=1e9)
+    norm_clip: float | None = Field(default=2.0, gt=0, le=1e6)
+    norm_outlier: float | None = Field(default=5.0, gt=1, le=1e6)
+    exclude_after: int = Field(default=3, ge=1, le=10_000)
     beta1: float = Field(default=0.9, ge=0, lt=1)
     beta2: float = Field(default=0.99, ge=0, lt=1)
     tau: float = Field(default=1e-3, gt=0, le=10)

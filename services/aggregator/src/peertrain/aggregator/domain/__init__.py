@@ -9,6 +9,7 @@ from .errors import (
     RoundInputsChanged,
     UpdateRefused,
 )
+from .norms import clip_factors, outlier_bound
 from .state import JobState, RoundKey, VersionInfo
 
 __all__ = [
@@ -25,6 +26,8 @@ __all__ = [
     "RoundKey",
     "UpdateRefused",
     "VersionInfo",
+    "clip_factors",
     "codes",
     "decide_update",
+    "outlier_bound",
 ]

@@ -8,11 +8,13 @@ __all__ = [
     "JOB_ENDED",
     "MISSING_OBJECT",
     "NON_FINITE",
+    "NORM_OUTLIER",
     "NORM_TOO_LARGE",
     "NOT_SAFETENSORS",
     "ROUND_NOT_OPEN",
     "SHA256_MISMATCH",
     "SIZE_MISMATCH",
+    "STRIKES",
     "TASK_LOST",
     "TASK_MISMATCH",
     "TOO_LARGE",
@@ -37,3 +39,25 @@ NOT_SAFETENSORS: Final = "not_safetensors"
 WRONG_TENSORS: Final = "wrong_tensors"
 NON_FINITE: Final = "non_finite"
 NORM_TOO_LARGE: Final = "norm_too_large"
+NORM_OUTLIER: Final = "norm_outlier"
+
+STRIKES: Final = frozenset(
+    {
+        UNKNOWN_TASK,
+        WRONG_PEER,
+        TASK_MISMATCH,
+        WRONG_KEY,
+        TOO_LARGE,
+        SIZE_MISMATCH,
+        MISSING_OBJECT,
+        SHA256_MISMATCH,
+        NOT_SAFETENSORS,
+        WRONG_TENSORS,
+        NON_FINITE,
+        NORM_TOO_LARGE,
+        NORM_OUTLIER,
+    }
+)
+"""Refusals that count against the sender (``update.rejected`` ``strike``): an honest
+peer never causes them. Late or superseded updates (``task_lost``, ``round_not_open``)
+do not count."""

@@ -10,7 +10,15 @@ from peertrain.common.events.training import RoundOpened, TaskAssigned
 from . import codes
 from .state import JobState
 
-__all__ = ["Candidate", "Decision", "Duplicate", "Ignored", "Refusal", "decide_update"]
+__all__ = [
+    "MAX_STRIKES_RECORDED",
+    "Candidate",
+    "Decision",
+    "Duplicate",
+    "Ignored",
+    "Refusal",
+    "decide_update",
+]
 
 
 @dataclass(frozen=True)
@@ -46,19 +54,32 @@ class Ignored:
 
 Decision = Candidate | Refusal | Duplicate | Ignored
 
+MAX_STRIKES_RECORDED = 20
+"""Refusals counted against one peer that are recorded per job; more are only counted
+and logged (the orchestrator excludes a peer long before: ``exclude_after``)."""
+
 
 def decide_update(state: JobState, peer_id: str, body: UpdateAnnounced) -> Decision:
     """What to do with ``peer_id``'s announcement ``body``, given the job's state."""
     if state.configured is None:
         return Ignored(f"job {body.job_id!r} is not configured")
+    # Nothing is recorded for a sender that is not the job's, for an ended job, or for
+    # a peer already excluded or with its strikes used up: a peer cannot grow a job's
+    # log (or any job's it knows the id of) with refusals.
+    if peer_id not in state.peers:
+        return Ignored("the sender is not one of the job's peers")
+    if state.ended is not None:
+        return Ignored(f"the job has ended ({state.ended})")
+    if peer_id in state.excluded:
+        return Ignored("the sender is excluded from the job")
+    if state.strikes.get(peer_id, 0) >= MAX_STRIKES_RECORDED:
+        return Ignored("the sender's refusals are already on record")
     if (body.task_id, peer_id) in state.decided:
         return Duplicate(f"task {body.task_id} already has a decision for this sender")
     if (body.round, body.attempt, body.shard) in state.accepted:
         return Duplicate(
             f"round {body.round} attempt {body.attempt} shard {body.shard} already has an update"
         )
-    if state.ended is not None:
-        return Refusal(codes.JOB_ENDED, f"the job has ended ({state.ended})")
     task = state.tasks.get(body.task_id)
     if task is None:
         return Refusal(codes.UNKNOWN_TASK, f"task {body.task_id} was never assigned")

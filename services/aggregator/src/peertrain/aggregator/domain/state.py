@@ -24,6 +24,7 @@ from peertrain.common.events.training import (
     JobCompleted,
     JobConfigured,
     JobFailed,
+    PeerExcluded,
     RoundClosed,
     RoundFailed,
     RoundOpened,
@@ -60,6 +61,11 @@ class JobState:
     job_seq: int = 0
     model_seq: int = 0
     owner_id: str | None = None
+    peers: frozenset[str] = frozenset()
+    """The job's peers (``job.created``): nobody else's announcements are recorded."""
+    excluded: set[str] = field(default_factory=set)
+    strikes: dict[str, int] = field(default_factory=dict)
+    """Refusals on record that count against each peer."""
     configured: JobConfigured | None = None
     ended: str | None = None
     """The terminal event type (job.completed/failed/cancelled), once there is one."""
@@ -91,6 +97,9 @@ class JobState:
         data = event.data
         if isinstance(data, JobCreated):
             self.owner_id = data.owner_id
+            self.peers = frozenset(data.peers)
+        elif isinstance(data, PeerExcluded):
+            self.excluded.add(data.peer_id)
         elif isinstance(data, JobConfigured):
             self.configured = data
         elif isinstance(data, RoundOpened):
@@ -113,6 +122,8 @@ class JobState:
             self.decided.add((data.task_id, data.peer_id))
         elif isinstance(data, UpdateRejected):
             self.decided.add((data.task_id, data.peer_id))
+            if data.strike:
+                self.strikes[data.peer_id] = self.strikes.get(data.peer_id, 0) + 1
         elif isinstance(data, ModelVersionCreated):
             self.versions[data.version] = VersionInfo(data, event.occurred_at)
         elif isinstance(data, ModelEvaluated):
@@ -142,6 +153,18 @@ class JobState:
     def latest_version(self) -> int | None:
         """The highest stored version."""
         return max(self.versions) if self.versions else None
+
+    def accepted_norms(self, closed: RoundClosed) -> dict[int, float]:
+        """The recorded norm of each update a closed round includes, by shard."""
+        found = (
+            self.accepted.get((closed.round, closed.attempt, u.shard)) for u in closed.included
+        )
+        return {a.shard: a.norm for a in found if a is not None}
+
+    def previous_round(self, round_: int) -> RoundClosed | None:
+        """The attempt of round ``round_ - 1`` that closed (``None`` before round 2)."""
+        found = [c for c in self.closed.values() if c.round == round_ - 1]
+        return found[-1] if found else None
 
     def rounds_to_aggregate(self) -> list[RoundClosed]:
         """Closed rounds whose version is not stored yet, in round order."""

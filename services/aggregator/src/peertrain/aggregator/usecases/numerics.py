@@ -26,6 +26,7 @@ from peertrain.ml.zoo import build_model
 
 __all__ = [
     "RoundWork",
+    "clipped",
     "decode_update",
     "evaluate_state",
     "final_files",
@@ -98,6 +99,14 @@ def _classify(problems: list[str]) -> str:
     if "L2 norm" in text:
         return codes.NORM_TOO_LARGE
     return codes.WRONG_TENSORS
+
+
+def clipped(update: Mapping[str, torch.Tensor], factor: float) -> State:
+    """``update`` with its floating-point tensors scaled by ``factor`` (norm clipping)."""
+    return {
+        name: t * torch.tensor(factor, dtype=t.dtype) if t.is_floating_point() else t
+        for name, t in update.items()
+    }
 
 
 def update_norm(update: Mapping[str, torch.Tensor]) -> float:

@@ -22,11 +22,13 @@ from peertrain.aggregator.domain import (
     UpdateRefused,
     codes,
     decide_update,
+    outlier_bound,
 )
 from peertrain.aggregator.metrics import UPDATE_BYTES, UPDATES
-from peertrain.common.events.models import UpdateAccepted, UpdateRejected
+from peertrain.common.events.models import UpdateAccepted, UpdateRejected, accepted_update_key
 from peertrain.common.events.tasks import UpdateAnnounced
-from peertrain.common.security import PeerMessage
+from peertrain.common.security import PeerMessage, refuse
+from peertrain.common.specs import parse_aggregation_spec
 
 from .context import AggregatorContext
 from .numerics import RoundWork, decode_update, max_update_norm, state_nbytes, update_norm
@@ -55,7 +57,10 @@ async def receive_update(actx: AggregatorContext, message: PeerMessage[UpdateAnn
             if isinstance(decision, Ignored | Duplicate):
                 outcome = "ignored" if isinstance(decision, Ignored) else "duplicate"
                 UPDATES.labels(outcome=outcome, code="").inc()
-                log.info("update not recorded", outcome=outcome, reason=decision.reason)
+                if isinstance(decision, Ignored):  # counted; logged at most once a second
+                    refuse(actx.settings.queue("updates"), "ignored", why=decision.reason)
+                else:
+                    log.info("update not recorded", outcome=outcome, reason=decision.reason)
                 return
             if isinstance(decision, Refusal):
                 await _reject(actx, state, peer_id, body, decision.code, decision.reason)
@@ -65,7 +70,11 @@ async def receive_update(actx: AggregatorContext, message: PeerMessage[UpdateAnn
             except UpdateRefused as exc:
                 await _reject(actx, state, peer_id, body, exc.reason_code, exc.message)
                 return
-            event, delta = accepted
+            event, delta, data = accepted
+            # the round aggregates the aggregator's own copy of what it validated: the
+            # peer's upload form stays usable until its deadline, so the object at the
+            # task's key may change after this point
+            await actx.blobs.put_bytes(event.key, data, content_type="application/octet-stream")
             await actx.append(state, [event], actor=peer_id)
             await _fold(actx, state, decision, event, delta)
             UPDATES.labels(outcome="accepted", code="").inc()
@@ -90,6 +99,7 @@ async def _reject(
         peer_id=peer_id,
         code=code,
         reason=reason,
+        strike=code in codes.STRIKES,
     )
     await actx.append(state, [rejected], actor=peer_id)
     UPDATES.labels(outcome="rejected", code=code).inc()
@@ -102,8 +112,9 @@ async def _check(
     peer_id: str,
     body: UpdateAnnounced,
     candidate: Candidate,
-) -> tuple[UpdateAccepted, dict[str, torch.Tensor]]:
-    """Download and validate; returns the event to record and the decoded delta."""
+) -> tuple[UpdateAccepted, dict[str, torch.Tensor], bytes]:
+    """Download and validate; returns the event to record, the decoded delta and the
+    bytes (to keep at the event's content-addressed key)."""
     assert state.configured is not None
     base_version = candidate.opened.model_version
     base = await model_state(actx, state, base_version)
@@ -119,6 +130,13 @@ async def _check(
         raise UpdateRefused(codes.SHA256_MISMATCH, "the object's sha256 is not the announced one")
     delta = await asyncio.to_thread(decode_update, data, base, max_update_norm(state.configured))
     norm = await asyncio.to_thread(update_norm, delta)
+    bound = outlier_bound(state, body.round, parse_aggregation_spec(state.configured.aggregation))
+    if bound is not None and norm > bound:
+        raise UpdateRefused(
+            codes.NORM_OUTLIER,
+            f"L2 norm {norm:.4g} is over {bound:.4g}, the bound relative to the previous "
+            "round's median",
+        )
     accepted = UpdateAccepted(
         job_id=body.job_id,
         round=body.round,
@@ -126,7 +144,7 @@ async def _check(
         shard=body.shard,
         task_id=body.task_id,
         peer_id=peer_id,
-        key=candidate.task.update_key,
+        key=accepted_update_key(body.job_id, body.round, body.attempt, body.shard, body.sha256),
         sha256=body.sha256,
         size=len(data),
         norm=norm,
@@ -135,7 +153,7 @@ async def _check(
         train_loss=body.train_loss,
         train_accuracy=body.train_accuracy,
     )
-    return accepted, dict(delta)
+    return accepted, dict(delta), data
 
 
 async def _fold(

@@ -14,7 +14,7 @@ import time
 
 import structlog
 
-from peertrain.aggregator.domain import JobState, RoundInputsChanged, UpdateRefused
+from peertrain.aggregator.domain import JobState, RoundInputsChanged, UpdateRefused, clip_factors
 from peertrain.aggregator.metrics import (
     AGGREGATION_SECONDS,
     EVALUATION_SECONDS,
@@ -32,11 +32,13 @@ from peertrain.common.events.models import (
     server_state_key,
 )
 from peertrain.common.events.training import JobConfigured, RoundClosed
+from peertrain.common.specs import parse_aggregation_spec
 from peertrain.ml.weights import state_to_bytes
 
 from .context import AggregatorContext
 from .numerics import (
     RoundWork,
+    clipped,
     decode_update,
     evaluate_state,
     final_files,
@@ -118,9 +120,14 @@ async def _initial(
 
 
 async def _rebuild(
-    actx: AggregatorContext, state: JobState, cfg: JobConfigured, closed: RoundClosed
+    actx: AggregatorContext,
+    state: JobState,
+    cfg: JobConfigured,
+    closed: RoundClosed,
+    scale: dict[int, float],
 ) -> RoundWork:
-    """Fold the included updates again from the bucket, one at a time (O(model))."""
+    """Fold the included updates again from the bucket, one at a time (O(model)), each
+    scaled by ``scale[shard]`` when it has one (clipping)."""
     base = await model_state(actx, state, closed.round - 1)
     server = await server_state(actx, state, closed.round - 1)
     work = await asyncio.to_thread(
@@ -143,6 +150,8 @@ async def _rebuild(
             work.close()
             raise RoundInputsChanged(f"{inc.key} changed after it was accepted")
         delta = await asyncio.to_thread(decode_update, data, base, bound)
+        if inc.shard in scale:
+            delta = await asyncio.to_thread(clipped, delta, scale[inc.shard])
         rows = state.shard_rows(inc.shard)
         if rows is None:
             work.close()
@@ -162,16 +171,20 @@ async def _aggregate(
     started = time.perf_counter()
     wanted = {work_key(u.key, u.sha256) for u in closed.included}
     work = actx.rounds.pop(state.job_id, None)
+    scale = clip_factors(state, closed, parse_aggregation_spec(cfg.aggregation))
     path = "running"
+    if scale:  # the running sum folded them unclipped
+        log.info("clipping updates", round=closed.round, scale=_rounded_scale(scale))
     if (
-        work is None
+        scale
+        or work is None
         or (work.round, work.attempt) != (closed.round, closed.attempt)
         or (work.keys() != wanted)
     ):
         if work is not None:
             work.close()
-        path = "rebuilt"
-        work = await _rebuild(actx, state, cfg, closed)
+        path = "clipped" if scale else "rebuilt"
+        work = await _rebuild(actx, state, cfg, closed, scale)
     try:
         new_state = await asyncio.to_thread(work.accumulator.finish)
     finally:
@@ -246,6 +259,10 @@ async def _evaluate(
     EVALUATION_SECONDS.observe(time.perf_counter() - started)
     observe_evaluation(state.job_id, version, metrics["loss"], metrics["accuracy"])
     log.info("model evaluated", job_id=state.job_id, version=version, **_rounded(metrics))
+
+
+def _rounded_scale(scale: dict[int, float]) -> dict[str, float]:
+    return {str(shard): round(f, 4) for shard, f in sorted(scale.items())}
 
 
 def _included_bytes(state: JobState, closed: RoundClosed) -> int:

@@ -10,7 +10,7 @@ same decisions, and a fact seen twice changes nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Literal
 
@@ -30,6 +30,7 @@ from peertrain.common.events.training import (
     JobCompleted,
     JobConfigured,
     JobFailed,
+    PeerExcluded,
     RoundClosed,
     RoundFailed,
     RoundOpened,
@@ -40,7 +41,7 @@ from peertrain.common.events.training import (
     TaskProgress,
     update_key,
 )
-from peertrain.common.specs import parse_aggregation_spec
+from peertrain.common.specs import parse_aggregation_spec, parse_training_params
 
 __all__ = ["Job", "JobState", "Round", "Task", "reconcile"]
 
@@ -68,6 +69,8 @@ class Task:
     device: str | None = None
     error: str | None = None
     traceback: str | None = None
+    epoch: int = 0
+    """The last local epoch its peer reported done."""
 
     @property
     def open(self) -> bool:
@@ -128,6 +131,10 @@ class Job:
     exported: ModelExported | None = None
     progress: list[TaskProgress] = field(default_factory=list)
     rejected: list[UpdateRejected] = field(default_factory=list)
+    strikes: dict[str, list[UpdateRejected]] = field(default_factory=dict)
+    """The job's peers' refusals that count against them (``update.rejected`` with
+    ``strike``), by peer."""
+    excluded: dict[str, PeerExcluded] = field(default_factory=dict)
     terminal: Literal["completed", "failed", "cancelled"] | None = None
     error: str | None = None
     error_code: str | None = None
@@ -156,6 +163,12 @@ class Job:
         if self.created is not None:
             return int(self.created.training.get("rounds", 10))
         return 0
+
+    @property
+    def local_epochs(self) -> int:
+        """Epochs each task trains (``training.local_epochs``)."""
+        training = self.configured.training if self.configured else {}
+        return parse_training_params(training).local_epochs
 
     def task(self, task_id: str) -> Task | None:
         """A task of the current round attempt."""
@@ -237,6 +250,9 @@ class Job:
                 task.device = data.device
         elif isinstance(data, TaskProgress):
             self.progress.append(data)
+            task = self.find_task(data.task_id)
+            if task is not None:
+                task.epoch = max(task.epoch, data.epoch)
         elif isinstance(data, TaskFailed):
             task = self.find_task(data.task_id)
             if task is not None and task.open:
@@ -254,6 +270,8 @@ class Job:
                 rnd.state = "closed" if isinstance(data, RoundClosed) else "failed"
                 rnd.closed_at = at
                 rnd.close_reason = data.reason if isinstance(data, RoundClosed) else "too_few"
+        elif isinstance(data, PeerExcluded):
+            self.excluded.setdefault(data.peer_id, data)
         elif isinstance(data, JobCompleted):
             self._end("completed", at)
         elif isinstance(data, JobFailed):
@@ -287,6 +305,8 @@ class Job:
                 )
         elif isinstance(data, UpdateRejected):
             self.rejected.append(data)
+            if data.strike and self.created is not None and data.peer_id in self.created.peers:
+                self.strikes.setdefault(data.peer_id, []).append(data)
             task = self.find_task(data.task_id)
             # Only the task's own peer can change its state: a refusal of another
             # peer's announcement about it (``wrong_peer``: task ids can be guessed)
@@ -323,6 +343,11 @@ def reconcile(job: Job, env: Env) -> list[EventData]:
         return [JobFailed(job_id=job.job_id, code=failed.code, reason=failed.message)]
     if job.configured is None:
         return []
+    excluding = _exclusions(job)
+    if excluding:
+        return excluding
+    if job.excluded:  # an excluded peer is given nothing more, as if it were offline
+        env = replace(env, online=env.online - job.excluded.keys())
     cur = job.current
     if cur is not None and cur.state == "open":
         return _tend_round(job, cur, env)
@@ -346,6 +371,25 @@ def reconcile(job: Job, env: Env) -> list[EventData]:
     if version is None:
         return []  # waiting for the aggregator
     return _open(job, next_round, 1, version, env)
+
+
+def _exclusions(job: Job) -> list[EventData]:
+    """``peer.excluded`` for each peer with enough strikes that is not excluded yet."""
+    assert job.configured is not None
+    limit = parse_aggregation_spec(job.configured.aggregation).exclude_after
+    return [
+        PeerExcluded(
+            job_id=job.job_id,
+            peer_id=peer,
+            strikes=len(strikes),
+            reason=(
+                f"{len(strikes)} of its updates or announcements were refused "
+                f"(last: {strikes[-1].code}: {strikes[-1].reason})"
+            )[:1000],
+        )
+        for peer, strikes in job.strikes.items()
+        if len(strikes) >= limit and peer not in job.excluded
+    ]
 
 
 def _deadline(job: Job, env: Env) -> datetime:
@@ -424,7 +468,9 @@ def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
     for task in list(cur.tasks.values()):
         if not task.open or task.peer_id in env.online or env.now >= cur.deadline:
             continue
-        events.append(_lost(job, task, "peer_offline"))
+        events.append(
+            _lost(job, task, "excluded" if task.peer_id in job.excluded else "peer_offline")
+        )
         load[task.peer_id] = load.get(task.peer_id, 1) - 1
         spare = _spare(job, load, env, exclude=task.peer_id)
         if spare is not None:
@@ -513,7 +559,9 @@ def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
     return events
 
 
-def _lost(job: Job, task: Task, reason: Literal["peer_offline", "deadline"]) -> TaskLost:
+def _lost(
+    job: Job, task: Task, reason: Literal["peer_offline", "deadline", "excluded"]
+) -> TaskLost:
     return TaskLost(
         job_id=job.job_id,
         task_id=task.task_id,

@@ -1,7 +1,8 @@
 """What a peer's report about its task (accepted, progress, failed) adds to the job.
 
 Pure: the job and the report in, the job events to append out (none when the report
-changes nothing: another peer's task, an ended job, a task already past that state).
+changes nothing: another peer's task, an ended job, a task already past that state, a
+progress report for an epoch already reported or beyond the job's local epochs).
 """
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ def decide_report(job: Job, peer_id: str, body: Report) -> list[EventData]:
             return []
         return [TaskAccepted(**common, device=body.device)]
     if isinstance(body, TaskProgressBody):
+        # once per epoch of the job's own count, in order, while the task is open: a
+        # peer cannot grow the log with progress (each report becomes an event)
+        epochs = job.local_epochs
+        if not task.open or body.epochs != epochs or not task.epoch < body.epoch <= epochs:
+            return []
         return [
             TaskProgress(
                 **common,
