@@ -20,6 +20,11 @@ Modes:
     The honest update, announced twice.
 ``cycle``
     Round 1 ``nan``, round 2 ``shape``, round 3 ``norm``, round 4 ``pickle``; honest after.
+``storm``
+    Every round, everything at once: uploads -20x its honest delta; announces that
+    update for every other task id it can guess (ids follow
+    ``{job}.r{r}.a{a}.s{shard}.{n}``); floods progress for its own task; and, once the
+    aggregator has had time to accept it, posts its upload form again with other bytes.
 """
 
 from __future__ import annotations
@@ -30,17 +35,25 @@ import io
 import os
 import pathlib
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from peertrain.common.events.tasks import TaskMessage, UpdateAnnounced
+from peertrain.common.events.tasks import (
+    PROGRESS,
+    UPDATE,
+    TaskMessage,
+    TaskProgressBody,
+    UpdateAnnounced,
+)
 from peertrain.common.logging import configure_logging
 from peertrain.ml.training import TrainResult
 from peertrain.ml.weights import state_to_bytes
 from peertrain.peer.config import PeerSettings
 from peertrain.peer.trainer import Trainer
+from peertrain.peer.transfer import upload_form
 
 CANARY_ENV = "PEERTRAIN_TEST_CANARY"
 
@@ -129,6 +142,38 @@ class CycleTrainer(Trainer):
         return attack.make_update_bytes(self, task, result)
 
 
+class StormTrainer(Trainer):
+    """-20x updates, spoofed announcements, a progress flood and an overwritten upload."""
+
+    FLOOD = 300
+    GUESSES = 8
+
+    def make_update_bytes(self, task: TaskMessage, result: TrainResult) -> bytes:
+        return state_to_bytes(
+            {k: v * -20 if v.is_floating_point() else v for k, v in result.delta.items()}
+        )
+
+    def announce(self, task: TaskMessage, announced: UpdateAnnounced) -> None:
+        super().announce(task, announced)
+        ref = {k: getattr(task, k) for k in ("task_id", "job_id", "round", "attempt", "shard")}
+        flood = TaskProgressBody(
+            **ref, epoch=1, epochs=1, loss=0.1, accuracy=0.9, samples=1, duration_s=0.0
+        )
+        for _ in range(self.FLOOD):
+            self.send(PROGRESS, flood)
+        head, _, n = task.task_id.rpartition(".")
+        base = head.rpartition(".s")[0]
+        for shard in range(self.GUESSES):
+            for k in range(int(n) - self.GUESSES, int(n) + self.GUESSES):
+                guess = f"{base}.s{shard}.{k}"
+                if guess != task.task_id:
+                    self.send(
+                        UPDATE, announced.model_copy(update={"task_id": guess, "shard": shard})
+                    )
+        time.sleep(2.0)
+        upload_form(self.http, task.upload, b"not what was accepted" * 64)
+
+
 MODES: dict[str, type[Trainer]] = {
     "nan": NanTrainer,
     "shape": ShapeTrainer,
@@ -136,6 +181,7 @@ MODES: dict[str, type[Trainer]] = {
     "pickle": PickleTrainer,
     "duplicate": DuplicateTrainer,
     "cycle": CycleTrainer,
+    "storm": StormTrainer,
 }
 
 

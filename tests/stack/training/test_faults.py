@@ -9,6 +9,7 @@ one accuracy point where data is lost (a hostile or killed peer).
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from training_support import (
     final_weights,
     finished,
     peers_active,
+    queue_depths,
     same_weights,
     wait_for,
 )
@@ -28,19 +30,28 @@ pytestmark = [pytest.mark.stack, pytest.mark.slow]
 ROUNDS = 4
 
 
-def small_job(dataset_id: str, peers: list[str]) -> dict[str, Any]:
+def small_job(
+    dataset_id: str, peers: list[str], aggregation: dict[str, Any] | None = None
+) -> dict[str, Any]:
     job = mnist_job(dataset_id, peers, rounds=ROUNDS, seed=11)
     job["name"] = "mnist-small"
     job["model"] = {"arch": "mlp", "hidden": [64]}
     job["aggregation"]["round_deadline_s"] = 120
+    job["aggregation"].update(aggregation or {})
     return job
 
 
-async def run(platform: Platform, names: list[str], **peer_kw: Any) -> tuple[str, dict[str, Any]]:
+async def run(
+    platform: Platform,
+    names: list[str],
+    *,
+    aggregation: dict[str, Any] | None = None,
+    **peer_kw: Any,
+) -> tuple[str, dict[str, Any]]:
     dataset_id = await mnist(platform)
     peers = [platform.peer(n, **peer_kw.get(n, {})).peer_id for n in names]
     await peers_active(platform, peers)
-    job_id = await create_job(platform, small_job(dataset_id, peers))
+    job_id = await create_job(platform, small_job(dataset_id, peers, aggregation))
     return job_id, await finished(platform, job_id)
 
 
@@ -83,7 +94,11 @@ async def test_hostile_updates_are_rejected_and_nothing_is_executed(
     first = await baseline(platform)
     canary = tmp_path / "canary"
     hostile = {"mode": "cycle", "env": {"PEERTRAIN_TEST_CANARY": str(canary)}}
-    job_id, job = await run(platform, ["p0", "p1", "p2", "bad"], bad=hostile)
+    # one attack a round, and all four are to be seen: no exclusion before round 4
+    no_exclusion = {"exclude_after": 5}
+    job_id, job = await run(
+        platform, ["p0", "p1", "p2", "bad"], aggregation=no_exclusion, bad=hostile
+    )
     assert job["state"] == "completed", job
     rejected = job["rejected_updates"]
     codes = {r["round"]: r["code"] for r in rejected}
@@ -99,6 +114,55 @@ async def test_hostile_updates_are_rejected_and_nothing_is_executed(
     # the user sees why, in the job's tasks
     tasks = [t for t in job["tasks"] if t["state"] == "rejected"]
     assert tasks and all("rejected" in (t["error"] or "") for t in tasks)
+
+
+@pytest.mark.parametrize(
+    "aggregation",
+    # an absolute bound far above honest norms (2-10 here): the -20x update gets through
+    # it, so the relative bound and clipping are what stand in its way
+    [
+        {"strategy": "fedavg", "max_update_norm": 1000},
+        {"strategy": "trimmed_mean", "trim_fraction": 0.2, "max_update_norm": 1000},
+    ],
+    ids=["fedavg-clipped", "trimmed-mean"],
+)
+async def test_one_hostile_peer_doing_everything_at_once_is_excluded_and_harms_nothing(
+    platform: Platform, http: Any, aggregation: dict[str, Any]
+) -> None:
+    """A 5-peer job where one peer, every round, sends -20x its honest update, announces
+    it for every task id it can guess, floods progress, and overwrites its accepted
+    upload: the job completes within a point of the undisturbed 5-peer run, the peer is
+    excluded, and nothing it sent grew a queue or the job's log beyond a bound."""
+    _, honest = await run(platform, ["p0", "p1", "p2", "p3", "p4"], aggregation=aggregation)
+    assert honest["state"] == "completed", honest
+    job_id, job = await run(
+        platform,
+        ["p0", "p1", "p2", "p3", "storm"],
+        aggregation=aggregation,
+        storm={"mode": "storm"},
+    )
+    assert job["state"] == "completed", job
+    assert abs(job["latest"]["accuracy"] - honest["latest"]["accuracy"]) <= 0.01
+    storm = platform.peers["storm"].peer_id
+    events = (await http.get(f"/api/jobs/{job_id}/events")).json()["items"]
+    excluded = [e["data"] for e in events if e["type"] == "peer.excluded"]
+    assert [e["peer_id"] for e in excluded] == [storm], excluded
+    assigned_after = [
+        e
+        for e in events[events.index(next(e for e in events if e["type"] == "peer.excluded")) :]
+        if e["type"] == "task.assigned" and e["data"]["peer_id"] == storm
+    ]
+    assert assigned_after == []  # its shards went to the others
+    progress = Counter(e["data"]["task_id"] for e in events if e["type"] == "task.progress")
+    assert max(progress.values()) == 1  # local_epochs 1: one report per task, flood or not
+    rejected = [e["data"] for e in events if e["type"] == "update.rejected"]
+    assert rejected and {r["peer_id"] for r in rejected} == {storm}
+    assert len(rejected) <= 20 + ROUNDS  # recorded refusals are capped per peer
+    # the overwritten upload changed nothing: every round was aggregated from what was
+    # validated (a changed object used to wedge the job), and no queue holds junk
+    depths = queue_depths(platform)
+    assert all(n <= 100 for n in depths.values()), depths
+    assert all(n == 0 for q, n in depths.items() if q.endswith(".dlq")), depths
 
 
 async def test_a_peer_killed_mid_round_is_replaced_and_the_job_completes(

@@ -94,6 +94,8 @@ class Platform:
     auth: TokenAuth | None = None
     user_id: str = ""
     datasets: dict[str, str] = field(default_factory=dict)
+    queue_prefixes: list[str] = field(default_factory=list)
+    """The services' queue names start with one of these (plus ``.``)."""
 
     def client(self) -> httpx.AsyncClient:
         """A client of the gateway, logged in as the platform's user."""
@@ -174,6 +176,20 @@ def _drop_own_databases(mongo_db: str, services: tuple[str, ...]) -> None:
             client.drop_database(f"{mongo_db}_{service}")
 
 
+def queue_depths(p: Platform) -> dict[str, int]:
+    """Messages waiting in each of the platform's queues and its peers' queues."""
+    peer_queues = {f"peer.{peer.peer_id}" for peer in p.peers.values()}
+    with httpx.Client(base_url=MGMT, auth=("admin", "admin"), timeout=10) as mgmt:
+        r = mgmt.get("/queues/%2F", params={"columns": "name,messages"})
+        r.raise_for_status()
+    return {
+        q["name"]: int(q.get("messages") or 0)
+        for q in r.json()
+        if any(q["name"].startswith(pre + ".") for pre in p.queue_prefixes)
+        or q["name"].removesuffix(".dlq") in peer_queues
+    }
+
+
 def _delete_queues(prefixes: list[str], peer_ids: list[str]) -> None:
     with httpx.Client(base_url=MGMT, auth=("admin", "admin"), timeout=10) as mgmt:
         for peer_id in peer_ids:
@@ -218,6 +234,7 @@ def run_platform(run_id: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
                     mongo_db,
                     bucket,
                     {"registry": registry, "dataset": ds, "orchestrator": orch, "aggregator": agg},
+                    queue_prefixes=prefixes,
                 )
                 try:
                     _login(p)

@@ -14,6 +14,7 @@ __all__ = [
     "Forbidden",
     "NotFound",
     "PeerTrainError",
+    "QuotaExceeded",
     "Unauthorized",
     "ValidationFailed",
 ]
@@ -72,3 +73,11 @@ class Forbidden(PeerTrainError, PermissionError):
 
     status_code = 403
     code = "forbidden"
+
+
+class QuotaExceeded(PeerTrainError):
+    """The caller already uses all it may of something (jobs running, datasets, bytes
+    stored, peers enrolled); ``detail`` says which, the limit and the use."""
+
+    status_code = 429
+    code = "quota_exceeded"
