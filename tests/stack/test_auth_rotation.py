@@ -221,7 +221,7 @@ async def test_retired_keys_leave_the_published_set(
         security=security,
         users=UserStore(db),
         sessions=SessionStore(db),
-        throttle=ThrottleStore(db, max_attempts=5, window_s=900),
+        throttle=ThrottleStore(db),
         keys=KeyStore(db, tmp_path, cache_s=0),
         peers=PeerStore(db),
         hasher=PasswordHasher(Argon2Params(time_cost=1, memory_kib=8192)),

@@ -1,11 +1,10 @@
-"""Refresh-token rotation decisions, throttle windows and opaque secrets."""
+"""Refresh-token rotation decisions and opaque secrets (throttling: test_throttle.py)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
 from peertrain.auth.domain.refresh import Family, Verdict, judge
-from peertrain.auth.domain.throttle import retry_after_s, throttle_key, window_open
 from peertrain.auth.domain.tokens import (
     digest,
     new_enrollment_token,
@@ -62,18 +61,3 @@ def test_opaque_secrets_are_long_random_and_stored_as_digests() -> None:
     assert len(secret) > 40 and new_peer_secret() != secret
     assert digest(secret) == digest(secret) and len(digest(secret)) == 64
     assert secret not in digest(secret)
-
-
-def test_throttle_window() -> None:
-    started = NOW
-    assert window_open(started, NOW + timedelta(seconds=899), 900)
-    assert not window_open(started, NOW + timedelta(seconds=900), 900)
-    assert retry_after_s(started, NOW + timedelta(seconds=100), 900) == 800
-    assert retry_after_s(started, NOW + timedelta(seconds=899.5), 900) == 1
-
-
-def test_throttle_key_is_per_username_and_address() -> None:
-    key = throttle_key("ada", "10.0.0.1")
-    assert key == throttle_key("ada", "10.0.0.1")
-    assert key != throttle_key("ada", "10.0.0.2")
-    assert key != throttle_key("bob", "10.0.0.1")

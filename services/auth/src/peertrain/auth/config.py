@@ -40,7 +40,13 @@ class AuthSettings(ServiceSettings):
     enrollment_ttl_s: int = Field(default=3600, ge=60, le=7 * 24 * 3600)
 
     login_max_failures: int = Field(default=5, ge=1)
+    """Failed logins per (username, client address) in one window; a success clears them."""
+    login_max_failures_per_address: int = Field(default=20, ge=1)
+    """Failed logins per client address in one window, whatever the usernames (spraying)."""
     login_window_s: int = Field(default=900, ge=1)
+    register_max_per_address: int = Field(default=10, ge=1)
+    """Registrations (each costs an Argon2 hash) per client address in one window."""
+    register_window_s: int = Field(default=3600, ge=1)
     trusted_proxies: list[str] = ["127.0.0.1"]
     """Addresses whose ``X-Real-IP`` / ``X-Forwarded-For`` are believed (the gateway)."""
 

@@ -15,7 +15,7 @@ _WHY = {
     404: "Not found (or not yours)",
     409: "Conflicts with the current state",
     422: "The request is not valid",
-    429: "Too many failed attempts; retry after the given delay",
+    429: "Too many attempts; retry after the given delay",
     503: "The service is starting",
 }
 
@@ -28,7 +28,7 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         if status == 429:
             entry["headers"] = {
                 "Retry-After": {
-                    "description": "Seconds until a login may be tried again",
+                    "description": "Seconds until the request may be tried again",
                     "schema": {"type": "integer"},
                 }
             }

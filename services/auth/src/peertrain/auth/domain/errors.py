@@ -34,14 +34,14 @@ class InvalidCredentials(AuthError, Unauthorized):
 
 
 class TooManyAttempts(AuthError):
-    """Too many failed logins for this username from this address."""
+    """A throttling limit is used up (failed logins, registrations) for this window."""
 
     status_code: ClassVar[int] = 429
     code: ClassVar[str] = "too_many_requests"
 
-    def __init__(self, retry_after_s: int) -> None:
+    def __init__(self, retry_after_s: int, what: str = "failed logins") -> None:
         super().__init__(
-            "too many failed logins; try again later", detail={"retry_after_s": retry_after_s}
+            f"too many {what}; try again later", detail={"retry_after_s": retry_after_s}
         )
         self.retry_after_s = retry_after_s
         self.headers = {"Retry-After": str(retry_after_s)}

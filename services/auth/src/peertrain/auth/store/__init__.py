@@ -2,8 +2,8 @@
 
 FerretDB (the local MongoDB stand-in) scans a whole collection for every query but an
 insert, so each collection here holds only what is live: one document per user, per
-login session, per throttled (username, address), per key, per enrollment and per peer;
-expired documents are purged by the housekeeping task.
+login session, per counted attempt of a throttling window, per key, per enrollment and
+per peer; expired documents are purged by the housekeeping task.
 """
 
 from .keys import KeyRecord, KeyStore

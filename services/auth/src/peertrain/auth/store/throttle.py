@@ -1,15 +1,14 @@
-"""Login attempt counters, one small document per (username, address) window."""
+"""Throttle slots: one inserted document per counted attempt (see ``domain.throttle``)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
-from peertrain.auth.domain.throttle import retry_after_s, window_open
+from peertrain.auth.domain.throttle import Limit, Refused, Slot, probe_order, slot_id
 
 __all__ = ["ThrottleStore"]
 
@@ -17,64 +16,40 @@ Doc = dict[str, Any]
 
 
 class ThrottleStore:
-    """The ``login_attempts`` collection.
+    """The ``throttle_slots`` collection: ``{_id: <key>:<window>:<n>, key, window,
+    expires_at}``, one document per attempt that counts.
 
-    Parameters
-    ----------
-    max_attempts
-        Attempts allowed in one window (failures, plus the one in progress).
-    window_s
-        Window length from its first attempt.
+    Only inserts decide (the unique ``_id``); nothing is read and then written, so the
+    limits hold however many attempts race, on FerretDB as on MongoDB.
     """
 
-    def __init__(self, db: AsyncDatabase[Doc], *, max_attempts: int, window_s: int) -> None:
-        self.col = db["login_attempts"]
-        self.max_attempts = max_attempts
-        self.window_s = window_s
+    def __init__(self, db: AsyncDatabase[Doc]) -> None:
+        self.col = db["throttle_slots"]
 
-    async def reserve(self, key: str, *, now: datetime) -> int | None:
-        """Count one attempt; ``None`` if allowed, else the seconds until it would be.
+    async def take(self, limit: Limit, key: str, *, now: datetime) -> Slot | Refused:
+        """Take a free slot of ``key`` in the current window, if any is left."""
+        window = limit.window(now)
+        taken = await self.col.count_documents({"key": key, "window": window.index})
+        if taken < limit.max_attempts:
+            for n in probe_order(limit.max_attempts, taken):
+                slot = Slot(slot_id(key, window.index, n))
+                doc = {"_id": slot.id, "key": key, "window": window.index}
+                try:
+                    await self.col.insert_one({**doc, "expires_at": window.ends_at})
+                except DuplicateKeyError:
+                    continue
+                return slot
+        return Refused(limit.name, window.retry_after_s(now))
 
-        Every step is a single-document atomic write, so concurrent attempts can never
-        get more than ``max_attempts`` through in one window.
-        """
-        opened_after = now - timedelta(seconds=self.window_s)
-        for _ in range(5):
-            doc = await self.col.find_one_and_update(
-                {"_id": key, "started": {"$gt": opened_after}, "count": {"$lt": self.max_attempts}},
-                {"$inc": {"count": 1}},
-                return_document=ReturnDocument.AFTER,
-            )
-            if doc is not None:
-                return None
-            doc = await self.col.find_one({"_id": key})
-            if doc is not None and window_open(doc["started"], now, self.window_s):
-                if doc["count"] >= self.max_attempts:
-                    return retry_after_s(doc["started"], now, self.window_s)
-                continue  # someone else just opened this window: count into it
-            fresh = {
-                "started": now,
-                "count": 1,
-                "expires_at": now + timedelta(seconds=self.window_s),
-            }
-            try:
-                if doc is None:
-                    await self.col.insert_one({"_id": key, **fresh})
-                    return None
-                result = await self.col.update_one(
-                    {"_id": key, "started": doc["started"]}, {"$set": fresh}
-                )
-                if result.modified_count == 1:
-                    return None
-            except DuplicateKeyError:
-                continue
-        return retry_after_s(now, now, 1)  # heavy contention on one key: refuse for now
+    async def release(self, slot: Slot) -> None:
+        """Give a slot back (the attempt does not count after all)."""
+        await self.col.delete_one({"_id": slot.id})
 
     async def clear(self, key: str) -> None:
-        """A successful login: forget the window."""
-        await self.col.delete_one({"_id": key})
+        """Forget every attempt of ``key`` (a successful login)."""
+        await self.col.delete_many({"key": key})
 
     async def purge(self, *, now: datetime) -> int:
-        """Delete windows that ended."""
-        result = await self.col.delete_many({"expires_at": {"$lt": now}})
+        """Delete the slots of windows that ended (their ids are never used again)."""
+        result = await self.col.delete_many({"expires_at": {"$lte": now}})
         return result.deleted_count

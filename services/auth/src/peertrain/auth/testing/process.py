@@ -103,6 +103,15 @@ class AuthUnderTest:
 
 _shared: dict[str, Any] = {"service": None, "users": 0, "starts": 0}
 
+SUITE_LIMITS = {
+    "PEERTRAIN_AUTH_LOGIN_MAX_FAILURES_PER_ADDRESS": "100000",
+    "PEERTRAIN_AUTH_REGISTER_MAX_PER_ADDRESS": "100000",
+}
+"""Every test reaches the shared service from one address (127.0.0.1, through the
+gateway): the per-address limits would refuse the suite itself. The per-username limit
+stays at its default; ``tests/stack/test_auth_throttle.py`` restarts the service with
+tight per-address limits to test them."""
+
 
 @contextmanager
 def shared_auth_service(*, run_id: str, base_dir: Path) -> Iterator[AuthUnderTest]:
@@ -110,7 +119,8 @@ def shared_auth_service(*, run_id: str, base_dir: Path) -> Iterator[AuthUnderTes
 
     It runs on port 8001 (behind the gateway) with a fresh database
     ``pt_auth_<run_id>``, a fresh key directory and a random admin password, in
-    ``test`` mode (so the refusal of unsafe settings is exercised). When the last user
+    ``test`` mode (so the refusal of unsafe settings is exercised), with per-address
+    throttling limits out of the way (:data:`SUITE_LIMITS`). When the last user
     leaves it stops and its databases are dropped (its log stays in ``base_dir``).
     """
     if _shared["service"] is None:
@@ -120,7 +130,11 @@ def shared_auth_service(*, run_id: str, base_dir: Path) -> Iterator[AuthUnderTes
         password = "admin " + secrets.token_urlsafe(18)
         mongo_db = f"pt_auth_{run_id}"
         process = auth_process(
-            mongo_db=mongo_db, key_dir=key_dir, admin_password=password, log_dir=base
+            mongo_db=mongo_db,
+            key_dir=key_dir,
+            admin_password=password,
+            log_dir=base,
+            extra_env=SUITE_LIMITS,
         )
         process.start()
         _shared["service"] = AuthUnderTest(process, mongo_db, key_dir, base, "admin", password)

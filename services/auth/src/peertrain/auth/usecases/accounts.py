@@ -12,6 +12,7 @@ from peertrain.common.events.users import UserDisabled, UserRegistered
 from peertrain.common.ids import new_id
 
 from .context import AuthContext
+from .throttling import admit
 
 __all__ = [
     "apply_disabled",
@@ -59,18 +60,24 @@ async def _record_registered(
     await auth.users.event_recorded(user.id)
 
 
-async def register(auth: AuthContext, username: str, password: str) -> UserRecord:
+async def register(auth: AuthContext, username: str, password: str, *, address: str) -> UserRecord:
     """Create a user account and append ``user.registered``.
+
+    A valid request takes a slot of the per-address registration limit before the
+    name is looked up and the password hashed (a taken name counts too).
 
     Raises
     ------
     InvalidUsername, WeakPassword
         If the name or the password breaks the rules (422).
+    TooManyAttempts
+        When this address used up its registrations for now (429).
     UsernameTaken
         If the name is taken (409).
     """
     name = validate_username(username)
     auth.policy.check(password, username=name)
+    await admit(auth, auth.limits.register, address)
     if await auth.users.by_username(name) is not None:
         raise UsernameTaken(f"the username {name!r} is taken")
     password_hash = await auth.hash_password(password)

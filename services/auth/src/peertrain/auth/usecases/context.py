@@ -9,10 +9,12 @@ from datetime import UTC, datetime
 
 import structlog
 from jose import jwt
+from prometheus_client import Counter
 
 from peertrain.auth.config import AuthSettings
 from peertrain.auth.domain.hashing import Argon2Params, PasswordHasher
 from peertrain.auth.domain.passwords import PasswordPolicy
+from peertrain.auth.domain.throttle import Limits
 from peertrain.auth.domain.tokens import access_claims
 from peertrain.auth.store import KeyStore, PeerStore, SessionStore, ThrottleStore, UserStore
 from peertrain.common.app import ServiceContext
@@ -23,6 +25,15 @@ from peertrain.common.security import ACCESS_TOKEN_TYPE, ALGORITHMS, Security
 __all__ = ["AuthContext", "IssuedTokens"]
 
 PRODUCER = "auth"
+
+PASSWORD_CHECKS = Counter(
+    "peertrain_auth_password_checks_total",
+    "Argon2 verifications of a presented password (logins, the admin at start-up)",
+)
+PASSWORD_HASHES = Counter(
+    "peertrain_auth_password_hashes_total",
+    "Argon2 hashes of a new password (registrations, the admin at start-up)",
+)
 
 
 @dataclass(frozen=True)
@@ -52,9 +63,19 @@ class AuthContext:
     streams: Repository[int] = field(init=False)
     """Appends to auth's streams (``user:``, ``peer:`` enrollment, ``auth:keys``,
     ``family:``): auth decides on their versions only."""
+    limits: Limits = field(init=False)
+    """Throttling limits, from the settings."""
 
     def __post_init__(self) -> None:
         self.streams = Repository(self.log, VERSION_ONLY, producer=PRODUCER)
+        s = self.settings
+        self.limits = Limits.of(
+            login_max_failures=s.login_max_failures,
+            login_max_failures_per_address=s.login_max_failures_per_address,
+            login_window_s=s.login_window_s,
+            register_max_per_address=s.register_max_per_address,
+            register_window_s=s.register_window_s,
+        )
 
     @classmethod
     def build(cls, ctx: ServiceContext, settings: AuthSettings, security: Security) -> AuthContext:
@@ -70,9 +91,7 @@ class AuthContext:
             security=security,
             users=UserStore(ctx.db),
             sessions=SessionStore(ctx.db),
-            throttle=ThrottleStore(
-                ctx.db, max_attempts=settings.login_max_failures, window_s=settings.login_window_s
-            ),
+            throttle=ThrottleStore(ctx.db),
             keys=KeyStore(ctx.db, settings.signing_key_dir, cache_s=settings.signer_cache_s),
             peers=PeerStore(ctx.db),
             hasher=PasswordHasher(params),
@@ -96,11 +115,13 @@ class AuthContext:
     async def hash_password(self, password: str) -> str:
         """Argon2id hash, computed off the event loop."""
         async with self.hash_slots:
+            PASSWORD_HASHES.inc()
             return await asyncio.to_thread(self.hasher.hash, password)
 
     async def verify_password(self, password: str, stored: str | None) -> tuple[bool, str | None]:
         """Argon2id verification (a dummy hash when ``stored`` is ``None``)."""
         async with self.hash_slots:
+            PASSWORD_CHECKS.inc()
             return await asyncio.to_thread(self.hasher.verify, password, stored)
 
     # -- tokens ---------------------------------------------------------------------------

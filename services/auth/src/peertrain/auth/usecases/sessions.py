@@ -9,13 +9,13 @@ import structlog
 from peertrain.auth.domain.accounts import canonical_username, could_exist
 from peertrain.auth.domain.errors import InvalidCredentials, InvalidRefreshToken, TooManyAttempts
 from peertrain.auth.domain.refresh import Family, Verdict, judge
-from peertrain.auth.domain.throttle import throttle_key
 from peertrain.auth.domain.tokens import digest, new_refresh_token, split_refresh_token
 from peertrain.auth.store import UserRecord
 from peertrain.common.events.auth import RefreshReuseDetected
 from peertrain.common.ids import new_id
 
 from .context import AuthContext, IssuedTokens
+from .throttling import admit
 
 __all__ = ["login", "logout", "refresh", "start_session"]
 
@@ -30,25 +30,32 @@ async def login(auth: AuthContext, username: str, password: str, *, address: str
     """Check a password and start a session.
 
     An unknown username costs one hash too, and fails exactly like a wrong password.
+    The attempt takes a slot of both login limits *before* the password is checked, so
+    racing guesses get no more checks than the limits allow; a success clears the
+    (username, address) attempts and gives the address's slot back.
 
     Raises
     ------
     TooManyAttempts
-        When this (username, address) already used up its attempts (429).
+        When this (username, address), or this address across usernames, already used
+        up its failed attempts (429).
     InvalidCredentials
         For an unknown user, a wrong password or a disabled account (401).
     """
     name = canonical_username(username)
-    key = throttle_key(name, address)
-    retry_after = await auth.throttle.reserve(key, now=auth.now())
-    if retry_after is not None:
-        log.warning("login throttled", retry_after_s=retry_after)
-        raise TooManyAttempts(retry_after)
+    limits = auth.limits
+    user_slot = await admit(auth, limits.login_user, name, address)
+    try:
+        address_slot = await admit(auth, limits.login_address, address)
+    except TooManyAttempts:
+        await auth.throttle.release(user_slot)  # refused unchecked: it does not count
+        raise
     user = await auth.users.by_username(name) if could_exist(name) else None
     ok, rehashed = await auth.verify_password(password, user.password_hash if user else None)
     if user is None or not ok or user.disabled:
         raise InvalidCredentials()
-    await auth.throttle.clear(key)
+    await auth.throttle.clear(limits.login_user.key(name, address))
+    await auth.throttle.release(address_slot)
     if rehashed is not None:
         await auth.users.set_password_hash(user.id, rehashed)
     return await start_session(auth, user)

@@ -46,7 +46,8 @@ async def token(
     address: ClientAddress,
 ) -> TokenPair:
     """An unknown user and a wrong password get the very same answer. After 5 failed
-    attempts for one username from one address within 15 minutes: 429."""
+    attempts for one username from one address, or 20 from one address whatever the
+    usernames, within a 15-minute window (configurable): 429 until it ends."""
     return _pair(await sessions.login(auth, form.username, form.password, address=address))
 
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, status
 
-from peertrain.auth.api.deps import AuthDep, no_unknown_query
+from peertrain.auth.api.deps import AuthDep, ClientAddress, no_unknown_query
 from peertrain.auth.api.responses import errors
 from peertrain.auth.models import RegisterRequest, UserAdminView, UserDisable, UserPublic
 from peertrain.auth.store import UserRecord
@@ -37,11 +37,13 @@ def _admin_view(user: UserRecord) -> UserAdminView:
     "/register",
     status_code=status.HTTP_201_CREATED,
     summary="Create a user account",
-    responses=errors(409),
+    responses=errors(409, 429),
 )
-async def register(body: RegisterRequest, auth: AuthDep) -> UserPublic:
-    """Passwords: at least 12 characters, no composition rules, not a common one."""
-    return _public(await accounts.register(auth, body.username, body.password))
+async def register(body: RegisterRequest, auth: AuthDep, address: ClientAddress) -> UserPublic:
+    """Passwords: at least 12 characters, no composition rules, not a common one.
+    At most 10 registrations per client address per hour (configurable): then 429."""
+    user = await accounts.register(auth, body.username, body.password, address=address)
+    return _public(user)
 
 
 @router.get("/me", summary="The calling user", responses=errors(401, 403))
