@@ -436,3 +436,20 @@ def test_replaying_the_same_events_twice_is_harmless():
     )
     assert h.job.apply(event) is False
     assert (h.job.version, len(h.job.current.tasks)) == before  # type: ignore[union-attr]
+
+
+def test_a_user_may_have_so_many_jobs_running_and_an_admin_any() -> None:
+    from peertrain.common.errors import QuotaExceeded
+    from peertrain.common.security import Principal
+    from peertrain.orchestrator.domain.request import check_running_quota
+
+    running, done = Harness().job, Harness().job
+    done.terminal = "completed"
+    user = Principal("u1", frozenset({"user"}), "t", 0, 0)
+    check_running_quota([running, done], user, 2)
+    with pytest.raises(QuotaExceeded) as refused:
+        check_running_quota([running, done, Harness().job], user, 2)
+    assert refused.value.status_code == 429
+    assert refused.value.detail == {"quota": "running_jobs", "limit": 2, "used": 2}
+    admin = Principal("a", frozenset({"user", "admin"}), "t", 0, 0)
+    check_running_quota([running, running], admin, 1)

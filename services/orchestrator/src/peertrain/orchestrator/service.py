@@ -21,7 +21,6 @@ import structlog
 from peertrain.common.app import ServiceContext
 from peertrain.common.blobs import BlobStore
 from peertrain.common.bus import PEERS
-from peertrain.common.errors import QuotaExceeded
 from peertrain.common.eventlog import Repository, Saved
 from peertrain.common.events import EventData, RecordedEvent
 from peertrain.common.events.datasets import (
@@ -61,7 +60,7 @@ from .config import OrchestratorSettings
 from .domain import Directory, Env, Job, reconcile
 from .domain.errors import JobNotFound, JobStateConflict
 from .domain.reports import decide_report
-from .domain.request import JobRequest, plan_job
+from .domain.request import JobRequest, check_running_quota, plan_job
 from .metrics import JOBS, JOBS_FINISHED, ROUND_DURATION, ROUND_PEERS, ROUNDS_CLOSED, TASKS
 from .metrics import TASKS_DISPATCHED as DISPATCHED
 from .streams import JOB_FOLD, JobsCache
@@ -342,7 +341,7 @@ class Orchestrator:
     async def create(self, request: JobRequest, who: Principal) -> Job:
         """Check and create a job (``job.created``); sharding starts from that event."""
         async with self.lock:
-            self._check_quota(who)
+            check_running_quota(self.jobs.values(), who, self.settings.max_running_jobs)
             job_id = new_id()
             created = plan_job(job_id, request, who, self.directory)
             job = Job(job_id)
@@ -354,19 +353,6 @@ class Orchestrator:
                 raise
             self._gauge()
             return job
-
-    def _check_quota(self, who: Principal) -> None:
-        if who.is_admin:
-            return
-        limit = self.settings.max_running_jobs
-        running = sum(
-            1 for j in self.jobs.values() if j.owner_id == who.subject and j.terminal is None
-        )
-        if running >= limit:
-            raise QuotaExceeded(
-                f"{running} of your jobs are still running; the limit is {limit}",
-                detail={"quota": "running_jobs", "limit": limit, "used": running},
-            )
 
     async def cancel(self, job_id: str, who: Principal) -> Job:
         """Cancel a running job; its peers are told to stop."""

@@ -8,10 +8,12 @@ parameter budget), so a job that is accepted can run.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from peertrain.common.errors import QuotaExceeded
 from peertrain.common.events.jobs import JobCreated, ShardingSpec
 from peertrain.common.security import Principal
 from peertrain.common.specs import (
@@ -30,8 +32,9 @@ from .errors import (
     NotEnoughPeers,
     PeersUnavailable,
 )
+from .job import Job
 
-__all__ = ["JobRequest", "PeerSelection", "SelectionFilters", "plan_job"]
+__all__ = ["JobRequest", "PeerSelection", "SelectionFilters", "check_running_quota", "plan_job"]
 
 MAX_PEERS = 1000
 
@@ -178,3 +181,21 @@ def plan_job(job_id: str, request: JobRequest, who: Principal, directory: Direct
         training=training.model_dump(mode="json"),
         aggregation=aggregation.model_dump(mode="json"),
     )
+
+
+def check_running_quota(jobs: Iterable[Job], who: Principal, limit: int) -> None:
+    """Refuse a new job to a user (not an admin) with ``limit`` jobs not ended.
+
+    Raises
+    ------
+    QuotaExceeded
+        429, with the quota, the limit and the use in ``detail``.
+    """
+    if who.is_admin:
+        return
+    running = sum(1 for j in jobs if j.owner_id == who.subject and j.terminal is None)
+    if running >= limit:
+        raise QuotaExceeded(
+            f"{running} of your jobs are still running; the limit is {limit}",
+            detail={"quota": "running_jobs", "limit": limit, "used": running},
+        )
