@@ -24,6 +24,7 @@ __all__ = [
     "MODEL_VERSIONS",
     "RECENT_JOBS",
     "ROUND_BYTES",
+    "ROUND_INPUTS_MISSING",
     "UPDATES",
     "UPDATE_BYTES",
     "observe_evaluation",
@@ -63,6 +64,12 @@ LAST_ACCURACY = Gauge(
 )
 MODEL_VERSIONS = Counter(
     "peertrain_aggregator_model_versions_total", "Model versions stored", ["kind"]
+)
+
+ROUND_INPUTS_MISSING = Counter(
+    "peertrain_aggregator_round_inputs_missing_total",
+    "Accepted updates gone or changed in the bucket when their round was aggregated "
+    "(the round is aggregated without them)",
 )
 
 JOB_LOSS = Gauge(

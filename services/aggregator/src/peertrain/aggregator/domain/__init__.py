@@ -6,7 +6,6 @@ from .errors import (
     AggregatorError,
     FinalNotExported,
     JobNotFound,
-    RoundInputsChanged,
     UpdateRefused,
 )
 from .norms import clip_factors, outlier_bound
@@ -22,7 +21,6 @@ __all__ = [
     "JobNotFound",
     "JobState",
     "Refusal",
-    "RoundInputsChanged",
     "RoundKey",
     "UpdateRefused",
     "VersionInfo",

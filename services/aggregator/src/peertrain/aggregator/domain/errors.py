@@ -8,7 +8,6 @@ __all__ = [
     "AggregatorError",
     "FinalNotExported",
     "JobNotFound",
-    "RoundInputsChanged",
     "UpdateRefused",
 ]
 
@@ -39,9 +38,3 @@ class UpdateRefused(AggregatorError, ValueError):
     def __init__(self, reason_code: str, message: str) -> None:
         super().__init__(message, detail={"code": reason_code})
         self.reason_code = reason_code
-
-
-class RoundInputsChanged(AggregatorError, RuntimeError):
-    """An included update's object no longer has the sha256 it was accepted with."""
-
-    code = "round_inputs_changed"

@@ -14,11 +14,12 @@ import time
 
 import structlog
 
-from peertrain.aggregator.domain import JobState, RoundInputsChanged, UpdateRefused, clip_factors
+from peertrain.aggregator.domain import JobState, UpdateRefused, clip_factors
 from peertrain.aggregator.metrics import (
     AGGREGATION_SECONDS,
     EVALUATION_SECONDS,
     MODEL_VERSIONS,
+    ROUND_INPUTS_MISSING,
     observe_evaluation,
     observe_round_bytes,
 )
@@ -31,7 +32,7 @@ from peertrain.common.events.models import (
     model_key,
     server_state_key,
 )
-from peertrain.common.events.training import JobConfigured, RoundClosed
+from peertrain.common.events.training import IncludedUpdate, JobConfigured, RoundClosed
 from peertrain.common.specs import parse_aggregation_spec
 from peertrain.ml.weights import state_to_bytes
 
@@ -125,9 +126,16 @@ async def _rebuild(
     cfg: JobConfigured,
     closed: RoundClosed,
     scale: dict[int, float],
-) -> RoundWork:
+) -> tuple[RoundWork, list[IncludedUpdate]]:
     """Fold the included updates again from the bucket, one at a time (O(model)), each
-    scaled by ``scale[shard]`` when it has one (clipping)."""
+    scaled by ``scale[shard]`` when it has one (clipping); returns the work and the
+    updates it folded.
+
+    The objects are the aggregator's own content-addressed copies, so they cannot have
+    changed; should one be gone or altered all the same (an operator, a broken disk),
+    the round is aggregated without it, logged, rather than never: a job must not wait
+    for the aggregator forever.
+    """
     base = await model_state(actx, state, closed.round - 1)
     server = await server_state(actx, state, closed.round - 1)
     work = await asyncio.to_thread(
@@ -140,25 +148,30 @@ async def _rebuild(
         spill_dir=actx.settings.work_dir,
     )
     bound = max_update_norm(cfg)
+    used: list[IncludedUpdate] = []
     for inc in sorted(closed.included, key=lambda u: u.key):
+        problem = None
         try:
             data = await fetch_capped(actx, inc.key, actx.settings.max_update_bytes)
         except UpdateRefused as exc:
-            work.close()
-            raise RoundInputsChanged(f"{inc.key}: {exc.message}") from None
-        if sha256_hex(data) != inc.sha256:
-            work.close()
-            raise RoundInputsChanged(f"{inc.key} changed after it was accepted")
+            problem = exc.message
+        else:
+            if sha256_hex(data) != inc.sha256:
+                problem = "it changed after it was accepted"
+        rows = state.shard_rows(inc.shard)
+        if problem is None and rows is None:
+            problem = f"shard {inc.shard} is not part of the job"
+        if problem is not None or rows is None:
+            ROUND_INPUTS_MISSING.inc()
+            log.error("aggregating the round without an update", key=inc.key, problem=problem)
+            continue
         delta = await asyncio.to_thread(decode_update, data, base, bound)
         if inc.shard in scale:
             delta = await asyncio.to_thread(clipped, delta, scale[inc.shard])
-        rows = state.shard_rows(inc.shard)
-        if rows is None:
-            work.close()
-            raise RoundInputsChanged(f"shard {inc.shard} is not part of the job")
         key = work_key(inc.key, inc.sha256)
         await asyncio.to_thread(work.accumulator.add, delta, float(rows), key=key)
-    return work
+        used.append(inc)
+    return work, used
 
 
 async def _aggregate(
@@ -184,9 +197,14 @@ async def _aggregate(
         if work is not None:
             work.close()
         path = "clipped" if scale else "rebuilt"
-        work = await _rebuild(actx, state, cfg, closed, scale)
+        work, used = await _rebuild(actx, state, cfg, closed, scale)
+    else:
+        used = list(closed.included)
     try:
-        new_state = await asyncio.to_thread(work.accumulator.finish)
+        if used:
+            new_state = await asyncio.to_thread(work.accumulator.finish)
+        else:  # nothing left to aggregate: the model carries over unchanged
+            new_state = dict(await model_state(actx, state, closed.round - 1))
     finally:
         work.close()
     data = await asyncio.to_thread(state_to_bytes, new_state)
@@ -196,7 +214,7 @@ async def _aggregate(
     if is_stateful(work.strategy):
         server_key = server_state_key(state.job_id, closed.round)
         await _put(actx, server_key, work.strategy.state_bytes(), "application/octet-stream")
-    included = sorted(closed.included, key=lambda u: u.shard)
+    included = sorted(used, key=lambda u: u.shard)
     created = ModelVersionCreated(
         job_id=state.job_id,
         version=closed.round,
