@@ -62,6 +62,12 @@ class ServiceSettings(BaseSettings):
     only (a declared queue keeps its bindings while its consumer is down, so this only
     drops events nobody in the deployment consumes). Unset: retried for ever."""
 
+    request_body_timeout_s: float = Field(default=60.0, gt=0)
+    request_body_min_rate: int = Field(default=64 * 1024, ge=1)
+    """A request body must have arrived ``max(request_body_timeout_s, bytes received /
+    request_body_min_rate)`` seconds after the request began, else 408 (a slow trickle
+    is cut at the timeout; an upload may take longer while it averages the rate)."""
+
     log_level: str = "INFO"
     log_json: bool = True
 

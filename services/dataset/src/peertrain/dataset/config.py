@@ -36,6 +36,11 @@ class DatasetSettings(ServiceSettings):
 
     max_upload_bytes: int = Field(default=2 * GiB, ge=1)
     """Cap on the uploaded file; passing it answers 413 at once."""
+    max_datasets_per_user: int = Field(default=100, ge=1)
+    """Datasets a user may keep (validating, validated or rejected; deleting frees one)."""
+    max_bytes_per_user: int = Field(default=20 * GiB, ge=1)
+    """Uploaded bytes a user may keep (rejected datasets' are removed, so not counted);
+    passing either quota answers 403 ``quota_exceeded``."""
     max_uncompressed_bytes: int | None = Field(default=None, ge=1)
     """Cap on what a .zip or .gz expands to, in total (default: ``max_upload_bytes``)."""
     max_compression_ratio: float = Field(default=100.0, gt=1)

@@ -30,6 +30,7 @@ from peertrain.common.events.datasets import (
     DatasetUploaded,
     DatasetValidated,
 )
+from peertrain.dataset.domain.quota import Usage
 
 __all__ = ["INLINE_SCHEMA_COLUMNS", "LIFECYCLE_EVENTS", "DatasetViews", "replay", "schema_key"]
 
@@ -128,6 +129,20 @@ class DatasetViews:
     async def get(self, dataset_id: str) -> Doc | None:
         """One dataset's document (deleted ones included)."""
         return await self.docs.find_one({"_id": dataset_id})
+
+    async def usage(self, owner_id: str) -> Usage:
+        """What the owner keeps: datasets not deleted, and the uploaded bytes of those
+        not rejected (a rejection removes the objects). One equality lookup, over as
+        many documents as the quota lets a user keep."""
+        count = size = 0
+        cursor = self.docs.find(
+            {"owner_id": owner_id, "status": {"$ne": "deleted"}}, {"size": 1, "status": 1}
+        )
+        async for doc in cursor:
+            count += 1
+            if doc.get("status") != "rejected":
+                size += int(doc.get("size") or 0)
+        return Usage(datasets=count, bytes=size)
 
     async def list_for(self, owner_id: str, *, limit: int, offset: int) -> list[Doc]:
         """The owner's datasets, newest first (deleted ones left out)."""

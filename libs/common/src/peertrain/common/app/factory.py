@@ -26,6 +26,7 @@ from peertrain.common.eventlog import EventLog
 from peertrain.common.logging import configure_logging
 from peertrain.common.settings import ServiceSettings
 
+from .body_deadline import RequestBodyDeadline
 from .context import ServiceContext
 from .errors import install_error_handlers
 from .health import health_router
@@ -169,6 +170,11 @@ def create_app(
     app.state.ctx = None
     install_error_handlers(app)
     app.add_middleware(NulPathGuard)
+    app.add_middleware(
+        RequestBodyDeadline,
+        timeout_s=settings.request_body_timeout_s,
+        min_rate=settings.request_body_min_rate,
+    )
     app.add_middleware(RequestContextMiddleware, service=settings.service_name)
     app.include_router(health_router())
     if prefix:

@@ -10,8 +10,9 @@ __all__ = ["errors"]
 
 _WHY = {
     401: "No valid credentials",
-    403: "Valid credentials, but not a user",
+    403: "Valid credentials, but not a user; or a quota is used up (quota_exceeded)",
     404: "Not found (or not yours)",
+    408: "The body did not arrive in time (a total deadline, not per read)",
     409: "Not in a state that allows this",
     413: "The file is over the size cap",
     415: "Not multipart/form-data, or the file is neither CSV nor ZIP",

@@ -27,6 +27,7 @@ __all__ = [
     "MissingLabelColumn",
     "NotCsvOrZip",
     "NotUtf8",
+    "QuotaExceeded",
     "RaggedRow",
     "SingleClass",
     "TooFewRows",
@@ -80,6 +81,20 @@ class UploadTooLarge(DatasetError, ValueError):
         super().__init__(
             f"the upload exceeds the limit of {max_bytes} bytes", detail={"max_bytes": max_bytes}
         )
+
+
+class QuotaExceeded(DatasetError, PermissionError):
+    """The upload would take the user past a quota (datasets kept, or bytes stored).
+
+    ``detail`` names the ``quota`` (``datasets`` or ``bytes``), its ``limit``, what is
+    ``used`` and, for bytes, what was ``incoming``. Deleting datasets frees quota.
+    """
+
+    status_code = 403
+    code = "quota_exceeded"
+
+    def __init__(self, message: str, **detail: int | str) -> None:
+        super().__init__(message, detail=detail)
 
 
 class UnsupportedMediaType(DatasetError, ValueError):

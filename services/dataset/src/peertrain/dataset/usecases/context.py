@@ -6,6 +6,7 @@ import asyncio
 import os
 import shutil
 import uuid
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from peertrain.common.events.datasets import dataset_stream
 from peertrain.dataset.config import DatasetSettings
 from peertrain.dataset.domain.dataset import DatasetState, apply
 from peertrain.dataset.domain.limits import Limits
+from peertrain.dataset.domain.quota import Quota
 from peertrain.dataset.projections import DatasetViews
 
 __all__ = ["DatasetContext"]
@@ -39,7 +41,12 @@ class DatasetContext:
     settings: DatasetSettings
     views: DatasetViews
     limits: Limits
+    quota: Quota = field(default_factory=lambda: Quota(max_datasets=100, max_bytes=20 * 1024**3))
     work_slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(1))
+    owner_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = field(
+        default_factory=weakref.WeakValueDictionary
+    )
+    """One lock per user with an upload finishing: its quota check and its append."""
     datasets: Repository[DatasetState | None] = field(init=False)
     """Datasets: load, decide, append (kept current by this service's appends and by the
     lifecycle events it projects)."""
@@ -59,6 +66,7 @@ class DatasetContext:
             settings=settings,
             views=DatasetViews(ctx.db),
             limits=Limits.from_settings(settings),
+            quota=Quota(settings.max_datasets_per_user, settings.max_bytes_per_user),
             work_slots=asyncio.Semaphore(settings.max_concurrent_work),
         )
 
@@ -77,6 +85,13 @@ class DatasetContext:
     def producer(self) -> str:
         """This service's name on the events it appends."""
         return self.settings.service_name
+
+    def owner_lock(self, owner_id: str) -> asyncio.Lock:
+        """The user's lock (kept only while someone holds or waits for it)."""
+        lock = self.owner_locks.get(owner_id)
+        if lock is None:
+            lock = self.owner_locks[owner_id] = asyncio.Lock()
+        return lock
 
     async def load(self, dataset_id: str) -> DatasetState | None:
         """The dataset as the log has it now (only what followed the cached state is read)."""

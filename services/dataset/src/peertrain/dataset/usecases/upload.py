@@ -2,8 +2,12 @@
 
 Nothing of the body is held beyond the blob store's one-part buffer. The format is
 checked on the file's first bytes before anything is stored; the size cap is enforced
-while streaming (413 as soon as it is passed, without reading the rest). Whatever goes
-wrong after the file is stored removes it again, so a refused upload leaves nothing.
+while streaming (413 as soon as it is passed, without reading the rest). The user's
+quotas (datasets kept, bytes stored) are checked before the body is read (with the
+announced ``Content-Length``), while it streams (the room left caps the stream) and
+again just before ``dataset.uploaded`` is appended (403 ``quota_exceeded``). Whatever
+goes wrong after the file is stored removes it again, so a refused upload leaves
+nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from peertrain.common.ids import new_id
 from peertrain.dataset.api.form import FormPart, StreamingForm, boundary_of
 from peertrain.dataset.domain.dataset import raw_prefix
 from peertrain.dataset.domain.errors import InvalidUploadForm, UploadTooLarge
+from peertrain.dataset.domain.quota import Usage
 from peertrain.dataset.ingest.formats import SNIFF_BYTES, detect_format
 
 from .context import DatasetContext
@@ -90,15 +95,20 @@ async def _prefix(chunks: AsyncIterator[bytes]) -> tuple[bytes, bool]:
 
 
 async def _store_file(
-    dctx: DatasetContext, part: FormPart, dataset_id: str
+    dctx: DatasetContext, part: FormPart, dataset_id: str, usage: Usage
 ) -> tuple[ArtifactRef, str]:
     cap = dctx.settings.max_upload_bytes
+    limit = min(cap, dctx.quota.room(usage))
+
+    def too_large() -> Exception:  # past the file cap (413), or past the quota (403)
+        return UploadTooLarge(cap) if limit == cap else dctx.quota.bytes_exceeded(usage, limit + 1)
+
     filename = part.filename or "upload"
     chunks = part.data()
     prefix, complete = await _prefix(chunks)
     detect_format(prefix[:SNIFF_BYTES], complete=complete, name=filename)
-    if len(prefix) > cap:
-        raise UploadTooLarge(cap)
+    if len(prefix) > limit:
+        raise too_large()
 
     async def body() -> AsyncIterator[bytes]:
         yield prefix
@@ -107,9 +117,9 @@ async def _store_file(
 
     key = f"{raw_prefix(dataset_id)}raw/{safe_filename(filename)}"
     try:
-        result = await dctx.blobs.put_stream(key, body(), max_bytes=cap)
+        result = await dctx.blobs.put_stream(key, body(), max_bytes=limit)
     except BlobTooLarge:
-        raise UploadTooLarge(cap) from None
+        raise too_large() from None
     return ArtifactRef(key=key, sha256=result.sha256, size=result.size), filename
 
 
@@ -125,13 +135,16 @@ async def receive_upload(
 
     Raises
     ------
-    UnsupportedMediaType, UploadTooLarge, InvalidUploadForm, InvalidDataset
+    UnsupportedMediaType, UploadTooLarge, QuotaExceeded, InvalidUploadForm, InvalidDataset
         The upload is refused; nothing of it is stored.
     """
     boundary = boundary_of(content_type)
     cap = dctx.settings.max_upload_bytes
     if content_length is not None and content_length > cap + _FORM_OVERHEAD:
         raise UploadTooLarge(cap)
+    usage = await dctx.views.usage(owner_id)
+    announced = max(0, (content_length or 0) - _FORM_OVERHEAD)  # the file's least size
+    dctx.quota.check(usage, announced)
     dataset_id = new_id()
     form = StreamingForm(body, boundary)
     fields: dict[str, str] = {}
@@ -146,7 +159,7 @@ async def receive_upload(
             if part.name in fields or (part.name == "file" and raw is not None):
                 raise InvalidUploadForm(f"form field {part.name!r} is given twice")
             if part.name == "file":
-                raw, filename = await _store_file(dctx, part, dataset_id)
+                raw, filename = await _store_file(dctx, part, dataset_id, usage)
             else:
                 fields[part.name] = await part.text(_FIELD_LIMIT)
         if raw is None:
@@ -165,7 +178,9 @@ async def receive_upload(
         event = NewEvent.of(
             uploaded, producer=dctx.producer, actor=owner_id, correlation_id=dataset_id
         )
-        saved = await dctx.execute(dataset_id, lambda _: [event], new=True, retries=0)
+        async with dctx.owner_lock(owner_id):  # other uploads of the user finished meanwhile
+            dctx.quota.check(await dctx.views.usage(owner_id), raw.size)
+            saved = await dctx.execute(dataset_id, lambda _: [event], new=True, retries=0)
     except BaseException:
         if raw is not None:
             await asyncio.shield(dctx.blobs.delete(raw.key))

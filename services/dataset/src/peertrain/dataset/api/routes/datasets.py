@@ -60,14 +60,16 @@ _UPLOAD_BODY = {
     "/",
     status_code=status.HTTP_202_ACCEPTED,
     summary="Upload a dataset (streamed to storage; validation follows)",
-    responses=errors(413, 415),
+    responses=errors(408, 413, 415),
     openapi_extra=_UPLOAD_BODY,
 )
 async def upload(
     request: Request, response: Response, user: CurrentUser, dctx: DatasetDep
 ) -> DatasetAccepted:
     """The body streams to object storage as it arrives, with its SHA-256 computed on the
-    way; a body over the cap is refused (413) as soon as it passes the cap."""
+    way; a body over the cap is refused (413) as soon as it passes the cap, one that
+    would pass the user's quota (datasets kept, bytes stored) with 403, and one that
+    does not arrive in time with 408."""
     length = request.headers.get("content-length")
     event = await receive_upload(
         dctx,
