@@ -449,7 +449,7 @@ def test_a_user_may_have_so_many_jobs_running_and_an_admin_any() -> None:
     check_running_quota([running, done], user, 2)
     with pytest.raises(QuotaExceeded) as refused:
         check_running_quota([running, done, Harness().job], user, 2)
-    assert refused.value.status_code == 429
+    assert refused.value.status_code == 403
     assert refused.value.detail == {"quota": "running_jobs", "limit": 2, "used": 2}
     admin = Principal("a", frozenset({"user", "admin"}), "t", 0, 0)
     check_running_quota([running, running], admin, 1)

@@ -75,9 +75,10 @@ class Forbidden(PeerTrainError, PermissionError):
     code = "forbidden"
 
 
-class QuotaExceeded(PeerTrainError):
+class QuotaExceeded(PeerTrainError, PermissionError):
     """The caller already uses all it may of something (jobs running, datasets, bytes
-    stored, peers enrolled); ``detail`` says which, the limit and the use."""
+    stored, peers enrolled); ``detail`` says which (``quota``), its ``limit`` and what
+    is ``used``. Waiting alone does not lift it: something has to end or be deleted."""
 
-    status_code = 429
+    status_code = 403
     code = "quota_exceeded"

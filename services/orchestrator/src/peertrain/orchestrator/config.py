@@ -28,7 +28,7 @@ class OrchestratorSettings(ServiceSettings):
     presign_slack_s: int = Field(default=600, ge=60, le=86_400)
     """Presigned URLs stay valid this long after the round's deadline."""
     max_running_jobs: int = Field(default=20, ge=1, le=100_000)
-    """Jobs one user (not an admin) may have sharding or running at once (429 beyond)."""
+    """Jobs one user (not an admin) may have sharding or running at once (403 beyond)."""
     update_overhead_bytes: int = Field(default=1024 * 1024, ge=1024)
     """Upload cap = 4 bytes per model parameter + this (safetensors header, metadata)."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from peertrain.common.errors import PeerTrainError
+from peertrain.common.errors import QuotaExceeded as CommonQuotaExceeded
 
 __all__ = [
     "ArchiveBomb",
@@ -83,15 +84,12 @@ class UploadTooLarge(DatasetError, ValueError):
         )
 
 
-class QuotaExceeded(DatasetError, PermissionError):
+class QuotaExceeded(CommonQuotaExceeded, DatasetError):
     """The upload would take the user past a quota (datasets kept, or bytes stored).
 
     ``detail`` names the ``quota`` (``datasets`` or ``bytes``), its ``limit``, what is
     ``used`` and, for bytes, what was ``incoming``. Deleting datasets frees quota.
     """
-
-    status_code = 403
-    code = "quota_exceeded"
 
     def __init__(self, message: str, **detail: int | str) -> None:
         super().__init__(message, detail=detail)
