@@ -158,11 +158,14 @@ async def test_one_hostile_peer_doing_everything_at_once_is_excluded_and_harms_n
     rejected = [e["data"] for e in events if e["type"] == "update.rejected"]
     assert rejected and {r["peer_id"] for r in rejected} == {storm}
     assert len(rejected) <= 20 + ROUNDS  # recorded refusals are capped per peer
+
     # the overwritten upload changed nothing: every round was aggregated from what was
     # validated (a changed object used to wedge the job), and no queue holds junk
-    depths = queue_depths(platform)
-    assert all(n <= 100 for n in depths.values()), depths
-    assert all(n == 0 for q, n in depths.items() if q.endswith(".dlq")), depths
+    async def drained() -> dict[str, int] | None:  # what it sent is consumed, not kept
+        depths = queue_depths(platform, ["p0", "p1", "p2", "p3", "storm"])
+        return depths if not any(depths.values()) else None
+
+    await wait_for(drained, timeout=120, what="every queue drained, no dead letters")
 
 
 async def test_a_peer_killed_mid_round_is_replaced_and_the_job_completes(

@@ -176,9 +176,10 @@ def _drop_own_databases(mongo_db: str, services: tuple[str, ...]) -> None:
             client.drop_database(f"{mongo_db}_{service}")
 
 
-def queue_depths(p: Platform) -> dict[str, int]:
-    """Messages waiting in each of the platform's queues and its peers' queues."""
-    peer_queues = {f"peer.{peer.peer_id}" for peer in p.peers.values()}
+def queue_depths(p: Platform, names: list[str]) -> dict[str, int]:
+    """Messages waiting in each of the platform's queues and in the queues of its peers
+    called ``names``."""
+    peer_queues = {f"peer.{p.peers[name].peer_id}" for name in names}
     with httpx.Client(base_url=MGMT, auth=("admin", "admin"), timeout=10) as mgmt:
         r = mgmt.get("/queues/%2F", params={"columns": "name,messages"})
         r.raise_for_status()

@@ -36,6 +36,8 @@ class Refusal:
 
     code: str
     reason: str
+    stale: bool = False
+    """The state may be behind the log on what decided it: decide again caught up."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,8 @@ class Ignored:
     """Nothing to record it against (no such job): acknowledge and log only."""
 
     reason: str
+    stale: bool = False
+    """The state may be behind the log on what decided it: decide again caught up."""
 
 
 Decision = Candidate | Refusal | Duplicate | Ignored
@@ -62,7 +66,7 @@ and logged (the orchestrator excludes a peer long before: ``exclude_after``)."""
 def decide_update(state: JobState, peer_id: str, body: UpdateAnnounced) -> Decision:
     """What to do with ``peer_id``'s announcement ``body``, given the job's state."""
     if state.configured is None:
-        return Ignored(f"job {body.job_id!r} is not configured")
+        return Ignored(f"job {body.job_id!r} is not configured", stale=True)
     # Nothing is recorded for a sender that is not the job's, for an ended job, or for
     # a peer already excluded or with its strikes used up: a peer cannot grow a job's
     # log (or any job's it knows the id of) with refusals.
@@ -82,7 +86,7 @@ def decide_update(state: JobState, peer_id: str, body: UpdateAnnounced) -> Decis
         )
     task = state.tasks.get(body.task_id)
     if task is None:
-        return Refusal(codes.UNKNOWN_TASK, f"task {body.task_id} was never assigned")
+        return Refusal(codes.UNKNOWN_TASK, f"task {body.task_id} was never assigned", stale=True)
     if task.peer_id != peer_id:
         return Refusal(codes.WRONG_PEER, f"task {task.task_id} is not assigned to this peer")
     if (task.round, task.attempt, task.shard) != (body.round, body.attempt, body.shard):

@@ -49,9 +49,10 @@ async def receive_update(actx: AggregatorContext, message: PeerMessage[UpdateAnn
         async with actx.lock(body.job_id):
             state = await actx.load(body.job_id)
             decision = decide_update(state, peer_id, body)
-            if isinstance(decision, Ignored | Refusal):
+            if isinstance(decision, Ignored | Refusal) and decision.stale:
                 # the cache may be behind the job stream (queues are not ordered with
-                # each other): decide again on the caught-up state
+                # each other): decide again on the caught-up state. Only then: a read
+                # per refused message would let junk cost the store a read each.
                 state = await actx.load(body.job_id, catch_up=True)
                 decision = decide_update(state, peer_id, body)
             if isinstance(decision, Ignored | Duplicate):
