@@ -9,6 +9,7 @@ __all__ = [
     "NotEnoughPeers",
     "NotYourPeer",
     "PeerNotFound",
+    "PeerQuotaExceeded",
     "RegistryError",
 ]
 
@@ -40,3 +41,9 @@ class BrokerUnavailable(RegistryError, ConnectionError):
 
     status_code = 503
     code = "broker_unavailable"
+
+
+class PeerQuotaExceeded(RegistryError, Forbidden):
+    """The peer's owner already has as many registered peers as one user may have."""
+
+    code = "peer_quota_exceeded"
