@@ -20,15 +20,22 @@ queued before it started (its capacity with no publisher competing for the CPU),
 ``cpu_cores_used`` per process and for the whole machine over the window (a busy
 machine explains a low rate; cores / rate is the cost of one heartbeat).
 
+Then a second window with ``--junk`` (2,000) invalid-token heartbeats/s on top (forged
+signatures on the honest peers' own routing keys, see :class:`Junk`):
+``junk_per_s``, ``heartbeats_per_s_under_junk``, ``liveness_lag_p99_ms_under_junk``
+(and p50, rejections, CPU, ``went_offline_under_junk``: liveness transitions to offline
+during that window, which must stay 0).
+
 Goal on this 2-core machine (shared by RabbitMQ, FerretDB, the registry and these
-publishers): 5,000 heartbeats/s (25,000 peers at 5 s) with a p99 lag <= 1,000 ms. The
-last line printed is one JSON object.
+publishers): 5,000 heartbeats/s (25,000 peers at 5 s) with a p99 lag <= 1,000 ms, with
+and without the junk. The last line printed is one JSON object.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import json
 import os
@@ -217,6 +224,99 @@ class Fleet:
             await asyncio.sleep(max(0.0, next_at - loop.time()))
 
 
+class Junk:
+    """Invalid-token heartbeats at ``rate`` per second, as a hostile publisher sends them.
+
+    Every message carries a token that looks right (RS256, the platform's real ``kid``,
+    a peer subject, unexpired) with a signature of fresh random bytes: no two are
+    alike, so only a full signature check can tell it is forged, and no cache of
+    refused tokens helps. Routing keys are the honest peers' own (``peer.<id>.heartbeat``
+    with the victim's id): the worst case for per-peer accounting.
+    """
+
+    def __init__(self, peers: list[str], forged: str, rate: float, interval_s: float) -> None:
+        self.peers = peers
+        head, payload, _ = forged.split(".")
+        self.head = head
+        self.claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        self._unsigned: dict[str, str] = {}
+        self.rate = rate
+        self.interval_s = interval_s
+        self.sent = 0
+        self.stopping = asyncio.Event()
+
+    def unsigned(self, peer_id: str) -> str:
+        """``header.payload.`` of a token whose subject is ``peer_id`` (claims unchanged
+        otherwise): a cheap check of the subject against the routing key passes."""
+        found = self._unsigned.get(peer_id)
+        if found is None:
+            claims = json.dumps({**self.claims, "sub": peer_id}, separators=(",", ":"))
+            payload = base64.urlsafe_b64encode(claims.encode()).rstrip(b"=").decode()
+            found = self._unsigned[peer_id] = f"{self.head}.{payload}."
+        return found
+
+    async def run(self) -> None:
+        if self.rate <= 0:
+            return
+        conn = await aiormq.connect(AMQP)
+        channel = await conn.channel(publisher_confirms=False)
+        number, queue = channel.number, conn.write_queue
+        body = (
+            f'{{"session":"junk","seq":1,"sent_at":0,"interval_s":{self.interval_s:.3f}}}'
+        ).encode()
+        body_frame = marshal(ContentBody(body), number)
+        loop = asyncio.get_running_loop()
+        started, batch = loop.time(), max(1, int(self.rate / 100))
+        try:
+            while not self.stopping.is_set():
+                for _ in range(batch):
+                    peer_id = self.peers[self.sent % len(self.peers)]
+                    signature = base64.urlsafe_b64encode(os.urandom(256)).rstrip(b"=").decode()
+                    props = Basic.Properties(
+                        headers=dict(peer_headers(self.unsigned(peer_id) + signature)),
+                        content_type="application/json",
+                        delivery_mode=1,
+                    )
+                    frame = (
+                        marshal(
+                            Basic.Publish(
+                                exchange=TELEMETRY.name,
+                                routing_key=telemetry_key(peer_id, "heartbeat"),
+                            ),
+                            number,
+                        )
+                        + marshal(ContentHeader(0, len(body), props), number)
+                        + body_frame
+                    )
+                    await queue.put(ChannelFrame(payload=frame, should_close=False))
+                    self.sent += 1
+                due = started + self.sent / self.rate
+                await asyncio.sleep(max(0.0, due - loop.time()))
+        finally:
+            await conn.close()
+
+
+def forged_token(peer_id: str, owner: str, kid: str) -> str:
+    """A well-formed peer token naming the platform's ``kid``, signed with another key."""
+    other = generate_key()
+    return str(
+        jwt.encode(
+            access_claims(
+                subject=peer_id,
+                roles=("peer",),
+                issuer=DEFAULT_ISSUER,
+                audience=DEFAULT_AUDIENCE,
+                now=int(time.time()),
+                ttl_s=900,
+                owner=owner,
+            ),
+            jwk.construct(other.private_pem, "RS256"),
+            algorithm="RS256",
+            headers={"kid": kid, "typ": ACCESS_TOKEN_TYPE},
+        )
+    )
+
+
 PREFILL_TTL_S = 600
 
 
@@ -360,16 +460,17 @@ def machine_busy() -> float:
     return float(sum(t) - t.idle - getattr(t, "iowait", 0.0))
 
 
-async def measure(
+async def window(
     args: argparse.Namespace,
     port: int,
     fleet: Fleet,
     namespace: str,
     pids: dict[str, int],
+    junk: Junk | None = None,
 ) -> dict[str, Any]:
-    publishing = asyncio.create_task(fleet.run())
-    await asyncio.sleep(args.warmup)
+    """Rates, lags and CPU over one window of ``--duration`` seconds."""
     before, t0, sent0 = scrape(port), time.monotonic(), fleet.sent
+    junk0 = junk.sent if junk else 0
     cpu0, busy0 = cpu_seconds(pids), machine_busy()
     samples: list[float] = []
     last, last_t = before.get("registry_heartbeats_total", 0.0), t0
@@ -379,42 +480,88 @@ async def measure(
         total, t = now.get("registry_heartbeats_total", 0.0), time.monotonic()
         samples.append((total - last) / (t - last_t))
         log(
-            f"consumed {samples[-1]:,.0f}/s, sent {fleet.sent:,}, "
-            f"backlog {queue_depth(namespace + '.heartbeats'):,}"
+            f"consumed {samples[-1]:,.0f}/s, sent {fleet.sent:,}"
+            + (f", junk {junk.sent:,}" if junk else "")
+            + f", backlog {queue_depth(namespace + '.heartbeats'):,}"
         )
         last, last_t = total, t
     after, t1, sent1 = scrape(port), time.monotonic(), fleet.sent
     cpu1, busy1 = cpu_seconds(pids), machine_busy()
-    backlog = queue_depth(namespace + ".heartbeats")
-    fleet.stopping.set()
-    publishing.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await publishing
-    window = t1 - t0
+    window_s = t1 - t0
     accepted = after.get("registry_heartbeats_total", 0.0) - before.get(
         "registry_heartbeats_total", 0.0
     )
     rejected = sum(v for k, v in after.items() if k.startswith("registry_rejected")) - sum(
         v for k, v in before.items() if k.startswith("registry_rejected")
     )
+    offline = after.get('registry_liveness_transitions_total{kind="went_offline"}', 0.0) - (
+        before.get('registry_liveness_transitions_total{kind="went_offline"}', 0.0)
+    )
     lag = quantile_ms(before, after)
     p50 = quantile_ms(before, after, 0.5)
     loop_p99 = quantile_ms(before, after, 0.99, "registry_event_loop_lag_seconds")
     return {
-        "heartbeats_per_s": round(accepted / window, 1),
+        "heartbeats_per_s": round(accepted / window_s, 1),
         "liveness_lag_p99_ms": round(lag, 1) if lag is not None else None,
         "liveness_lag_p50_ms": round(p50, 1) if p50 is not None else None,
         "event_loop_lag_p99_ms": round(loop_p99, 1) if loop_p99 is not None else None,
-        "sent_per_s": round((sent1 - sent0) / window, 1),
+        "sent_per_s": round((sent1 - sent0) / window_s, 1),
+        "junk_per_s": round(((junk.sent if junk else 0) - junk0) / window_s, 1),
         "min_5s_rate": round(min(samples), 1) if samples else None,
-        "window_s": round(window, 1),
+        "window_s": round(window_s, 1),
+        "backlog_at_end": queue_depth(namespace + ".heartbeats"),
+        "rejected": rejected,
+        "went_offline": offline,
+        "cpu_cores_used": {k: round((cpu1[k] - cpu0[k]) / window_s, 2) for k in pids}
+        | {"machine": round((busy1 - busy0) / window_s, 2)},
+    }
+
+
+async def measure(
+    args: argparse.Namespace,
+    port: int,
+    fleet: Fleet,
+    namespace: str,
+    pids: dict[str, int],
+    junk: Junk,
+) -> dict[str, Any]:
+    """One window with honest heartbeats only, then one with ``--junk`` per second too."""
+    publishing = asyncio.create_task(fleet.run())
+    junking: asyncio.Task[None] | None = None
+    try:
+        await asyncio.sleep(args.warmup)
+        clean = await window(args, port, fleet, namespace, pids)
+        under: dict[str, Any] = {}
+        if junk.rate > 0:
+            log(f"junk: {junk.rate:,.0f} invalid-token heartbeats/s from now on")
+            junking = asyncio.create_task(junk.run())
+            await asyncio.sleep(args.junk_settle)
+            under = await window(args, port, fleet, namespace, pids, junk)
+    finally:
+        fleet.stopping.set()
+        junk.stopping.set()
+        for task in (publishing, junking):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+    result = {
+        **{k: v for k, v in clean.items() if k != "junk_per_s"},
         "peers": args.peers,
         "interval_s": args.interval,
-        "backlog_at_end": backlog,
-        "rejected": rejected,
-        "cpu_cores_used": {k: round((cpu1[k] - cpu0[k]) / window, 2) for k in pids}
-        | {"machine": round((busy1 - busy0) / window, 2)},
     }
+    if under:
+        result |= {
+            "junk_per_s": under["junk_per_s"],
+            "heartbeats_per_s_under_junk": under["heartbeats_per_s"],
+            "liveness_lag_p99_ms_under_junk": under["liveness_lag_p99_ms"],
+            "liveness_lag_p50_ms_under_junk": under["liveness_lag_p50_ms"],
+            "rejected_under_junk": under["rejected"],
+            "went_offline_under_junk": under["went_offline"],
+            "backlog_at_end_under_junk": under["backlog_at_end"],
+            "cpu_cores_used_under_junk": under["cpu_cores_used"],
+        }
+    return result
 
 
 def main() -> None:
@@ -430,6 +577,15 @@ def main() -> None:
     )
     parser.add_argument(
         "--warmup", type=float, default=20.0, help="first sight of every token, then steady"
+    )
+    parser.add_argument(
+        "--junk",
+        type=float,
+        default=2000.0,
+        help="invalid-token heartbeats/s in the second window (0: no second window)",
+    )
+    parser.add_argument(
+        "--junk-settle", type=float, default=5.0, help="junk before its window starts (s)"
     )
     args = parser.parse_args()
 
@@ -489,7 +645,8 @@ def main() -> None:
         ).stdout.strip()
         if rabbit.isdigit():
             pids["rabbitmq"] = int(rabbit)
-        result = asyncio.run(measure(args, port, fleet, namespace, pids))
+        junk = Junk(peers, forged_token(peers[0], owner, key.kid), args.junk, args.interval)
+        result = asyncio.run(measure(args, port, fleet, namespace, pids, junk))
         result["replay_s"] = round(replay_s, 1)
         if args.prefill:
             result["drain_per_s"] = round(drain, 1)

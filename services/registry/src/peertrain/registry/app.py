@@ -6,6 +6,7 @@ from fastapi import FastAPI
 
 from peertrain.common.app import ServiceContext, create_app
 from peertrain.common.events.peers import PEER_EVENT_TYPES
+from peertrain.common.events.users import USER_DISABLED
 from peertrain.common.security import install_security
 
 from .api import ROUTERS
@@ -24,6 +25,8 @@ async def setup_registry(ctx: ServiceContext, settings: RegistrySettings) -> Reg
     # Peer events from every producer: auth's peer.enrolled (provision the peer) and
     # the registry's own (idempotent folds; also what makes them routable).
     ctx.subscriptions.add(settings.queue("peers"), PEER_EVENT_TYPES, registry.on_peer_event)
+    # A disabled user's peers lose their broker users at once (issue 12, hole 9).
+    ctx.subscriptions.add(settings.queue("users"), (USER_DISABLED,), registry.on_user_disabled)
     registry.start()
     ctx.on_shutdown.append(registry.stop)
     ctx.extras[REGISTRY_EXTRA] = registry

@@ -151,5 +151,14 @@ class BrokerAdmin:
         return password
 
     async def deprovision(self, peer_id: str) -> None:
-        """Delete the peer's user (its queue stays: it may still hold messages)."""
-        await self._call("DELETE", f"/users/{self._user(peer_id)}")
+        """Delete the peer's user, then close its open connections (idempotent: a user
+        or connection already gone is fine). Its queue stays: it may still hold messages.
+
+        Raises
+        ------
+        BrokerUnavailable
+            If the management API could not do it (the caller retries).
+        """
+        user = self._user(peer_id)
+        await self._call("DELETE", f"/users/{user}")
+        await self._call("DELETE", f"/connections/username/{user}")

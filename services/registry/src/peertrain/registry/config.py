@@ -7,6 +7,8 @@ from pydantic_settings import SettingsConfigDict
 
 from peertrain.common.settings import ServiceSettings
 
+from .domain.specs import SpecBounds
+
 __all__ = ["RegistrySettings"]
 
 
@@ -52,12 +54,49 @@ class RegistrySettings(ServiceSettings):
     presence_prefetch: int = Field(default=32, ge=1)
     reconnect_max_s: float = Field(default=5.0, gt=0)
     token_cache_size: int = Field(default=200_000, ge=0)
+    telemetry_rate_per_s: float = Field(default=5.0, gt=0)
+    """Telemetry messages (heartbeat, announce, leaving) one verified peer may send per
+    second; the excess is counted (``reason="rate_limited"``) and dropped."""
+    telemetry_burst: float = Field(default=20.0, ge=1)
+    unverified_rate_per_s: float = Field(default=2.0, gt=0)
+    """Full verifications of tokens not seen before, per routing-key peer id and second:
+    junk on one key beyond it is dropped without cryptography (``reason="unverified_rate"``),
+    and never touches the budget of messages with a token already verified."""
+    unverified_burst: float = Field(default=10.0, ge=1)
+    unverified_total_per_s: float = Field(default=5000.0, gt=0)
+    """Full verifications of unseen tokens per second over all keys (caps the CPU junk
+    spread over many peers' keys can cost; a restart of the registry needs about one
+    interval's worth of peers, since a verified token is remembered)."""
+    unverified_total_burst: float = Field(default=10_000.0, ge=1)
+
+    # -- abuse limits -----------------------------------------------------------------------
+    max_peers_per_user: int = Field(default=50, ge=1)
+    """Registered (not removed) peers one user may have; the next one is refused (403)."""
+    spec_max_ram_gb: float = Field(default=8192.0, gt=0)
+    spec_max_gpu_memory_gb: float = Field(default=1024.0, gt=0)
+    spec_max_gpus: int = Field(default=64, ge=0)
+    spec_max_cpu_cores: int = Field(default=1024, ge=1)
+    spec_max_cpu_threads: int = Field(default=4096, ge=1)
+    spec_max_disk_free_gb: float = Field(default=1_048_576.0, gt=0)
+    revoke_retry_max_s: float = Field(default=30.0, gt=0)
+    """Longest pause between retries of a broker user deletion that failed."""
 
     # -- read model -----------------------------------------------------------------------
     flush_interval_s: float = Field(default=1.0, gt=0)
     """How often changed peers are written to the ``peers`` collection."""
     presence_snapshot_interval_s: float = Field(default=5.0, gt=0)
     """How often every peer's last-seen time is saved (one small document)."""
+
+    def spec_bounds(self) -> SpecBounds:
+        """The bounds announced specs must respect."""
+        return SpecBounds(
+            max_ram_gb=self.spec_max_ram_gb,
+            max_gpu_memory_gb=self.spec_max_gpu_memory_gb,
+            max_gpus=self.spec_max_gpus,
+            max_cpu_cores=self.spec_max_cpu_cores,
+            max_cpu_threads=self.spec_max_cpu_threads,
+            max_disk_free_gb=self.spec_max_disk_free_gb,
+        )
 
     def queue(self, purpose: str) -> str:
         """The name of one of the registry's queues."""

@@ -11,6 +11,7 @@ __all__ = [
     "PEERS",
     "REJECTED_HEARTBEATS",
     "REJECTED_TELEMETRY",
+    "REVOCATIONS",
     "TELEMETRY_CONNECTED",
     "TRANSITIONS",
 ]
@@ -18,12 +19,13 @@ __all__ = [
 HEARTBEATS = Counter("registry_heartbeats_total", "Heartbeats accepted")
 REJECTED_HEARTBEATS = Counter(
     "registry_rejected_heartbeats_total",
-    "Heartbeats refused (bad or missing token, token of another peer, malformed)",
+    "Heartbeats refused (bad or missing token, token of another peer, malformed, over the"
+    " peer's rate, unknown tokens over the key's verification budget, removed peer)",
     ["reason"],
 )
 REJECTED_TELEMETRY = Counter(
     "registry_rejected_telemetry_total",
-    "Announce and leaving messages refused (dead-lettered)",
+    "Announce and leaving messages refused (dropped, never dead-lettered)",
     ["reason"],
 )
 HEARTBEAT_LAG = Histogram(
@@ -64,4 +66,9 @@ LOOP_LAG = Histogram(
 )
 TELEMETRY_CONNECTED = Gauge(
     "registry_telemetry_connected", "1 while the heartbeat consumer is connected"
+)
+REVOCATIONS = Counter(
+    "registry_broker_revocations_total",
+    "Deletions of a peer's broker user (removed peer, disabled owner), by outcome",
+    ["outcome"],
 )

@@ -125,6 +125,10 @@ class Presence:
         if transition is not None:
             self._pending.put_nowait(transition)
 
+    def forget(self, peer_id: str) -> None:
+        """Stop tracking a removed peer (its offline transition is already in the log)."""
+        self.tracker.forget(peer_id)
+
     # -- blindness ------------------------------------------------------------------------
 
     def blind(self) -> None:

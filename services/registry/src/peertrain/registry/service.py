@@ -18,18 +18,20 @@ import structlog
 
 from peertrain.common.app import ServiceContext
 from peertrain.common.events import RecordedEvent
-from peertrain.common.events.peers import PeerEnrolled, peer_queue
+from peertrain.common.events.peers import PeerEnrolled, PeerRemoved, peer_queue
+from peertrain.common.events.users import UserDisabled
 from peertrain.common.security import Principal, Security
 
 from .broker_admin import BrokerAdmin, peer_username
 from .config import RegistrySettings
 from .directory import Directory
-from .domain.errors import NotYourPeer, PeerNotFound
+from .domain.errors import NotYourPeer, PeerNotFound, PeerQuotaExceeded
 from .domain.liveness import LivenessTracker, Status
-from .domain.peer import PeerRecord, decide_registered, decide_settings
+from .domain.peer import PeerRecord, decide_registered, decide_removed, decide_settings
 from .domain.selection import PeerFilters, PeerView, Prefer, choose, matches, visible_to
 from .presence import Clock, Presence
 from .projection import Projector, Rebuilt, catch_up, rebuild
+from .revocation import Revoker
 from .store import ReadModelStore
 from .streams import PeerStreams
 from .telemetry import TelemetryConsumer
@@ -84,7 +86,9 @@ class Registry:
             sweep_interval_s=settings.sweep_interval_s,
         )
         self.tokens = TokenCache(security, max_size=settings.token_cache_size)
-        self.telemetry = TelemetryConsumer(settings, self.presence, self.tokens)
+        self.telemetry = TelemetryConsumer(
+            settings, self.presence, self.tokens, known=self.is_known, removed=self.is_removed
+        )
         self.projector = Projector(
             self.directory,
             self.store,
@@ -107,6 +111,9 @@ class Registry:
             delivery_limit=settings.delivery_limit,
             password_bytes=settings.peer_password_bytes,
         )
+        self.revoker = Revoker(
+            self.broker_admin.deprovision, retry_max_s=settings.revoke_retry_max_s
+        )
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -116,6 +123,9 @@ class Registry:
         self.directory.replace_with(Directory(records, position=checkpoint))
         folded = await catch_up(self.ctx.log, self.directory)
         seeded = self.presence.seed()
+        for record in self.directory.records():  # idempotent: covers a crash mid-revocation
+            if record.registered and self._revoked(record):
+                self.revoker.later(record.peer_id)
         gc.freeze()  # what start-up loaded lives on: keep it out of the collector's scans
         log.info("read model loaded", peers=len(records), caught_up=folded, online=seeded)
 
@@ -124,10 +134,12 @@ class Registry:
         self.presence.start()
         self.projector.start()
         self.telemetry.start()
+        self.revoker.start()
 
     async def stop(self) -> None:
         """Stop consuming, write what is left, close the management API client."""
         await self.telemetry.stop()
+        await self.revoker.stop()
         await self.presence.stop()
         await self.projector.stop()
         await self.http.aclose()
@@ -137,9 +149,16 @@ class Registry:
     async def ensure_registered(
         self, peer_id: str, *, causation: RecordedEvent | None = None
     ) -> PeerRecord:
-        """Provision an enrolled peer on the broker and record ``peer.registered`` (once)."""
+        """Provision an enrolled peer on the broker and record ``peer.registered`` (once).
+
+        Raises
+        ------
+        PeerQuotaExceeded
+            If its owner already has ``max_peers_per_user`` registered peers.
+        """
         record = await self.streams.record(peer_id)
-        if record.enrolled and not record.registered:
+        if record.enrolled and not record.registered and not self._revoked(record):
+            self._check_quota(record)
             await self.broker_admin.provision(peer_id)
             await self.streams.execute(peer_id, decide_registered, causation=causation)
             log.info("peer registered", peer_id=peer_id, queue=peer_queue(peer_id))
@@ -158,15 +177,60 @@ class Registry:
         else:
             await self.streams.record(peer_id)
         if isinstance(event.data, PeerEnrolled):
-            await self.ensure_registered(peer_id, causation=event)
+            try:
+                await self.ensure_registered(peer_id, causation=event)
+            except PeerQuotaExceeded as exc:  # refused for good: not a reason to retry
+                log.warning("peer not registered", peer_id=peer_id, reason=str(exc))
+        elif isinstance(event.data, PeerRemoved):
+            await self.revoker.revoke(peer_id)
+
+    async def on_user_disabled(self, event: RecordedEvent) -> None:
+        """Bus handler for ``user.disabled``: every peer of the user loses broker access."""
+        if not isinstance(event.data, UserDisabled):
+            return
+        self.security.disabled.add(event.data.user_id)  # also refuses their tokens here
+        for record in self.directory.records():
+            if record.owner_id == event.data.user_id and record.registered:
+                await self.revoker.revoke(record.peer_id)
+
+    def is_known(self, peer_id: str) -> bool:
+        """Whether a peer of this id was enrolled (a dictionary look-up)."""
+        record = self.directory.get(peer_id)
+        return record is not None and record.enrolled
+
+    def is_removed(self, peer_id: str) -> bool:
+        """Whether the peer was removed (the telemetry hot path: a dictionary look-up)."""
+        record = self.directory.get(peer_id)
+        return record is not None and record.removed
+
+    def _revoked(self, record: PeerRecord) -> bool:
+        return record.removed or record.owner_id in self.security.disabled
+
+    def _check_quota(self, record: PeerRecord) -> None:
+        limit = self.settings.max_peers_per_user
+        owned = sum(
+            1
+            for r in self.directory.records()
+            if r.owner_id == record.owner_id
+            and r.registered
+            and not r.removed
+            and r.peer_id != record.peer_id
+        )
+        if owned >= limit:
+            raise PeerQuotaExceeded(
+                f"this user already has {owned} registered peers (the limit is {limit})",
+                detail={"quota": "peers", "limit": limit, "used": owned},
+            )
 
     async def broker_credentials(self, who: Principal, peer_id: str) -> BrokerGrant:
         """New broker credentials for the calling peer (it must be ``peer_id``)."""
         if not who.is_peer or who.subject != peer_id:
             raise NotYourPeer("a peer may only get its own broker credentials")
         record = await self.streams.record(peer_id)
-        if not record.enrolled:
+        if not record.enrolled or self._revoked(record):
             raise PeerNotFound("no such peer")
+        if not record.registered:
+            self._check_quota(record)
         await self.broker_admin.provision(peer_id)
         if not record.registered:
             await self.streams.execute(peer_id, decide_registered)
@@ -186,6 +250,24 @@ class Registry:
             actor=who.subject,
         )
         return self.get(who, peer_id)
+
+    async def remove(self, who: Principal, peer_id: str) -> None:
+        """Remove a peer for good (its owner or an admin): ``peer.removed``, and its
+        broker user deleted at once (retried in the background if RabbitMQ refuses)."""
+        view = self.get(who, peer_id)
+        if not (who.is_admin or view.record.owner_id == who.subject):
+            raise NotYourPeer("only the peer's owner or an admin may remove it")
+        last_seen = self.presence.last_seen(peer_id) or self.clock_now()
+        await self.streams.execute(
+            peer_id, lambda r: decide_removed(r, "removed", last_seen), actor=who.subject
+        )
+        self.presence.forget(peer_id)
+        await self.revoker.revoke(peer_id)
+
+    @staticmethod
+    def clock_now() -> datetime:
+        """Wall-clock now."""
+        return datetime.now(UTC)
 
     async def replay(self) -> Rebuilt:
         """Drop the read model and rebuild it from the log (memory and store)."""
@@ -241,4 +323,4 @@ class Registry:
         )
         candidates = [v for v in self.visible(who) if matches(v, active)]
         rng = random.Random(seed) if seed is not None else None
-        return choose(candidates, count, prefer, rng=rng)
+        return choose(candidates, count, prefer, rng=rng, caller_id=who.subject)

@@ -3,14 +3,28 @@
 Heartbeats are consumed straight off ``aiormq`` (one task per delivery, no framework
 layers) from a classic queue, with a large prefetch and acknowledgements batched
 (``multiple=True``): ordering does not matter, and the effect is in memory. A refused
-heartbeat (bad token, another peer's token, malformed) is dropped and counted in
-``registry_rejected_heartbeats_total``; it is not dead-lettered, since whoever can
-publish could fill a dead-letter queue. The heartbeat queue has a message TTL: after
-an outage, heartbeats older than that are old news.
+heartbeat (bad token, another peer's token, malformed, over its rate) is dropped and
+counted in ``registry_rejected_heartbeats_total``; it is not dead-lettered, since
+whoever can publish could fill a dead-letter queue. The heartbeat queue has a message
+TTL: after an outage, heartbeats older than that are old news.
+
+Junk must not crowd out honest peers (issue 12, hole 8): one queue is FIFO, so what
+matters is that junk costs next to nothing. A token verified before is a dictionary
+look-up; a token refused before too. Only a token never seen costs an RSA check, and
+those are budgeted per routing-key peer id (``unverified_rate_per_s``): a flood of
+forged tokens on one key is dropped without cryptography once its budget is spent,
+while that peer's already-verified token keeps passing. (A peer's broker user may only
+publish on its own key, so a hostile peer spends only its own budget.) A key of no
+enrolled peer is refused before any verification, and all keys together get
+``unverified_total_per_s`` verifications, which caps what junk sprayed over many keys
+can cost. Verified messages then spend a per-peer rate (``telemetry_rate_per_s``,
+hole 7).
 
 Announce and leaving messages are few and have effects in the log: they go through a
-dead-lettered quorum queue, are acknowledged one by one after their effect, and a
-refused one is rejected to ``<queue>.dlq``.
+dead-lettered quorum queue and are acknowledged one by one after their effect. A
+refused one (bad token, over its rate, specs out of bounds, owner over the peer quota)
+is counted in ``registry_rejected_telemetry_total`` and dropped; only a failure to
+record (the database away) is retried, and dead-lettered after the delivery limit.
 
 The connection is supervised here: it is re-established with backoff after any loss,
 and while it is down, liveness is paused (a blind registry must not declare every
@@ -22,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from typing import Any
 
 import aiormq
@@ -49,7 +64,9 @@ from peertrain.common.security import (
 )
 
 from .config import RegistrySettings
-from .domain.errors import RegistryError
+from .domain.errors import PeerQuotaExceeded, RegistryError
+from .domain.ratelimit import RateLimiter
+from .domain.specs import spec_problem
 from .metrics import REJECTED_HEARTBEATS, REJECTED_TELEMETRY, TELEMETRY_CONNECTED
 from .presence import Presence
 from .tokens import TokenCache
@@ -64,9 +81,10 @@ class Refused(RegistryError, ValueError):
 
     code = "telemetry_refused"
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, detail: str = "") -> None:
         super().__init__(f"telemetry refused: {reason}")
         self.reason = reason
+        self.detail = detail
 
 
 def _sender(message: DeliveredMessage, kinds: tuple[str, ...]) -> tuple[str, str]:
@@ -121,16 +139,32 @@ class TelemetryConsumer:
         Token verification with a cache.
     """
 
-    def __init__(self, settings: RegistrySettings, presence: Presence, tokens: TokenCache) -> None:
+    def __init__(
+        self,
+        settings: RegistrySettings,
+        presence: Presence,
+        tokens: TokenCache,
+        *,
+        known: Callable[[str], bool] = lambda _: True,
+        removed: Callable[[str], bool] = lambda _: False,
+    ) -> None:
         self.settings = settings
         self.presence = presence
         self.tokens = tokens
+        self.known = known
+        self.removed = removed
+        self.rate = RateLimiter(settings.telemetry_rate_per_s, settings.telemetry_burst)
+        self.unverified = RateLimiter(settings.unverified_rate_per_s, settings.unverified_burst)
+        self.unverified_total = RateLimiter(
+            settings.unverified_total_per_s, settings.unverified_total_burst, max_keys=1
+        )
+        self.bounds = settings.spec_bounds()
         self.heartbeat_queue = settings.queue("heartbeats")
         self.presence_queue = settings.queue("presence")
         self.connected = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._acks: _Acks | None = None
-        self._last_warning = 0.0
+        self._last_warning: dict[str, float] = {}
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -249,15 +283,36 @@ class TelemetryConsumer:
 
     # -- heartbeats: the hot path -------------------------------------------------------------
 
+    async def _principal(self, message: DeliveredMessage, peer_id: str) -> Principal:
+        """Who signed the message: from memory when the token was seen before; else a
+        full verification, if the routing key's budget for unknown tokens allows."""
+        token = token_from_headers(message.header.properties.headers)
+        principal = self.tokens.cached(token)
+        if principal is not None:
+            return principal
+        if not self.known(peer_id):
+            raise Refused("unknown_peer")  # no enrolled peer has this key: no token can fit
+        now = time.monotonic()
+        if not self.unverified.allow(peer_id, now) or not self.unverified_total.allow("", now):
+            raise Refused("unverified_rate")
+        try:
+            return self.tokens.verify(token)
+        except UnknownSigningKey:
+            return await self.tokens.authenticate(token)
+
+    def _admit(self, principal: Principal, peer_id: str) -> None:
+        """The checks of a verified sender: the key is its own, it is not removed, and
+        it is within its rate."""
+        _check(principal, peer_id)
+        if self.removed(peer_id):
+            raise Refused("removed")
+        if not self.rate.allow(peer_id, time.monotonic()):
+            raise Refused("rate_limited")
+
     async def _on_heartbeat(self, message: DeliveredMessage) -> None:
         try:
             peer_id, _ = _sender(message, (HEARTBEAT,))
-            token = token_from_headers(message.header.properties.headers)
-            try:
-                principal = self.tokens.verify(token)
-            except UnknownSigningKey:
-                principal = await self.tokens.authenticate(token)
-            _check(principal, peer_id)
+            self._admit(await self._principal(message, peer_id), peer_id)
             heartbeat = Heartbeat.model_validate_json(message.body)
         except Refused as exc:
             self._refused(exc.reason, message)
@@ -271,31 +326,46 @@ class TelemetryConsumer:
         if acks is not None and acks.channel is message.channel:
             await acks.done(_tag(message))
 
-    def _refused(self, reason: str, message: DeliveredMessage) -> None:
-        REJECTED_HEARTBEATS.labels(reason=reason).inc()
+    def _refused(
+        self, reason: str, message: DeliveredMessage, *, kind: str = HEARTBEAT, why: str = ""
+    ) -> None:
+        counter = REJECTED_HEARTBEATS if kind == HEARTBEAT else REJECTED_TELEMETRY
+        counter.labels(reason=reason).inc()
         now = time.monotonic()
-        if now - self._last_warning > 1.0:  # at most one line a second under a flood
-            self._last_warning = now
-            log.warning("heartbeat refused", reason=reason, routing_key=message.routing_key)
+        if now - self._last_warning.get(reason, 0.0) > 1.0:  # one line a second per reason
+            self._last_warning[reason] = now
+            log.warning(
+                "telemetry refused",
+                kind=kind,
+                reason=reason,
+                routing_key=message.routing_key,
+                **({"detail": why} if why else {}),
+            )
 
     # -- announce / leaving -----------------------------------------------------------------
 
     async def _on_presence(self, message: DeliveredMessage) -> None:
         channel = message.channel
         tag = _tag(message)
+        kind = ANNOUNCE
         try:
             peer_id, kind = _sender(message, (ANNOUNCE, LEAVING))
-            token = token_from_headers(message.header.properties.headers)
-            _check(await self.tokens.authenticate(token), peer_id)
+            self._admit(await self._principal(message, peer_id), peer_id)
             if kind == ANNOUNCE:
-                await self.presence.announce(peer_id, Announce.model_validate_json(message.body))
+                announce = Announce.model_validate_json(message.body)
+                problem = spec_problem(announce.specs, self.bounds)
+                if problem is not None:
+                    raise Refused("specs_out_of_bounds", problem)
+                await self.presence.announce(peer_id, announce)
             else:
                 self.presence.leaving(peer_id, Leaving.model_validate_json(message.body))
-        except (Refused, InvalidToken, InsufficientRole, ValidationError) as exc:
-            reason = exc.reason if isinstance(exc, Refused) else type(exc).__name__
-            REJECTED_TELEMETRY.labels(reason=reason).inc()
-            log.warning("telemetry refused", reason=reason, routing_key=message.routing_key)
-            await channel.basic_reject(tag, requeue=False)
+        except (Refused, InvalidToken, InsufficientRole, ValidationError, PeerQuotaExceeded) as exc:
+            # Refused for good: counted and dropped (a dead-letter queue that whoever can
+            # publish could fill would be a second way in for junk).
+            reason = exc.reason if isinstance(exc, Refused) else _reason(exc)
+            why = exc.detail if isinstance(exc, Refused) else ""
+            self._refused(reason, message, kind=kind, why=why)
+            await channel.basic_ack(tag)
         except Exception as exc:
             log.warning(
                 "telemetry handling failed; it will be retried",
@@ -306,3 +376,11 @@ class TelemetryConsumer:
             await channel.basic_nack(tag, requeue=True)
         else:
             await channel.basic_ack(tag)
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, PeerQuotaExceeded):
+        return "peer_quota_exceeded"
+    if isinstance(exc, ValidationError):
+        return "malformed"
+    return "invalid_token"

@@ -4,6 +4,11 @@ A peer signs every heartbeat with the same access token for up to 15 minutes. Th
 first sight of a token costs a full verification; later ones a dictionary look-up and
 the checks that can change while a token lives: its expiry, its owner being
 disabled, and the trusted key set (any change of it re-verifies every token).
+
+Refused tokens are remembered too (a replayed bad token costs a look-up, not an RSA
+check), except those naming an unknown key, which a key rotation may make good.
+:meth:`TokenCache.cached` answers from memory only, so the hot path can decide what
+an unknown token may cost before paying for it.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from peertrain.common.security import Principal, Security, UnknownSigningKey
+from peertrain.common.security import InvalidToken, Principal, Security, UnknownSigningKey
 
 __all__ = ["TokenCache"]
 
@@ -40,18 +45,18 @@ class TokenCache:
         self.max_size = max_size
         self.clock = clock
         self._known: dict[str, tuple[Principal, int]] = {}
+        self._refused: dict[str, int] = {}
         self.hits = 0
         self.misses = 0
 
-    def verify(self, token: str) -> Principal:
-        """The token's principal, without I/O.
+    def cached(self, token: str) -> Principal | None:
+        """The principal of a token verified before and still good; ``None`` when only
+        a full verification can tell (never any I/O or cryptography).
 
         Raises
         ------
-        UnknownSigningKey
-            If the token names a key this process does not know (yet).
         InvalidToken
-            For every other reason it is refused.
+            If the token was refused before (with the same trusted keys).
         """
         security = self.security
         version = security.keys.version
@@ -66,8 +71,37 @@ class TokenCache:
                 self.hits += 1
                 return principal
             del self._known[token]
+            return None
+        if self._refused.get(token) == version:
+            raise InvalidToken("refused before")
+        return None
+
+    def verify(self, token: str) -> Principal:
+        """The token's principal, without I/O.
+
+        Raises
+        ------
+        UnknownSigningKey
+            If the token names a key this process does not know (yet).
+        InvalidToken
+            For every other reason it is refused.
+        """
+        principal = self.cached(token)
+        if principal is not None:
+            return principal
+        security = self.security
+        version = security.keys.version
         self.misses += 1
-        principal = security.verify(token)
+        try:
+            principal = security.verify(token)
+        except UnknownSigningKey:
+            raise
+        except InvalidToken:
+            if self.max_size:
+                if len(self._refused) >= self.max_size:
+                    self._refused.clear()
+                self._refused[token] = version
+            raise
         if self.max_size:
             if len(self._known) >= self.max_size:
                 self._known.clear()

@@ -12,6 +12,8 @@ Events (in the log, stream ``peer:<id>``):
     Liveness *transitions*; single heartbeats are never logged.
 ``peer.settings_changed`` (registry)
     Its owner (or an admin) shared or disabled it.
+``peer.removed`` (registry)
+    Its owner (or an admin) removed it for good: its broker user is deleted.
 
 Telemetry (on ``peertrain.telemetry``, never logged as such): a peer publishes with
 routing key ``peer.<id>.<kind>`` and its access token in the headers. The bodies of the
@@ -35,6 +37,7 @@ __all__ = [
     "PEER_ENROLLED",
     "PEER_EVENT_TYPES",
     "PEER_REGISTERED",
+    "PEER_REMOVED",
     "PEER_SETTINGS_CHANGED",
     "PEER_SPECS_UPDATED",
     "PEER_WENT_OFFLINE",
@@ -48,6 +51,7 @@ __all__ = [
     "OfflineReason",
     "PeerEnrolled",
     "PeerRegistered",
+    "PeerRemoved",
     "PeerSettingsChanged",
     "PeerSpecsUpdated",
     "PeerWentOffline",
@@ -65,6 +69,7 @@ PEER_SPECS_UPDATED: Final = "peer.specs_updated"
 PEER_WENT_ONLINE: Final = "peer.went_online"
 PEER_WENT_OFFLINE: Final = "peer.went_offline"
 PEER_SETTINGS_CHANGED: Final = "peer.settings_changed"
+PEER_REMOVED: Final = "peer.removed"
 
 PEER_EVENT_TYPES: Final[tuple[str, ...]] = (
     PEER_ENROLLED,
@@ -73,6 +78,7 @@ PEER_EVENT_TYPES: Final[tuple[str, ...]] = (
     PEER_WENT_ONLINE,
     PEER_WENT_OFFLINE,
     PEER_SETTINGS_CHANGED,
+    PEER_REMOVED,
 )
 """Every event type of the ``peer:<id>`` streams (what a peer read model folds)."""
 
@@ -217,6 +223,15 @@ class PeerSettingsChanged(EventData):
     peer_id: str
     shared: bool
     disabled: bool
+
+
+@event_type(PEER_REMOVED)
+class PeerRemoved(EventData):
+    """The peer is gone for good (its owner or an admin removed it): never selected,
+    its broker user deleted, its telemetry refused."""
+
+    peer_id: str
+    reason: str = Field(default="removed", max_length=200)
 
 
 # -- telemetry bodies (not events) ---------------------------------------------------------

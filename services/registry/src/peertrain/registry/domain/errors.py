@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from peertrain.common.errors import Conflict, Forbidden, NotFound, PeerTrainError
+from peertrain.common.errors import Conflict, Forbidden, NotFound, PeerTrainError, QuotaExceeded
 
 __all__ = [
     "BrokerUnavailable",
     "NotEnoughPeers",
     "NotYourPeer",
     "PeerNotFound",
+    "PeerQuotaExceeded",
     "RegistryError",
 ]
 
@@ -40,3 +41,7 @@ class BrokerUnavailable(RegistryError, ConnectionError):
 
     status_code = 503
     code = "broker_unavailable"
+
+
+class PeerQuotaExceeded(QuotaExceeded, RegistryError):
+    """The peer's owner already has as many registered peers as one user may have."""

@@ -16,6 +16,7 @@ from peertrain.common.events.peers import (
     DeviceSpecs,
     PeerEnrolled,
     PeerRegistered,
+    PeerRemoved,
     PeerSettingsChanged,
     PeerSpecsUpdated,
     PeerWentOffline,
@@ -29,6 +30,7 @@ __all__ = [
     "decide_offline",
     "decide_online",
     "decide_registered",
+    "decide_removed",
     "decide_settings",
     "decide_specs",
     "specs_changed",
@@ -59,6 +61,7 @@ class PeerRecord:
     shared: bool = False
     disabled: bool = False
     online: bool = False
+    removed: bool = False
     interval_s: float | None = None
     last_seen: datetime | None = None
     offline_reason: str | None = None
@@ -95,12 +98,14 @@ def apply(record: PeerRecord, event: RecordedEvent) -> PeerRecord:
         return replace(new, online=False, last_seen=_ms(data.last_seen), offline_reason=data.reason)
     if isinstance(data, PeerSettingsChanged):
         return replace(new, shared=data.shared, disabled=data.disabled)
+    if isinstance(data, PeerRemoved):
+        return replace(new, removed=True, online=False)
     return new  # an event type this version does not know: keep the position moving
 
 
 def decide_registered(record: PeerRecord) -> list[EventData]:
     """``peer.registered`` once the broker user and queue exist (once per peer)."""
-    if record.registered or not record.enrolled:
+    if record.registered or not record.enrolled or record.removed:
         return []
     return [
         PeerRegistered(
@@ -155,6 +160,18 @@ def decide_offline(record: PeerRecord, reason: str, last_seen: datetime) -> list
             last_seen=last_seen,
         )
     ]
+
+
+def decide_removed(record: PeerRecord, reason: str, last_seen: datetime) -> list[EventData]:
+    """``peer.removed`` once; an online peer goes offline (``left``) first, so readers
+    that only follow liveness stop counting it too."""
+    if record.removed or not record.enrolled:
+        return []
+    out: list[EventData] = []
+    if record.online:
+        out.append(PeerWentOffline(peer_id=record.peer_id, reason="left", last_seen=last_seen))
+    out.append(PeerRemoved(peer_id=record.peer_id, reason=reason))
+    return out
 
 
 def decide_settings(

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from peertrain.common.events.peers import Device
 from peertrain.common.security import Principal
@@ -30,8 +30,9 @@ class PeerView:
 
     @property
     def usable(self) -> bool:
-        """Active, registered (it has a queue), and not disabled by its owner."""
-        return self.status is Status.ACTIVE and self.record.registered and not self.record.disabled
+        """Active, registered (it has a queue), not disabled by its owner, not removed."""
+        r = self.record
+        return self.status is Status.ACTIVE and r.registered and not r.disabled and not r.removed
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +50,10 @@ class PeerFilters:
 
 
 def visible_to(record: PeerRecord, who: Principal) -> bool:
-    """A user sees their own peers and shared ones; an admin sees all; a peer itself."""
+    """A user sees their own peers and shared ones; an admin sees all; a peer itself.
+    A removed peer is seen by nobody."""
+    if record.removed:
+        return False
     if who.is_peer:
         return who.subject == record.peer_id
     return who.is_admin or record.owner_id == who.subject or record.shared
@@ -83,18 +87,28 @@ def _gpu_key(view: PeerView) -> tuple[int, float, float, str]:
     return (0 if has_gpu else 1, -specs.gpu_memory_gb, -specs.ram_gb, view.record.peer_id)
 
 
+def _own_first(owner_id: str | None, key: Callable[[PeerView], tuple[Any, ...]]) -> Any:
+    def ranked(view: PeerView) -> tuple[Any, ...]:
+        return (view.record.owner_id != owner_id, *key(view))
+
+    return ranked
+
+
 def choose(
     candidates: Iterable[PeerView],
     count: int,
     prefer: Prefer,
     *,
     rng: random.Random | None = None,
+    caller_id: str | None = None,
 ) -> list[PeerView]:
     """Pick ``count`` usable peers, best first by ``prefer``.
 
     ``memory``: most training-device memory first; ``gpu``: GPU peers first (largest GPU
     memory, then RAM); ``random``: a uniform sample. Ties break by peer id, so the
-    answer is stable.
+    answer is stable. Memory is what peers claim (bounded, see :mod:`.specs`): the
+    ranked preferences put ``caller_id``'s own peers before other users' shared ones,
+    so a stranger's peer that claims the most memory cannot push out the caller's own.
 
     Raises
     ------
@@ -110,4 +124,4 @@ def choose(
     if prefer == "random":
         return (rng or random.SystemRandom()).sample(list(usable), count)
     key = _gpu_key if prefer == "gpu" else _memory_key
-    return sorted(usable, key=key)[:count]
+    return sorted(usable, key=_own_first(caller_id, key))[:count]

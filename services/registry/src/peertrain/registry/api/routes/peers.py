@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from peertrain.common.bus import TELEMETRY
 from peertrain.common.events.peers import Device
@@ -53,6 +53,18 @@ async def update_peer(
     """A disabled peer stays listed but is never selected."""
     view = await registry.change_settings(user, peer_id, shared=body.shared, disabled=body.disabled)
     return PeerPublic.of(view)
+
+
+@router.delete(
+    "/{peer_id}",
+    status_code=204,
+    summary="Remove a peer for good (its owner or an admin): its broker access ends at once",
+)
+async def remove_peer(peer_id: str, user: CurrentUser, registry: RegistryDep) -> Response:
+    """Appends ``peer.removed``; the peer's RabbitMQ user is deleted and its connections
+    closed. A removed peer answers 404 from then on, like one that never existed."""
+    await registry.remove(user, peer_id)
+    return Response(status_code=204)
 
 
 def _public_url(url: str) -> str:
