@@ -33,7 +33,7 @@ from peertrain.common.events.datasets import (
     sharding_stream,
 )
 from peertrain.common.events.jobs import job_stream
-from peertrain.common.events.models import MODEL_EVENT_TYPES, model_stream
+from peertrain.common.events.models import MODEL_EVENT_TYPES, UpdateAccepted, model_stream
 from peertrain.common.events.peers import PEER_EVENT_TYPES
 from peertrain.common.events.tasks import (
     CancelMessage,
@@ -161,8 +161,19 @@ class Orchestrator:
             if not event.stream.startswith("job:"):
                 return None  # facts of jobs created elsewhere (tests sharing a log)
             job = self.jobs[job_id] = Job(job_id)
-        job.apply(event)
+        if job.apply(event) and isinstance(event.data, UpdateAccepted):
+            self._measure(job, event.data, event.occurred_at)
         return job
+
+    def _measure(self, job: Job, accepted: UpdateAccepted, at: datetime) -> None:
+        """The peer's training speed, as the platform saw it (see ``PeerInfo.observe``)."""
+        task = job.find_task(accepted.task_id)
+        peer = self.directory.peers.get(accepted.peer_id)
+        plan = job.configured and next(
+            (s for s in job.configured.shards if s.index == accepted.shard), None
+        )
+        if task is not None and peer is not None and plan:
+            peer.observe(plan.rows, (at - task.assigned_at).total_seconds())
 
     # -- facts -------------------------------------------------------------------------
 

@@ -44,6 +44,15 @@ class PeerInfo:
     memory_gb: float = 0.0
     cores: int | None = None
     seq: int = 0
+    rows_per_s: float | None = None
+    """Training speed the platform measured (its accepted tasks' rows per second of
+    wall time, from assignment to accepted update), smoothed; ``None`` until one."""
+
+    def observe(self, rows: int, seconds: float) -> None:
+        """Fold one accepted task into the measured speed."""
+        rate = rows / max(seconds, 0.001)
+        previous = self.rows_per_s
+        self.rows_per_s = rate if previous is None else 0.7 * previous + 0.3 * rate
 
     @property
     def usable(self) -> bool:

@@ -49,7 +49,8 @@ class SelectionFilters(BaseModel):
 
 
 class PeerSelection(BaseModel):
-    """Let the orchestrator pick ``count`` usable peers (most memory first)."""
+    """Let the orchestrator pick ``count`` usable peers: the caller's own first, then the
+    fastest it measured, then by claimed memory (capped)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -89,7 +90,7 @@ class JobRequest(BaseModel):
         return self
 
 
-def _select(request: PeerSelection, usable: list[PeerInfo]) -> list[str]:
+def _select(request: PeerSelection, usable: list[PeerInfo], who: Principal) -> list[str]:
     f = request.filters
     pool = [
         p
@@ -102,8 +103,24 @@ def _select(request: PeerSelection, usable: list[PeerInfo]) -> list[str]:
             f"the selection asks for {request.count} peers; {len(pool)} usable peer(s) match",
             detail={"requested": request.count, "available": len(pool)},
         )
-    pool.sort(key=lambda p: (-p.memory_gb, p.peer_id))
+    pool.sort(key=lambda p: _rank(p, who))
     return [p.peer_id for p in pool[: request.count]]
+
+
+RANKED_MEMORY_GB = 64.0
+"""Claimed memory above this ranks no higher: a claim is only a claim."""
+
+
+def _rank(peer: PeerInfo, who: Principal) -> tuple[bool, float, float, str]:
+    """The caller's own peers first; then what the platform measured (training speed in
+    earlier jobs); only then what a peer claims, capped: a stranger's shared peer cannot
+    win every selection by announcing absurd specs."""
+    return (
+        peer.owner_id != who.subject,
+        -(peer.rows_per_s or 0.0),
+        -min(peer.memory_gb, RANKED_MEMORY_GB),
+        peer.peer_id,
+    )
 
 
 def _check_named(peers: list[str], who: Principal, directory: Directory) -> None:
@@ -159,7 +176,7 @@ def plan_job(job_id: str, request: JobRequest, who: Principal, directory: Direct
     else:
         assert request.selection is not None
         usable = [p for p in directory.peers.values() if p.usable and p.usable_by(who)]
-        peers = _select(request.selection, usable)
+        peers = _select(request.selection, usable, who)
     if aggregation.min_peers > len(peers):
         raise JobRequestInvalid(
             f"min_peers={aggregation.min_peers} is more than the job's {len(peers)} peer(s)"
