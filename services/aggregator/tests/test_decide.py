@@ -186,3 +186,23 @@ def test_a_spoofed_announcement_does_not_block_the_real_one(running):
     )
     assert isinstance(decide_update(state, "p1", announce(t0)), Duplicate)
     assert isinstance(decide_update(state, "p0", announce(t0)), Candidate)
+
+
+def test_an_excluded_peers_accepted_update_leaves_the_round(running):
+    state, log = running
+    _accept(state, log, 0, "p0")
+    state.apply(
+        log.event(
+            TaskLost(
+                job_id=JOB,
+                task_id=task(0, "p0").task_id,
+                round=1,
+                shard=0,
+                peer_id="p0",
+                reason="excluded",
+            )
+        )
+    )
+    again = task(0, "p1", n=2)
+    state.apply(log.event(again))
+    assert isinstance(decide_update(state, "p1", announce(again)), Candidate)

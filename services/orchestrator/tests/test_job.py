@@ -380,6 +380,40 @@ def test_a_peer_with_enough_strikes_is_excluded_and_its_shards_go_to_others():
     assert h.settle() == []  # excluded once
 
 
+def test_an_excluded_peers_update_leaves_the_open_round_and_its_shard_is_trained_again():
+    h = configured()
+    h.settle()
+    tasks = h.open_tasks()
+    mine = tasks[0]
+    h.accept(mine)  # p0's (hostile, but within bounds) update got in first
+    for n in range(3):
+        h.record(
+            "model",
+            UpdateRejected(
+                job_id="j1",
+                round=1,
+                attempt=1,
+                task_id=f"guess{n}",
+                peer_id="p0",
+                code="unknown_task",
+                reason="never assigned",
+                strike=True,
+            ),
+        )
+    events = h.settle()
+    assert isinstance(events[0], PeerExcluded)
+    [lost] = [e for e in events if isinstance(e, TaskLost)]
+    assert lost.task_id == mine.task_id and lost.reason == "excluded"
+    assert 0 not in h.job.current.accepted  # type: ignore[union-attr]
+    [again] = [e for e in events if isinstance(e, TaskAssigned)]
+    assert again.shard == 0 and again.peer_id != "p0"
+    for t in h.open_tasks():
+        h.accept(t)
+    (closed,) = h.settle()
+    assert isinstance(closed, RoundClosed)
+    assert {u.shard: u.peer_id != "p0" for u in closed.included} == dict.fromkeys(range(4), True)
+
+
 def test_without_a_spare_a_rejected_shard_is_left_out():
     h = configured()
     h.settle()

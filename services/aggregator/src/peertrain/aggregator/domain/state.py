@@ -108,6 +108,10 @@ class JobState:
             self.tasks[data.task_id] = data
         elif isinstance(data, TaskLost):
             self.lost.add(data.task_id)
+            if data.reason == "excluded":  # its update, if accepted, leaves the open round
+                for key, accepted in list(self.accepted.items()):
+                    if accepted.task_id == data.task_id:
+                        del self.accepted[key]
         elif isinstance(data, RoundClosed):
             self.closed[(data.round, data.attempt)] = data
         elif isinstance(data, RoundFailed):

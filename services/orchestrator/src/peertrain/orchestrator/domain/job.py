@@ -261,7 +261,11 @@ class Job:
                 task.traceback = data.traceback
         elif isinstance(data, TaskLost):
             task = self.find_task(data.task_id)
-            if task is not None and task.open:
+            if task is not None and (task.open or _withdrawn(self, task)):
+                if task.state == "updated":  # an excluded peer's update leaves its round
+                    rnd = self.rounds[(task.round, task.attempt)]
+                    if (inc := rnd.accepted.get(task.shard)) and inc.task_id == task.task_id:
+                        del rnd.accepted[task.shard]
                 task.state = "lost"
                 task.error = f"lost: {data.reason}"
         elif isinstance(data, RoundClosed | RoundFailed):
@@ -373,6 +377,14 @@ def reconcile(job: Job, env: Env) -> list[EventData]:
     return _open(job, next_round, 1, version, env)
 
 
+def _withdrawn(job: Job, task: Task) -> bool:
+    """An accepted update of an excluded peer in a round still open: to be taken out."""
+    if task.state != "updated" or task.peer_id not in job.excluded:
+        return False
+    rnd = job.rounds.get((task.round, task.attempt))
+    return rnd is not None and rnd.state == "open"
+
+
 def _exclusions(job: Job) -> list[EventData]:
     """``peer.excluded`` for each peer with enough strikes that is not excluded yet."""
     assert job.configured is not None
@@ -465,8 +477,12 @@ def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
     # 1. tasks whose peer went offline: lost, and given to a spare peer if there is one
     load = {p: cur.open_load(p) for p in {t.peer_id for t in cur.tasks.values()}}
     n = job.tasks_assigned
+    #    (an excluded peer's update in the open round is withdrawn the same way: what a
+    #    peer caught cheating sent is not aggregated, and its shard is trained again)
     for task in list(cur.tasks.values()):
-        if not task.open or task.peer_id in env.online or env.now >= cur.deadline:
+        if not (task.open or _withdrawn(job, task)) or task.peer_id in env.online:
+            continue
+        if env.now >= cur.deadline:
             continue
         events.append(
             _lost(job, task, "excluded" if task.peer_id in job.excluded else "peer_offline")
