@@ -298,7 +298,11 @@ async def test_a_job_through_two_rounds(
         reference_weight=float(sum(ROWS)),
     )
     job_created = JobCreated(
-        job_id=job.id, owner_id=owner_id, name="agg", dataset_id="d", peers=(peers[0][0],)
+        job_id=job.id,
+        owner_id=owner_id,
+        name="agg",
+        dataset_id="d",
+        peers=(peers[0][0], peers[1][0]),
     )
     await job.append(job_created, cfg)
 
