@@ -12,7 +12,6 @@ MODULES = [
     "peertrain.ml.device",
     "peertrain.ml.errors",
     "peertrain.ml.export",
-    "peertrain.ml.memory",
     "peertrain.ml.training",
     "peertrain.ml.weights",
     "peertrain.ml.zoo",

@@ -5,8 +5,7 @@
 - :mod:`peertrain.ml.aggregation`: strategies (FedAvg, FedProx, FedAdam, trimmed mean,
   median) with order-independent, bit-reproducible results;
 - :mod:`peertrain.ml.training`: a peer's local training and holdout evaluation;
-- :mod:`peertrain.ml.export`: ``final.pt`` and ``final.safetensors``;
-- :mod:`peertrain.ml.memory`: flat memory for long-running processes.
+- :mod:`peertrain.ml.export`: ``final.pt`` and ``final.safetensors``.
 
 Pure functions and classes: no network, no event log, no bucket.
 """
@@ -16,7 +15,6 @@ __all__ = [
     "device",
     "errors",
     "export",
-    "memory",
     "training",
     "weights",
     "zoo",
