@@ -35,9 +35,10 @@ import time
 import torch
 
 from peertrain.common.memory import return_freed_memory_to_os
+from peertrain.common.specs import count_parameters, parse_feature_spec, parse_model_spec
 from peertrain.ml.aggregation import FedAvg, numba_available
 from peertrain.ml.weights import load_update, state_to_bytes
-from peertrain.ml.zoo import build_model, count_parameters, parse_feature_spec, parse_model_spec
+from peertrain.ml.zoo import build_model
 
 SPEC = {"arch": "mlp", "hidden": [4000, 1500]}
 FEATURES = {"input_size": 1000, "num_classes": 10}  # 10,021,510 parameters

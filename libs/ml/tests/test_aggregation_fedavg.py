@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import peertrain.ml.aggregation.kernels as kernels
-from peertrain.common.specs import AGGREGATION_STRATEGIES, AggregationName
+from peertrain.common.specs import AGGREGATION_STRATEGIES, AggregationName, SpecInvalid
 from peertrain.ml.aggregation import (
     MAX_WEIGHT_RATIO,
     STRATEGIES,
@@ -26,7 +26,7 @@ from peertrain.ml.aggregation import (
     numba_available,
     parse_aggregation_spec,
 )
-from peertrain.ml.errors import AggregationError, SpecInvalid
+from peertrain.ml.errors import AggregationError
 
 WEIGHTS = [120.0, 80.0, 200.0, 33.0, 1.0, 66.0]
 

@@ -1,7 +1,8 @@
 """PeerTrain's ML core, shared by the peer runtime and the aggregator.
 
 - :mod:`peertrain.ml.zoo`: models built from JSON specs (never code from the network);
-- :mod:`peertrain.ml.weights`: safetensors codec, deltas, norms, update validation;
+- :mod:`peertrain.ml.weights`: safetensors codec, deltas, norms, update validation
+  (its refusals coded by :mod:`peertrain.ml.problems`);
 - :mod:`peertrain.ml.aggregation`: strategies (FedAvg, FedProx, FedAdam, trimmed mean,
   median) with order-independent, bit-reproducible results;
 - :mod:`peertrain.ml.training`: a peer's local training and holdout evaluation;
@@ -15,6 +16,7 @@ __all__ = [
     "device",
     "errors",
     "export",
+    "problems",
     "training",
     "weights",
     "zoo",

@@ -1,7 +1,7 @@
 """The job spec contract, without torch: model, training and aggregation blocks.
 
 The orchestrator validates a job with these; :mod:`peertrain.ml` builds and trains
-from the same models (it re-exports them).
+from the same models.
 """
 
 from .aggregation import (
