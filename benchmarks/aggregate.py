@@ -132,7 +132,7 @@ def main() -> None:
         "params": params,
         "update_mb": round(nbytes / 1e6, 1),
         "k": args.k,
-        "kernel": "numba" if numba_available() else "torch",
+        "kernel": "numba" if numba_available() else "numpy",
         "threads": torch.get_num_threads(),
         "fold_gb_per_s": round(fold_gbs, 3),
         "baseline_gb_per_s": round(base_gbs, 3),

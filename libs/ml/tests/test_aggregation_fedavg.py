@@ -101,6 +101,18 @@ def test_numba_and_torch_kernels_agree_bit_for_bit(monkeypatch):
     assert torch.equal(a, b)
 
 
+def test_numpy_and_torch_kernels_agree_bit_for_bit(monkeypatch):
+    monkeypatch.setattr(kernels, "_numba_kernel", lambda: None)
+    gen = torch.Generator().manual_seed(2)
+    for dtype in (torch.float32, torch.float64, torch.float16):
+        u = (torch.randn(300_007, generator=gen) * torch.logspace(-8, 3, 300_007)).to(dtype)
+        a = torch.full((u.numel(),), 7.0, dtype=torch.float64)
+        b = a.clone()
+        fold_exact(a, u, 2.0**40 / 3)  # the CPU kernel: numpy, numba disabled
+        kernels._fold_torch(b, u, 2.0**40 / 3)
+        assert torch.equal(a, b)
+
+
 def test_checkpoint_and_resume_give_the_same_bits(global_state, updates):
     reference = _fold(FedAvg(), global_state, updates, range(6))
     strategy = FedAvg()
