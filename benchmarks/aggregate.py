@@ -10,7 +10,7 @@ Peak memory is measured for K = 4 and K = 32 in fresh subprocesses (``VmHWM`` fr
 ``/proc/self/status``: ``ru_maxrss`` would be inherited across fork/exec). Each child runs
 the aggregator's whole path per update: safetensors bytes as downloaded, header and value
 validation, fold, then ``finish``, after the set-up the aggregator does at start
-(``peertrain.ml.memory.return_freed_tensors_to_os``). Memory must not grow with K.
+(``peertrain.common.memory.return_freed_memory_to_os``). Memory must not grow with K.
 
 Prints one JSON line last: ``fold_gb_per_s``, ``baseline_gb_per_s``, ``ratio``,
 ``peak_rss_mb_k4``, ``peak_rss_mb_k32`` (plus context). Goals: ratio >= 0.8, and
@@ -34,10 +34,11 @@ import time
 
 import torch
 
+from peertrain.common.memory import return_freed_memory_to_os
+from peertrain.common.specs import count_parameters, parse_feature_spec, parse_model_spec
 from peertrain.ml.aggregation import FedAvg, numba_available
-from peertrain.ml.memory import return_freed_tensors_to_os
 from peertrain.ml.weights import load_update, state_to_bytes
-from peertrain.ml.zoo import build_model, count_parameters, parse_feature_spec, parse_model_spec
+from peertrain.ml.zoo import build_model
 
 SPEC = {"arch": "mlp", "hidden": [4000, 1500]}
 FEATURES = {"input_size": 1000, "num_classes": 10}  # 10,021,510 parameters
@@ -61,7 +62,7 @@ def vm_hwm_mb() -> float:
 
 def child(k: int) -> None:
     """The aggregator's path for K updates; prints this process's peak RSS in MB."""
-    return_freed_tensors_to_os()  # as the aggregator does at start-up
+    return_freed_memory_to_os()  # as the aggregator does at start-up
     state = build_model(SPEC, FEATURES, seed=0).state_dict()
     acc = FedAvg(update_bound=BOUND).begin_round(state, reference_weight=k * WEIGHT)
     for i in range(k):
@@ -131,7 +132,7 @@ def main() -> None:
         "params": params,
         "update_mb": round(nbytes / 1e6, 1),
         "k": args.k,
-        "kernel": "numba" if numba_available() else "torch",
+        "kernel": "numba" if numba_available() else "numpy",
         "threads": torch.get_num_threads(),
         "fold_gb_per_s": round(fold_gbs, 3),
         "baseline_gb_per_s": round(base_gbs, 3),

@@ -54,6 +54,7 @@ from peertrain.common.events import NewEvent
 from peertrain.common.events.datasets import DatasetSharded, sharding_stream
 from peertrain.common.events.jobs import JobCreated, ShardingSpec, job_stream
 from peertrain.common.settings import ServiceSettings
+from peertrain.common.specs import SHARDING_STRATEGIES
 from peertrain.common.testing import port_holder
 from peertrain.dataset.testing import GATEWAY_URL, running_dataset_service
 
@@ -260,9 +261,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=int, default=1024)
     parser.add_argument("--shards", type=int, default=16)
-    parser.add_argument(
-        "--strategy", default="stratified", choices=["iid", "stratified", "dirichlet"]
-    )
+    parser.add_argument("--strategy", default="stratified", choices=SHARDING_STRATEGIES)
     parser.add_argument("--keep", action="store_true", help="keep the generated CSV")
     args = parser.parse_args()
 

@@ -5,21 +5,28 @@ from __future__ import annotations
 import itertools
 import math
 import random
+from typing import get_args
 
 import pytest
 import torch
 
 import peertrain.ml.aggregation.kernels as kernels
+from peertrain.common.specs import AGGREGATION_STRATEGIES, AggregationName, SpecInvalid
 from peertrain.ml.aggregation import (
     MAX_WEIGHT_RATIO,
+    STRATEGIES,
     ExactSum,
+    FedAdam,
     FedAvg,
     FedProx,
+    Median,
+    TrimmedMean,
     fold_exact,
     make_strategy,
     numba_available,
+    parse_aggregation_spec,
 )
-from peertrain.ml.errors import AggregationError, SpecInvalid
+from peertrain.ml.errors import AggregationError
 
 WEIGHTS = [120.0, 80.0, 200.0, 33.0, 1.0, 66.0]
 
@@ -94,6 +101,18 @@ def test_numba_and_torch_kernels_agree_bit_for_bit(monkeypatch):
     assert torch.equal(a, b)
 
 
+def test_numpy_and_torch_kernels_agree_bit_for_bit(monkeypatch):
+    monkeypatch.setattr(kernels, "_numba_kernel", lambda: None)
+    gen = torch.Generator().manual_seed(2)
+    for dtype in (torch.float32, torch.float64, torch.float16):
+        u = (torch.randn(300_007, generator=gen) * torch.logspace(-8, 3, 300_007)).to(dtype)
+        a = torch.full((u.numel(),), 7.0, dtype=torch.float64)
+        b = a.clone()
+        fold_exact(a, u, 2.0**40 / 3)  # the CPU kernel: numpy, numba disabled
+        kernels._fold_torch(b, u, 2.0**40 / 3)
+        assert torch.equal(a, b)
+
+
 def test_checkpoint_and_resume_give_the_same_bits(global_state, updates):
     reference = _fold(FedAvg(), global_state, updates, range(6))
     strategy = FedAvg()
@@ -109,7 +128,7 @@ def test_checkpoint_and_resume_give_the_same_bits(global_state, updates):
 
 
 def test_fedprox_is_fedavg_on_the_server(global_state, updates):
-    prox = make_strategy({"strategy": "fedprox"}, proximal_mu=0.1)
+    prox = make_strategy({"strategy": "fedprox"}, training={"proximal_mu": 0.1})
     assert isinstance(prox, FedProx) and prox.proximal_mu == 0.1
     assert _same(
         _fold(FedAvg(), global_state, updates, range(6)),
@@ -153,3 +172,46 @@ def test_aggregation_spec_is_validated():
     with pytest.raises(SpecInvalid):
         make_strategy({"strategy": "trimmed_mean", "trim_fraction": 0.5})
     assert make_strategy({}).name == "fedavg"
+
+
+def test_every_declared_name_is_built_by_its_registered_class():
+    assert tuple(STRATEGIES) == AGGREGATION_STRATEGIES == get_args(AggregationName)
+    for name, cls in STRATEGIES.items():
+        made = make_strategy({"strategy": name, "server_lr": 0.5})
+        assert type(made) is cls and made.name == name and made.server_lr == 0.5
+
+
+@pytest.mark.parametrize(
+    ("block", "expected"),
+    [
+        ({"strategy": "fedavg"}, FedAvg(server_lr=1.0, update_bound=100.0)),
+        ({"strategy": "fedavg", "max_update_norm": 7.0}, FedAvg(update_bound=7.0)),
+        ({"strategy": "fedprox"}, FedProx(proximal_mu=0.0)),
+        ({"strategy": "fedadam"}, FedAdam(server_lr=0.1)),
+        (
+            {"strategy": "fedadam", "server_lr": 0.3, "beta1": 0.5, "beta2": 0.6, "tau": 0.2},
+            FedAdam(server_lr=0.3, beta1=0.5, beta2=0.6, tau=0.2),
+        ),
+        ({"strategy": "trimmed_mean", "trim_fraction": 0.2}, TrimmedMean(trim_fraction=0.2)),
+        ({"strategy": "median", "server_lr": 2.0}, Median(server_lr=2.0)),
+    ],
+)
+def test_from_spec_configures_as_the_block_says(block, expected):
+    made = make_strategy(block)
+    assert type(made) is type(expected) and vars(made) == vars(expected)
+
+
+def test_statefulness_is_declared():
+    assert {name for name, cls in STRATEGIES.items() if cls.stateful} == {"fedadam"}
+
+
+def test_fedprox_puts_proximal_mu_into_the_task_config():
+    training = {"lr": 0.1, "proximal_mu": 0.25}
+    prox = parse_aggregation_spec({"strategy": "fedprox"})
+    assert prox.configure_train(training) == training
+    assert prox.configure_train({"lr": 0.1}) == {"lr": 0.1, "proximal_mu": 0.0}
+    assert make_strategy(prox, training=training).proximal_mu == 0.25
+    for name in ("fedavg", "fedadam", "trimmed_mean", "median"):  # passed through as given
+        spec = parse_aggregation_spec({"strategy": name})
+        assert spec.configure_train(training) == training
+        assert spec.configure_train({"lr": 0.1}) == {"lr": 0.1}

@@ -7,8 +7,9 @@ import random
 import pytest
 import torch
 
+from peertrain.common.specs import derive_seed
 from peertrain.ml.aggregation import make_strategy
-from peertrain.ml.training import derive_seed, evaluate, train_local
+from peertrain.ml.training import evaluate, train_local
 from peertrain.ml.weights import load_update, state_to_bytes
 from peertrain.ml.zoo import build_model
 

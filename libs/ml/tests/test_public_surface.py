@@ -12,7 +12,7 @@ MODULES = [
     "peertrain.ml.device",
     "peertrain.ml.errors",
     "peertrain.ml.export",
-    "peertrain.ml.memory",
+    "peertrain.ml.problems",
     "peertrain.ml.training",
     "peertrain.ml.weights",
     "peertrain.ml.zoo",
@@ -33,7 +33,6 @@ def test_errors_mix_in_builtins():
     from peertrain.common.errors import PeerTrainError
     from peertrain.ml import errors
 
-    assert issubclass(errors.SpecInvalid, ValueError) and errors.SpecInvalid.status_code == 422
     assert issubclass(errors.NotSafetensors, errors.UpdateInvalid)
     assert issubclass(errors.AggregationError, RuntimeError)
     assert all(issubclass(getattr(errors, n), PeerTrainError) for n in errors.__all__)

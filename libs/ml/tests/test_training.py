@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from peertrain.ml.errors import DataInvalid, SpecInvalid, TrainingCancelled
-from peertrain.ml.training import derive_seed, evaluate, parse_training_params, train_local
+from peertrain.common.specs import SpecInvalid, derive_seed, parse_training_params
+from peertrain.ml.errors import DataInvalid, TrainingCancelled
+from peertrain.ml.training import evaluate, train_local
 from peertrain.ml.weights import l2_norm
 from peertrain.ml.zoo import build_model
 

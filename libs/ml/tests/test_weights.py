@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from peertrain.ml.errors import NotSafetensors, UpdateInvalid
+from peertrain.ml.problems import ProblemCode
 from peertrain.ml.weights import (
     apply_delta,
     compute_delta,
@@ -22,6 +23,7 @@ from peertrain.ml.weights import (
     save_state_file,
     state_from_bytes,
     state_to_bytes,
+    update_problems,
     validate_update,
 )
 
@@ -127,18 +129,22 @@ def _good(state):
 
 
 @pytest.mark.parametrize(
-    ("break_it", "expect"),
+    ("break_it", "expect", "code"),
     [
-        (lambda u: u["a.weight"].view(-1).__setitem__(3, float("nan")), "non-finite"),
-        (lambda u: u["b.bias"].__setitem__(0, float("inf")), "non-finite"),
-        (lambda u: u.__setitem__("a.bias", torch.zeros(8)), "shape"),
-        (lambda u: u.__setitem__("a.bias", torch.zeros(7, dtype=torch.float64)), "dtype"),
-        (lambda u: u.pop("b.weight"), "missing"),
-        (lambda u: u.__setitem__("extra", torch.zeros(1)), "unexpected"),
-        (lambda u: [t.mul_(100.0) for t in u.values()], "exceeds the bound"),
+        (lambda u: u["a.weight"].view(-1).__setitem__(3, float("nan")), "non-finite", "non_finite"),
+        (lambda u: u["b.bias"].__setitem__(0, float("inf")), "non-finite", "non_finite"),
+        (lambda u: u.__setitem__("a.bias", torch.zeros(8)), "shape", "wrong_tensors"),
+        (
+            lambda u: u.__setitem__("a.bias", torch.zeros(7, dtype=torch.float64)),
+            "dtype",
+            "wrong_tensors",
+        ),
+        (lambda u: u.pop("b.weight"), "missing", "wrong_tensors"),
+        (lambda u: u.__setitem__("extra", torch.zeros(1)), "unexpected", "wrong_tensors"),
+        (lambda u: [t.mul_(100.0) for t in u.values()], "exceeds the bound", "norm_too_large"),
     ],
 )
-def test_validate_rejects_hostile_updates(global_state, break_it, expect):
+def test_validate_rejects_hostile_updates(global_state, break_it, expect, code):
     update = _good(global_state)
     norm = l2_norm(update)
     break_it(update)
@@ -148,6 +154,23 @@ def test_validate_rejects_hostile_updates(global_state, break_it, expect):
         load_update(state_to_bytes(update), global_state, max_norm=10 * norm)
     assert any(expect in p for p in info.value.problems)
     assert info.value.detail == {"problems": info.value.problems}
+    assert info.value.problem_codes == {ProblemCode(code)}
+    assert [p.code for p in update_problems(update, global_state, max_norm=10 * norm)] == [
+        ProblemCode(code)
+    ] * len(problems)
+
+
+def test_problem_codes_never_depend_on_tensor_names(global_state):
+    update = _good(global_state) | {"non-finite L2 norm": torch.zeros(1)}
+    with pytest.raises(UpdateInvalid) as info:
+        load_update(state_to_bytes(update), global_state)
+    assert info.value.problem_codes == {ProblemCode.WRONG_TENSORS}
+
+
+def test_not_safetensors_is_coded():
+    with pytest.raises(NotSafetensors) as info:
+        load_update(b"\x80\x04 a pickle", {})
+    assert info.value.problem_codes == {ProblemCode.NOT_SAFETENSORS}
 
 
 def test_header_layout_is_checked_before_decoding(global_state, monkeypatch):

@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from peertrain.ml.errors import SpecInvalid
-from peertrain.ml.zoo import (
+from peertrain.common.specs import (
     MAX_PARAMETERS,
     MLPSpec,
-    build_model,
+    SpecInvalid,
     count_parameters,
     parse_feature_spec,
     parse_model_spec,
 )
+from peertrain.ml.zoo import build_model
 
 TABLE = {"input_size": 20, "num_classes": 4}
 IMAGES = {"image_shape": [1, 12, 12], "num_classes": 3}

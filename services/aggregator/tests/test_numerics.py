@@ -16,7 +16,9 @@ from peertrain.aggregator.usecases.numerics import (
     final_files,
     initial_state,
     load_state,
+    new_strategy,
 )
+from peertrain.ml.problems import ProblemCode
 from peertrain.ml.weights import state_to_bytes
 
 from .conftest import configured
@@ -54,6 +56,29 @@ def test_decode_update_refusals_carry_codes():
         with pytest.raises(UpdateRefused) as info:
             decode_update(data, base, 100.0)
         assert info.value.reason_code == code, info.value.message
+
+
+def test_refusal_codes_come_from_problem_codes_not_from_messages():
+    base = load_state(initial_state(configured()))
+    hostile = _delta(base, 1) | {"a non-finite tensor with a huge L2 norm": torch.zeros(1)}
+    with pytest.raises(UpdateRefused) as info:
+        decode_update(state_to_bytes(hostile), base, 100.0)
+    assert info.value.reason_code == codes.WRONG_TENSORS, info.value.message
+    assert codes.refusal_code([]) == codes.WRONG_TENSORS
+    assert codes.refusal_code([ProblemCode.WRONG_TENSORS, ProblemCode.NON_FINITE]) == (
+        codes.NON_FINITE
+    )
+    assert {codes.refusal_code([p]) for p in ProblemCode} <= codes.STRIKES
+
+
+def test_the_strategy_is_built_from_the_job_and_declares_its_state(tmp_path: Path):
+    prox = configured(aggregation={"strategy": "fedprox"})
+    prox = prox.model_copy(update={"training": {"seed": 3, "proximal_mu": 0.3}})
+    strategy = new_strategy(prox, server_state=None, spill_dir=tmp_path)
+    assert strategy.name == "fedprox" and getattr(strategy, "proximal_mu", None) == 0.3
+    assert not strategy.stateful
+    adam = configured(aggregation={"strategy": "fedadam"})
+    assert new_strategy(adam, server_state=None, spill_dir=tmp_path).stateful
 
 
 @pytest.mark.parametrize("strategy", ["fedavg", "fedadam", "median"])

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from peertrain.common.events.jobs import ShardingSpec
+from peertrain.common.specs import SHARDING_STRATEGIES, ShardingName
 from peertrain.dataset.domain.errors import TooFewRows
 from peertrain.dataset.sharding import (
+    STRATEGIES,
     DirichletStrategy,
     IidStrategy,
     ShardingStrategy,
@@ -129,3 +133,10 @@ def test_strategy_for_follows_the_job_spec() -> None:
     assert (chosen.alpha, chosen.seed) == (0.3, 9)
     assert isinstance(strategy_for(ShardingSpec(strategy="stratified")), StratifiedStrategy)
     assert isinstance(strategy_for(ShardingSpec()), IidStrategy)
+
+
+def test_every_declared_name_has_one_registered_strategy() -> None:
+    assert tuple(STRATEGIES) == SHARDING_STRATEGIES == get_args(ShardingName)
+    for name, cls in STRATEGIES.items():
+        made = cls.from_spec(ShardingSpec(strategy=name, seed=5))  # type: ignore[arg-type]
+        assert type(made) is cls and made.name == name and made.seed == 5

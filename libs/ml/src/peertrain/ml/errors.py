@@ -6,15 +6,18 @@ class; the HTTP edge (in a service) maps ``status_code`` and ``code``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import ClassVar
+
 from peertrain.common.errors import PeerTrainError, ValidationFailed
-from peertrain.common.specs.errors import SpecInvalid
+
+from .problems import ProblemCode, UpdateProblem
 
 __all__ = [
     "AggregationError",
     "DataInvalid",
     "MLError",
     "NotSafetensors",
-    "SpecInvalid",
     "TrainingCancelled",
     "UpdateInvalid",
 ]
@@ -34,20 +37,33 @@ class DataInvalid(MLError, ValidationFailed):
 
 
 class UpdateInvalid(MLError, ValidationFailed):
-    """A weight update was refused; ``problems`` says why (also in ``detail``)."""
+    """A weight update was refused.
+
+    ``issues`` are the coded problems (:class:`UpdateProblem`); ``problem_codes`` their
+    codes, for machines; ``problems`` their messages (also in ``detail``).
+    """
 
     status_code = 422
     code = "update_invalid"
+    default_problem: ClassVar[ProblemCode] = ProblemCode.WRONG_TENSORS
+    """The code of the one problem when no ``issues`` are given."""
 
-    def __init__(self, message: str, *, problems: list[str] | None = None) -> None:
-        self.problems = list(problems) if problems else [message]
+    def __init__(self, message: str, *, issues: Sequence[UpdateProblem] = ()) -> None:
+        self.issues = tuple(issues) or (UpdateProblem(self.default_problem, message),)
+        self.problems = [p.message for p in self.issues]
         super().__init__(message, detail={"problems": self.problems})
+
+    @property
+    def problem_codes(self) -> frozenset[ProblemCode]:
+        """The codes of :attr:`issues`."""
+        return frozenset(p.code for p in self.issues)
 
 
 class NotSafetensors(UpdateInvalid):
     """The bytes are not a well-formed safetensors file (nothing in them was executed)."""
 
     code = "not_safetensors"
+    default_problem = ProblemCode.NOT_SAFETENSORS
 
 
 class AggregationError(MLError, RuntimeError):

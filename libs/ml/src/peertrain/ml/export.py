@@ -18,17 +18,18 @@ from typing import Any
 import torch
 from torch import nn
 
-from .errors import SpecInvalid
-from .weights.codec import read_header, state_from_bytes, state_to_bytes
-from .zoo.build import build_model
-from .zoo.specs import (
+from peertrain.common.specs import (
     CNNSpec,
     FeatureSpec,
     LogRegSpec,
     MLPSpec,
+    SpecInvalid,
     parse_feature_spec,
     parse_model_spec,
 )
+
+from .weights.codec import read_header, state_from_bytes, state_to_bytes
+from .zoo.build import build_model
 
 __all__ = [
     "FORMAT",

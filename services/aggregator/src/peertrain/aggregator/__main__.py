@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from peertrain.common.app.serve import serve
-from peertrain.ml.memory import return_freed_tensors_to_os
+from peertrain.common.memory import return_freed_memory_to_os
 
 from .app import create_aggregator_app
 from .config import AggregatorSettings
@@ -13,7 +13,7 @@ __all__ = ["main"]
 
 def main() -> None:
     """Serve on ``PEERTRAIN_AGGREGATOR_HOST``:``PEERTRAIN_AGGREGATOR_PORT``."""
-    return_freed_tensors_to_os()
+    return_freed_memory_to_os()
     serve(AggregatorSettings(), create_aggregator_app)
 
 

@@ -5,37 +5,23 @@ row blocks). With glibc's defaults, buffers up to 32 MiB end up in heap arenas t
 are rarely returned to the system, so the resident size ratchets up to the largest
 working set ever seen, per thread. Two settings keep it near the live working set:
 
-* a fixed ``M_MMAP_THRESHOLD`` of 1 MiB: large buffers are ``mmap``-ed and go back to
-  the system when freed (the default threshold adapts upwards and stops doing so);
+* a fixed ``M_MMAP_THRESHOLD`` of 1 MiB (and at most 4 heap arenas): large buffers are
+  ``mmap``-ed and go back to the system when freed (the default threshold adapts
+  upwards and stops doing so), by :func:`peertrain.common.memory.return_freed_memory_to_os`;
 * Arrow's system allocator instead of its bundled mimalloc/jemalloc pools, which keep
   freed memory cached.
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import sys
-
 import pyarrow as pa
 
-__all__ = ["tune_memory"]
+from peertrain.common.memory import return_freed_memory_to_os
 
-_M_MMAP_THRESHOLD = -3
-_M_ARENA_MAX = -8
+__all__ = ["tune_memory"]
 
 
 def tune_memory() -> None:
     """Apply the settings above (a no-op where glibc's ``mallopt`` is unavailable)."""
     pa.set_memory_pool(pa.system_memory_pool())
-    if not sys.platform.startswith("linux"):
-        return
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return
-    try:
-        mallopt = ctypes.CDLL(name).mallopt
-    except (OSError, AttributeError):
-        return
-    mallopt(_M_MMAP_THRESHOLD, 1024 * 1024)
-    mallopt(_M_ARENA_MAX, 4)
+    return_freed_memory_to_os(1024 * 1024, arena_max=4)

@@ -53,7 +53,12 @@ from peertrain.common.events.training import (
 )
 from peertrain.common.ids import new_id
 from peertrain.common.security import PeerMessage, Principal
-from peertrain.common.specs import count_parameters, derive_seed, parse_feature_spec
+from peertrain.common.specs import (
+    count_parameters,
+    derive_seed,
+    parse_aggregation_spec,
+    parse_feature_spec,
+)
 from peertrain.common.specs import parse_model_spec as _model
 
 from .config import OrchestratorSettings
@@ -510,7 +515,7 @@ class Orchestrator:
             ),
             model_spec=conf.model,
             feature_spec=conf.feature_spec.model_dump(mode="json"),
-            training=conf.training,
+            training=parse_aggregation_spec(conf.aggregation).configure_train(conf.training),
             seed=derive_seed(int(conf.training.get("seed", 0)), task.round, task.shard),
         )
 

@@ -7,9 +7,11 @@ validated by the orchestrator. Later issues add ``job.started``, ``round.opened`
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from peertrain.common.specs.sharding import ShardingName
 
 from .catalogue import event_type
 from .envelope import EventData
@@ -29,7 +31,7 @@ class ShardingSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    strategy: Literal["iid", "stratified", "dirichlet"] = "iid"
+    strategy: ShardingName = "iid"
     alpha: float = Field(default=0.5, gt=0)
     seed: int = 0
 

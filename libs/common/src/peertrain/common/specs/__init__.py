@@ -1,10 +1,15 @@
 """The job spec contract, without torch: model, training and aggregation blocks.
 
 The orchestrator validates a job with these; :mod:`peertrain.ml` builds and trains
-from the same models (it re-exports them).
+from the same models.
 """
 
-from .aggregation import AggregationSpec, parse_aggregation_spec
+from .aggregation import (
+    AGGREGATION_STRATEGIES,
+    AggregationName,
+    AggregationSpec,
+    parse_aggregation_spec,
+)
 from .errors import SpecInvalid
 from .model import (
     MAX_ACTIVATIONS_PER_SAMPLE,
@@ -19,17 +24,22 @@ from .model import (
     spec_errors,
 )
 from .shapes import check_budget, cnn_block_shapes, count_parameters
+from .sharding import SHARDING_STRATEGIES, ShardingName
 from .training import TrainingParams, derive_seed, parse_training_params
 
 __all__ = [
+    "AGGREGATION_STRATEGIES",
     "MAX_ACTIVATIONS_PER_SAMPLE",
     "MAX_PARAMETERS",
+    "SHARDING_STRATEGIES",
+    "AggregationName",
     "AggregationSpec",
     "CNNSpec",
     "FeatureSpec",
     "LogRegSpec",
     "MLPSpec",
     "ModelSpec",
+    "ShardingName",
     "SpecInvalid",
     "TrainingParams",
     "check_budget",

@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import SpecInvalid
 from .model import spec_errors
+from .training import parse_training_params
 
-__all__ = ["AggregationSpec", "parse_aggregation_spec"]
+__all__ = [
+    "AGGREGATION_STRATEGIES",
+    "AggregationName",
+    "AggregationSpec",
+    "parse_aggregation_spec",
+]
+
+AggregationName = Literal["fedavg", "fedprox", "fedadam", "trimmed_mean", "median"]
+"""The aggregation strategies a job may name (``peertrain.ml.aggregation`` has one class
+for each, registered under the same name)."""
+
+AGGREGATION_STRATEGIES: tuple[str, ...] = get_args(AggregationName)
 
 
 class AggregationSpec(BaseModel):
@@ -46,7 +59,7 @@ class AggregationSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    strategy: Literal["fedavg", "fedprox", "fedadam", "trimmed_mean", "median"] = "fedavg"
+    strategy: AggregationName = "fedavg"
     min_peers: int = Field(default=1, ge=1, le=10_000)
     round_deadline_s: float = Field(default=600.0, gt=0, le=7 * 24 * 3600)
     server_lr: float | None = Field(default=None, gt=0, le=100)
@@ -58,6 +71,20 @@ class AggregationSpec(BaseModel):
     beta1: float = Field(default=0.9, ge=0, lt=1)
     beta2: float = Field(default=0.99, ge=0, lt=1)
     tau: float = Field(default=1e-3, gt=0, le=10)
+
+    def configure_train(self, training: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``training`` config a task carries to its peer (Flower's ``configure_train``).
+
+        The job's block, plus what the strategy puts in: FedProx's proximal coefficient
+        ``proximal_mu`` (the job names it in its ``training`` block; 0 when it does not),
+        which the server's ``FedProx`` records from here too, so peers and server cannot
+        disagree. Other strategies pass the block through unchanged. Torch-free, so the
+        orchestrator, which builds task messages without torch, applies the same rule.
+        """
+        config = dict(training)
+        if self.strategy == "fedprox":
+            config["proximal_mu"] = parse_training_params(training).proximal_mu
+        return config
 
 
 def parse_aggregation_spec(value: Any) -> AggregationSpec:

@@ -15,9 +15,12 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import ClassVar
+from pathlib import Path
+from typing import Any, ClassVar, Self
 
 import torch
+
+from peertrain.common.specs import AggregationName, AggregationSpec
 
 from ..errors import AggregationError
 from ..weights.codec import state_from_bytes, state_to_bytes
@@ -125,12 +128,49 @@ class RoundAccumulator(ABC):
 class Strategy(ABC):
     """An aggregation algorithm: makes round accumulators, may carry server state.
 
-    Subclasses set ``name`` and implement :meth:`begin_round`; stateful ones (FedAdam)
-    override :meth:`state_dict` and :meth:`load_state_dict`, so a restarted aggregator
-    resumes with the same state (persist :meth:`state_bytes` with each model version).
+    Subclasses set ``name``, implement :meth:`from_spec` and :meth:`begin_round`;
+    stateful ones (FedAdam) set ``stateful`` and override :meth:`state_dict` and
+    :meth:`load_state_dict`, so a restarted aggregator resumes with the same state
+    (persist :meth:`state_bytes` with each model version).
     """
 
-    name: ClassVar[str]
+    name: ClassVar[AggregationName]
+    """The name a job's ``aggregation.strategy`` gives (the registry's key)."""
+
+    stateful: ClassVar[bool] = False
+    """Whether the strategy keeps server state between rounds (:meth:`state_bytes`)."""
+
+    default_server_lr: ClassVar[float] = 1.0
+    """The server step when the spec's ``server_lr`` is ``None``."""
+
+    @classmethod
+    @abstractmethod
+    def from_spec(
+        cls,
+        spec: AggregationSpec,
+        *,
+        training: Mapping[str, Any] | None = None,
+        device: torch.device | str | None = None,
+        spill_dir: str | Path | None = None,
+    ) -> Self:
+        """The strategy as a job's ``aggregation`` block configures it.
+
+        Parameters
+        ----------
+        spec
+            The validated block.
+        training
+            The job's ``training`` block (FedProx records its ``proximal_mu``).
+        device
+            Accumulation device (the FedAvg family).
+        spill_dir
+            Temporary folder (the robust strategies).
+        """
+
+    @classmethod
+    def server_lr_of(cls, spec: AggregationSpec) -> float:
+        """The spec's ``server_lr``, or this strategy's default."""
+        return spec.server_lr if spec.server_lr is not None else cls.default_server_lr
 
     @abstractmethod
     def begin_round(

@@ -1,7 +1,8 @@
-"""A job's ``aggregation`` block, validated, and the strategy it names."""
+"""A job's ``aggregation`` block, validated, and the strategy it names (one registry)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,45 +22,29 @@ __all__ = ["STRATEGIES", "AggregationSpec", "make_strategy", "parse_aggregation_
 STRATEGIES: dict[str, type[Strategy]] = {
     cls.name: cls for cls in (FedAvg, FedProx, FedAdam, TrimmedMean, Median)
 }
-"""Strategy classes by name."""
+"""Strategy classes by name: one for each name in ``peertrain.common.specs.AggregationName``."""
 
 
 def make_strategy(
     spec: Any,
     *,
-    proximal_mu: float = 0.0,
+    training: Mapping[str, Any] | None = None,
     device: torch.device | str | None = None,
     spill_dir: str | Path | None = None,
 ) -> Strategy:
-    """The strategy an ``aggregation`` block names, configured by it.
+    """The strategy an ``aggregation`` block names, built by its class's ``from_spec``.
 
     Parameters
     ----------
     spec
         The block (mapping or :class:`AggregationSpec`).
-    proximal_mu
-        The job's training ``proximal_mu`` (recorded by FedProx).
+    training
+        The job's ``training`` block (FedProx records its ``proximal_mu``).
     device
         Accumulation device for the FedAvg family.
     spill_dir
         Temporary folder for the robust strategies.
     """
     agg = parse_aggregation_spec(spec)
-    bound = agg.max_update_norm
-    if agg.strategy == "fedadam":
-        return FedAdam(
-            server_lr=agg.server_lr if agg.server_lr is not None else 0.1,
-            beta1=agg.beta1,
-            beta2=agg.beta2,
-            tau=agg.tau,
-            update_bound=bound,
-            device=device,
-        )
-    lr = agg.server_lr if agg.server_lr is not None else 1.0
-    if agg.strategy == "fedprox":
-        return FedProx(proximal_mu=proximal_mu, server_lr=lr, update_bound=bound, device=device)
-    if agg.strategy == "fedavg":
-        return FedAvg(server_lr=lr, update_bound=bound, device=device)
-    if agg.strategy == "trimmed_mean":
-        return TrimmedMean(trim_fraction=agg.trim_fraction, server_lr=lr, spill_dir=spill_dir)
-    return Median(server_lr=lr, spill_dir=spill_dir)
+    cls = STRATEGIES[agg.strategy]
+    return cls.from_spec(agg, training=training, device=device, spill_dir=spill_dir)

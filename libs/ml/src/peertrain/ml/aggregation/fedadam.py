@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Self
 
 import torch
+
+from peertrain.common.specs import AggregationSpec
 
 from ..errors import AggregationError
 from .fedavg import FedAvg
@@ -26,6 +30,8 @@ class FedAdam(FedAvg):
     """
 
     name = "fedadam"
+    stateful = True
+    default_server_lr = 0.1
 
     def __init__(
         self,
@@ -44,6 +50,24 @@ class FedAdam(FedAvg):
         self.step = 0
         self._m: dict[str, torch.Tensor] = {}
         self._v: dict[str, torch.Tensor] = {}
+
+    @classmethod
+    def from_spec(
+        cls,
+        spec: AggregationSpec,
+        *,
+        training: Mapping[str, Any] | None = None,
+        device: torch.device | str | None = None,
+        spill_dir: str | Path | None = None,
+    ) -> Self:
+        return cls(
+            server_lr=cls.server_lr_of(spec),
+            beta1=spec.beta1,
+            beta2=spec.beta2,
+            tau=spec.tau,
+            update_bound=spec.max_update_norm,
+            device=device,
+        )
 
     def apply_mean(
         self, global_state: Mapping[str, torch.Tensor], mean: Mapping[str, torch.Tensor]

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Self
 
 import torch
+
+from peertrain.common.specs import AggregationName, AggregationSpec
 
 from ..errors import AggregationError
 from ..weights.codec import read_header
@@ -56,7 +60,7 @@ class FedAvg(Strategy):
         Where to accumulate (CPU by default; results are identical on CUDA).
     """
 
-    name = "fedavg"
+    name: ClassVar[AggregationName] = "fedavg"
 
     def __init__(
         self,
@@ -70,6 +74,19 @@ class FedAvg(Strategy):
         self.server_lr = float(server_lr)
         self.update_bound = float(update_bound)
         self.device = device
+
+    @classmethod
+    def from_spec(
+        cls,
+        spec: AggregationSpec,
+        *,
+        training: Mapping[str, Any] | None = None,
+        device: torch.device | str | None = None,
+        spill_dir: str | Path | None = None,
+    ) -> Self:
+        return cls(
+            server_lr=cls.server_lr_of(spec), update_bound=spec.max_update_norm, device=device
+        )
 
     def begin_round(
         self, global_state: Mapping[str, torch.Tensor], *, reference_weight: float = 1.0

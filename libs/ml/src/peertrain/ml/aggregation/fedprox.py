@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Self
+
 import torch
+
+from peertrain.common.specs import AggregationSpec
 
 from .fedavg import FedAvg
 
@@ -14,7 +20,9 @@ class FedProx(FedAvg):
 
     The server side is FedAvg; each peer adds ``proximal_mu / 2 * ||w - w_global||^2`` to
     its loss (:func:`peertrain.ml.training.train_local` does when ``proximal_mu > 0``).
-    ``proximal_mu`` is kept here so the job's config names it in one place.
+    Peers learn ``proximal_mu`` from their task's ``training`` config, which
+    :meth:`peertrain.common.specs.AggregationSpec.configure_train` fills in (as Flower's
+    ``FedProx.configure_train`` does); :meth:`from_spec` records the same value.
     """
 
     name = "fedprox"
@@ -31,3 +39,21 @@ class FedProx(FedAvg):
         if proximal_mu < 0:
             raise ValueError(f"proximal_mu must be non-negative, not {proximal_mu}")
         self.proximal_mu = float(proximal_mu)
+
+    @classmethod
+    def from_spec(
+        cls,
+        spec: AggregationSpec,
+        *,
+        training: Mapping[str, Any] | None = None,
+        device: torch.device | str | None = None,
+        spill_dir: str | Path | None = None,
+    ) -> Self:
+        """With the ``proximal_mu`` the job's tasks carry (0 when it names none)."""
+        mu = spec.configure_train(training or {})["proximal_mu"]
+        return cls(
+            proximal_mu=mu,
+            server_lr=cls.server_lr_of(spec),
+            update_bound=spec.max_update_norm,
+            device=device,
+        )

@@ -5,8 +5,10 @@ an integer on its own, so each addition is exact while ``|acc| < 2**53`` and the
 the same in any order. Two implementations give bit-identical results, since each step
 is one correctly rounded IEEE operation and nothing is fused:
 
-- on the CPU, a numba kernel (one pass, no temporaries), split across threads;
-- elsewhere (CUDA, or without numba), torch ops over chunks.
+- on the CPU, a numba kernel (one pass, no temporaries), split across threads; without
+  numba, numpy ufuncs over cache-sized chunks, split the same way (about a third of
+  numba's speed: three passes over each chunk instead of one);
+- elsewhere (CUDA), torch ops over chunks.
 """
 
 from __future__ import annotations
@@ -45,6 +47,18 @@ def _numba_kernel() -> _Kernel | None:
 
     kernel: _Kernel = fold
     return kernel
+
+
+def _fold_numpy(acc: np.ndarray, u: np.ndarray, scale: float) -> None:
+    s = np.float64(scale)  # a float64 scalar: the product is computed in float64
+    buf = np.empty(min(_CHUNK, acc.shape[0]), dtype=np.float64)
+    for start in range(0, acc.shape[0], _CHUNK):
+        stop = min(acc.shape[0], start + _CHUNK)
+        part = buf[: stop - start]
+        np.multiply(u[start:stop], s, out=part)
+        np.rint(part, out=part)
+        target = acc[start:stop]
+        np.add(target, part, out=target)
 
 
 def numba_available() -> bool:
@@ -86,10 +100,10 @@ def fold_exact(acc: torch.Tensor, update: torch.Tensor, scale: float) -> None:
     update = update.reshape(-1)
     if update.numel() != acc.numel():
         raise ValueError(f"update has {update.numel()} values, acc {acc.numel()}")
-    kernel = _numba_kernel() if acc.device.type == "cpu" else None
-    if kernel is None:
+    if acc.device.type != "cpu":
         _fold_torch(acc, update.to(acc.device), scale)
         return
+    kernel = _numba_kernel() or _fold_numpy
     if update.dtype not in (torch.float32, torch.float64):
         update = update.to(torch.float32)
     a, u = acc.numpy(), update.detach().cpu().contiguous().numpy()

@@ -11,9 +11,12 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, Self
 
 import numpy as np
 import torch
+
+from peertrain.common.specs import AggregationSpec
 
 from ..errors import AggregationError
 from .base import RoundAccumulator, Strategy
@@ -102,6 +105,17 @@ class RobustStrategy(Strategy):
         self.server_lr = float(server_lr)
         self.spill_dir = spill_dir
         self.chunk_bytes = int(chunk_bytes)
+
+    @classmethod
+    def from_spec(
+        cls,
+        spec: AggregationSpec,
+        *,
+        training: Mapping[str, Any] | None = None,
+        device: torch.device | str | None = None,
+        spill_dir: str | Path | None = None,
+    ) -> Self:
+        return cls(server_lr=cls.server_lr_of(spec), spill_dir=spill_dir)
 
     def begin_round(
         self, global_state: Mapping[str, torch.Tensor], *, reference_weight: float = 1.0

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, Self
 
 import torch
+
+from peertrain.common.specs import AggregationSpec
 
 from .robust import RobustStrategy
 
@@ -38,6 +42,19 @@ class TrimmedMean(RobustStrategy):
         if not 0 <= trim_fraction < 0.5:
             raise ValueError(f"trim_fraction must be in [0, 0.5), not {trim_fraction}")
         self.trim_fraction = float(trim_fraction)
+
+    @classmethod
+    def from_spec(
+        cls,
+        spec: AggregationSpec,
+        *,
+        training: Mapping[str, Any] | None = None,
+        device: torch.device | str | None = None,
+        spill_dir: str | Path | None = None,
+    ) -> Self:
+        return cls(
+            trim_fraction=spec.trim_fraction, server_lr=cls.server_lr_of(spec), spill_dir=spill_dir
+        )
 
     def reduce(self, ordered: torch.Tensor) -> torch.Tensor:
         k = ordered.shape[0]

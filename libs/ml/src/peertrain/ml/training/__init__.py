@@ -1,19 +1,19 @@
-"""Local training (what a peer runs each round) and evaluation."""
+"""Local training (what a peer runs each round) and evaluation.
+
+The ``training`` block (``TrainingParams``) and ``derive_seed`` are
+:mod:`peertrain.common.specs`.
+"""
 
 from .data import check_xy
 from .evaluate import EvalMetrics, evaluate
 from .loop import train_local
 from .metrics import EpochMetrics, TrainResult
-from .params import TrainingParams, derive_seed, parse_training_params
 
 __all__ = [
     "EpochMetrics",
     "EvalMetrics",
     "TrainResult",
-    "TrainingParams",
     "check_xy",
-    "derive_seed",
     "evaluate",
-    "parse_training_params",
     "train_local",
 ]

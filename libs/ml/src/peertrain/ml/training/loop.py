@@ -11,12 +11,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from peertrain.common.specs import TrainingParams, parse_training_params
+
 from ..device import limit_threads, select_device
 from ..errors import TrainingCancelled
 from ..weights.delta import compute_delta
 from .data import check_xy, num_outputs
 from .metrics import EpochMetrics, TrainResult
-from .params import TrainingParams, parse_training_params
 
 __all__ = ["train_local"]
 

@@ -11,7 +11,7 @@ from .codec import (
     state_to_bytes,
 )
 from .delta import apply_delta, compute_delta, l2_norm
-from .validate import header_problems, load_update, validate_update
+from .validate import header_problems, load_update, update_problems, validate_update
 
 __all__ = [
     "DTYPES",
@@ -27,5 +27,6 @@ __all__ = [
     "save_state_file",
     "state_from_bytes",
     "state_to_bytes",
+    "update_problems",
     "validate_update",
 ]

@@ -21,6 +21,7 @@ from safetensors.torch import load as _st_load
 from safetensors.torch import save as _st_save
 
 from ..errors import NotSafetensors
+from ..problems import ProblemCode, UpdateProblem
 
 __all__ = [
     "DTYPES",
@@ -82,7 +83,8 @@ class SafetensorsHeader:
 
 
 def _refuse(why: str) -> NotSafetensors:
-    return NotSafetensors(f"not a safetensors file: {why}", problems=[f"not safetensors: {why}"])
+    problem = UpdateProblem(ProblemCode.NOT_SAFETENSORS, f"not safetensors: {why}")
+    return NotSafetensors(f"not a safetensors file: {why}", issues=[problem])
 
 
 def _tensor_info(name: str, entry: object) -> TensorInfo:

@@ -7,9 +7,16 @@ from typing import Any
 import torch
 from torch import nn
 
+from peertrain.common.specs import (
+    FeatureSpec,
+    LogRegSpec,
+    MLPSpec,
+    check_budget,
+    parse_feature_spec,
+    parse_model_spec,
+)
+
 from .models import MLP, LogisticRegression, SmallCNN
-from .shapes import check_budget
-from .specs import FeatureSpec, LogRegSpec, MLPSpec, parse_feature_spec, parse_model_spec
 
 __all__ = ["build_model"]
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .shapes import cnn_block_shapes
-from .specs import CNNSpec, MLPSpec
+from peertrain.common.specs import CNNSpec, MLPSpec, cnn_block_shapes
 
 __all__ = ["MLP", "LogisticRegression", "SmallCNN"]
 

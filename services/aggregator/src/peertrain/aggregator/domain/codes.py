@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Final
+
+from peertrain.ml.problems import ProblemCode
 
 __all__ = [
     "JOB_ENDED",
@@ -22,6 +25,7 @@ __all__ = [
     "WRONG_KEY",
     "WRONG_PEER",
     "WRONG_TENSORS",
+    "refusal_code",
 ]
 
 UNKNOWN_TASK: Final = "unknown_task"
@@ -61,3 +65,17 @@ STRIKES: Final = frozenset(
 """Refusals that count against the sender (``update.rejected`` ``strike``): an honest
 peer never causes them. Late or superseded updates (``task_lost``, ``round_not_open``)
 do not count."""
+
+_REFUSALS: Final = (
+    (ProblemCode.NOT_SAFETENSORS, NOT_SAFETENSORS),
+    (ProblemCode.NON_FINITE, NON_FINITE),
+    (ProblemCode.NORM_TOO_LARGE, NORM_TOO_LARGE),
+    (ProblemCode.WRONG_TENSORS, WRONG_TENSORS),
+)
+"""An invalid update's problem codes and the refusal each gives, first match wins."""
+
+
+def refusal_code(problems: Iterable[ProblemCode]) -> str:
+    """The refusal code of an update with these problems (``wrong_tensors`` if none fit)."""
+    found = set(problems)
+    return next((code for problem, code in _REFUSALS if problem in found), WRONG_TENSORS)

@@ -26,12 +26,12 @@ from peertrain.ml.zoo import build_model
 
 __all__ = [
     "RoundWork",
+    "State",
     "clipped",
     "decode_update",
     "evaluate_state",
     "final_files",
     "initial_state",
-    "is_stateful",
     "max_update_norm",
     "new_strategy",
     "state_nbytes",
@@ -50,18 +50,11 @@ def new_strategy(
 ) -> Strategy:
     """The job's strategy, with the server state stored after the base version."""
     strategy = make_strategy(
-        configured.aggregation,
-        proximal_mu=float(configured.training.get("proximal_mu", 0.0) or 0.0),
-        spill_dir=spill_dir,
+        configured.aggregation, training=configured.training, spill_dir=spill_dir
     )
     if server_state is not None:
         strategy.load_state_bytes(server_state)
     return strategy
-
-
-def is_stateful(strategy: Strategy) -> bool:
-    """Whether the strategy keeps server state between rounds (FedAdam)."""
-    return type(strategy).state_dict is not Strategy.state_dict
 
 
 def initial_state(configured: JobConfigured) -> bytes:
@@ -89,16 +82,8 @@ def decode_update(data: bytes, reference: Mapping[str, torch.Tensor], max_norm: 
     except NotSafetensors as exc:
         raise UpdateRefused(codes.NOT_SAFETENSORS, f"not a safetensors file: {exc}") from None
     except UpdateInvalid as exc:
-        raise UpdateRefused(_classify(exc.problems), "; ".join(exc.problems)[:1000]) from None
-
-
-def _classify(problems: list[str]) -> str:
-    text = " ".join(problems)
-    if "non-finite" in text:
-        return codes.NON_FINITE
-    if "L2 norm" in text:
-        return codes.NORM_TOO_LARGE
-    return codes.WRONG_TENSORS
+        reason = "; ".join(exc.problems)[:1000]
+        raise UpdateRefused(codes.refusal_code(exc.problem_codes), reason) from None
 
 
 def clipped(update: Mapping[str, torch.Tensor], factor: float) -> State:

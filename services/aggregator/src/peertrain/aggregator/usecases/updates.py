@@ -31,9 +31,9 @@ from peertrain.common.security import PeerMessage, refuse
 from peertrain.common.specs import parse_aggregation_spec
 
 from .context import AggregatorContext
-from .numerics import RoundWork, decode_update, max_update_norm, state_nbytes, update_norm
-from .storage import fetch_capped, model_state, server_state, sha256_hex
-from .versions import work_key
+from .numerics import decode_update, max_update_norm, state_nbytes, update_norm
+from .storage import fetch_capped, model_state, sha256_hex
+from .versions import begin_work, work_key
 
 __all__ = ["receive_update"]
 
@@ -173,16 +173,8 @@ async def _fold(
         if work is None or (work.round, work.attempt) != (opened.round, opened.attempt):
             if work is not None:
                 work.close()
-            base = await model_state(actx, state, opened.model_version)
-            server = await server_state(actx, state, opened.model_version)
-            work = await asyncio.to_thread(
-                RoundWork.begin,
-                state.configured,
-                opened.round,
-                opened.attempt,
-                base,
-                server_state=server,
-                spill_dir=actx.settings.work_dir,
+            work, _ = await begin_work(
+                actx, state, opened.round, opened.attempt, opened.model_version
             )
             actx.rounds[state.job_id] = work
         key = work_key(accepted.key, accepted.sha256)

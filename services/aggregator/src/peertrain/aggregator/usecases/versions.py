@@ -39,19 +39,19 @@ from peertrain.ml.weights import state_to_bytes
 from .context import AggregatorContext
 from .numerics import (
     RoundWork,
+    State,
     clipped,
     decode_update,
     evaluate_state,
     final_files,
     initial_state,
-    is_stateful,
     load_state,
     max_update_norm,
     new_strategy,
 )
 from .storage import fetch_capped, model_state, server_state, sha256_hex
 
-__all__ = ["final_keys", "reconcile", "work_key"]
+__all__ = ["begin_work", "final_keys", "reconcile", "work_key"]
 
 log = structlog.get_logger(__name__)
 
@@ -59,6 +59,26 @@ log = structlog.get_logger(__name__)
 def work_key(key: str, sha256: str) -> str:
     """The accumulator key of an update: its object and its content."""
     return f"{key}#{sha256}"
+
+
+async def begin_work(
+    actx: AggregatorContext, state: JobState, round_: int, attempt: int, base_version: int
+) -> tuple[RoundWork, State]:
+    """Start folding a round attempt on top of model version ``base_version``, with the
+    server state stored after it; returns the work and that version's tensors."""
+    assert state.configured is not None
+    base = await model_state(actx, state, base_version)
+    server = await server_state(actx, state, base_version)
+    work = await asyncio.to_thread(
+        RoundWork.begin,
+        state.configured,
+        round_,
+        attempt,
+        base,
+        server_state=server,
+        spill_dir=actx.settings.work_dir,
+    )
+    return work, base
 
 
 def final_keys(job_id: str) -> tuple[str, str]:
@@ -102,7 +122,7 @@ async def _initial(
     sha = await _put(actx, key, data, "application/octet-stream")
     strategy = new_strategy(cfg, server_state=None, spill_dir=actx.settings.work_dir)
     server_key = None
-    if is_stateful(strategy):
+    if strategy.stateful:
         server_key = server_state_key(state.job_id, 0)
         await _put(actx, server_key, strategy.state_bytes(), "application/octet-stream")
     created = ModelVersionCreated(
@@ -136,17 +156,7 @@ async def _rebuild(
     the round is aggregated without it, logged, rather than never: a job must not wait
     for the aggregator forever.
     """
-    base = await model_state(actx, state, closed.round - 1)
-    server = await server_state(actx, state, closed.round - 1)
-    work = await asyncio.to_thread(
-        RoundWork.begin,
-        cfg,
-        closed.round,
-        closed.attempt,
-        base,
-        server_state=server,
-        spill_dir=actx.settings.work_dir,
-    )
+    work, base = await begin_work(actx, state, closed.round, closed.attempt, closed.round - 1)
     bound = max_update_norm(cfg)
     used: list[IncludedUpdate] = []
     for inc in sorted(closed.included, key=lambda u: u.key):
@@ -211,7 +221,7 @@ async def _aggregate(
     key = model_key(state.job_id, closed.round)
     sha = await _put(actx, key, data, "application/octet-stream")
     server_key = None
-    if is_stateful(work.strategy):
+    if work.strategy.stateful:
         server_key = server_state_key(state.job_id, closed.round)
         await _put(actx, server_key, work.strategy.state_bytes(), "application/octet-stream")
     included = sorted(used, key=lambda u: u.shard)

@@ -22,14 +22,11 @@ __all__ = [
 ]
 
 STRATEGIES: dict[str, type[ShardingStrategy]] = {
-    IidStrategy.name: IidStrategy,
-    StratifiedStrategy.name: StratifiedStrategy,
-    DirichletStrategy.name: DirichletStrategy,
+    cls.name: cls for cls in (IidStrategy, StratifiedStrategy, DirichletStrategy)
 }
+"""Strategy classes by name: one for each name in ``peertrain.common.specs.ShardingName``."""
 
 
 def strategy_for(spec: ShardingSpec) -> ShardingStrategy:
-    """The strategy a job asked for, seeded as it asked."""
-    if spec.strategy == DirichletStrategy.name:
-        return DirichletStrategy(alpha=spec.alpha, seed=spec.seed)
-    return STRATEGIES[spec.strategy](seed=spec.seed)
+    """The strategy a job asked for, configured by its ``sharding`` block."""
+    return STRATEGIES[spec.strategy].from_spec(spec)

@@ -10,11 +10,13 @@ shards partition the rows, and none is empty.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from typing import ClassVar, Self
 
 import numpy as np
 from numpy.typing import NDArray
 
+from peertrain.common.events.jobs import ShardingSpec
+from peertrain.common.specs import ShardingName
 from peertrain.dataset.domain.errors import TooFewRows
 
 __all__ = ["Assignment", "IndexArray", "LabelArray", "ShardingStrategy"]
@@ -33,10 +35,15 @@ class ShardingStrategy(ABC):
         Seeds the strategy's random generator (NumPy's PCG64).
     """
 
-    name: ClassVar[str]
+    name: ClassVar[ShardingName]
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
+
+    @classmethod
+    def from_spec(cls, spec: ShardingSpec) -> Self:
+        """The strategy as a job's ``sharding`` block configures it (seeded as it asks)."""
+        return cls(seed=spec.seed)
 
     def rng(self) -> np.random.Generator:
         """A fresh generator for one call (so calls are repeatable)."""

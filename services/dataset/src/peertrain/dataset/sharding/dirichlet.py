@@ -10,8 +10,12 @@ one row from the largest shard.
 
 from __future__ import annotations
 
+from typing import Self
+
 import numpy as np
 from numpy.typing import NDArray
+
+from peertrain.common.events.jobs import ShardingSpec
 
 from .base import LabelArray, ShardingStrategy
 
@@ -38,6 +42,11 @@ class DirichletStrategy(ShardingStrategy):
             raise ValueError(f"alpha must be positive, got {alpha}")
         super().__init__(seed)
         self.alpha = alpha
+
+    @classmethod
+    def from_spec(cls, spec: ShardingSpec) -> Self:
+        """Seeded, with the job's ``alpha``."""
+        return cls(alpha=spec.alpha, seed=spec.seed)
 
     def _assign(self, labels: LabelArray, n_shards: int) -> NDArray[np.integer]:
         rng = self.rng()

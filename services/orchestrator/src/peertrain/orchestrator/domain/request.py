@@ -17,6 +17,7 @@ from peertrain.common.errors import QuotaExceeded
 from peertrain.common.events.jobs import JobCreated, ShardingSpec
 from peertrain.common.security import Principal
 from peertrain.common.specs import (
+    ShardingName,
     check_budget,
     parse_aggregation_spec,
     parse_feature_spec,
@@ -63,7 +64,7 @@ class ShardingRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    strategy: Literal["iid", "stratified", "dirichlet"] = "iid"
+    strategy: ShardingName = "iid"
     alpha: float = Field(default=0.5, gt=0, le=1000)
 
 
