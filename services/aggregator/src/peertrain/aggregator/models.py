@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["ErrorResponse", "Evaluation", "FinalPublic", "JobModelsPublic", "VersionPublic"]
+__all__ = ["Evaluation", "FinalPublic", "JobModelsPublic", "VersionPublic"]
 
 
 class _Public(BaseModel):
@@ -59,9 +58,3 @@ class JobModelsPublic(_Public):
     latest_version: int | None
     final_available: bool
     final: FinalPublic | None
-
-
-class ErrorResponse(_Public):
-    """The one error shape: ``{"error": {"code", "message", "detail"}}``."""
-
-    error: dict[str, Any]

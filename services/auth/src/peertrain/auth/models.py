@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,8 +17,6 @@ __all__ = [
     "EnrollmentCreate",
     "EnrollmentCreated",
     "EnrollmentPublic",
-    "ErrorBody",
-    "ErrorResponse",
     "Jwks",
     "PeerCredentials",
     "PeerPublic",
@@ -32,20 +30,6 @@ __all__ = [
 ]
 
 _Strict = ConfigDict(extra="forbid")
-
-
-class ErrorBody(BaseModel):
-    """What went wrong."""
-
-    code: str
-    message: str
-    detail: Any = None
-
-
-class ErrorResponse(BaseModel):
-    """The one error shape of every PeerTrain service."""
-
-    error: ErrorBody
 
 
 class RegisterRequest(BaseModel):

@@ -13,24 +13,8 @@ __all__ = [
     "DatasetAccepted",
     "DatasetError",
     "DatasetPublic",
-    "ErrorBody",
-    "ErrorResponse",
     "Preview",
 ]
-
-
-class ErrorBody(BaseModel):
-    """What went wrong."""
-
-    code: str
-    message: str
-    detail: Any = None
-
-
-class ErrorResponse(BaseModel):
-    """The one error shape of every PeerTrain service."""
-
-    error: ErrorBody
 
 
 class DatasetAccepted(BaseModel):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import aclosing
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
@@ -11,33 +12,20 @@ from fastapi.responses import StreamingResponse
 from peertrain.aggregator.api.deps import AggregatorDep
 from peertrain.aggregator.domain import FinalNotExported, JobNotFound, JobState
 from peertrain.aggregator.models import (
-    ErrorResponse,
     Evaluation,
     FinalPublic,
     JobModelsPublic,
     VersionPublic,
 )
+from peertrain.common.app.responses import errors
 from peertrain.common.security import CurrentUser, Principal
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["models"])
 
-_WHY = {
-    401: "No valid credentials",
-    403: "Valid credentials, but not a user",
-    404: "No such job (or not yours)",
-    409: "The final model is not exported yet",
-    422: "The request is not valid",
-    503: "The service is starting",
-}
-
-
-def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    return {
-        s: {"model": ErrorResponse, "description": _WHY[s]}
-        for s in sorted({*statuses, 401, 403, 404, 422, 503})
-    }
+_errors = partial(errors, 401, 403, 404)
+_WHY = {404: "No such job (or not yours)", 409: "The final model is not exported yet"}
 
 
 async def _visible(actx: AggregatorDep, job_id: str, user: Principal) -> JobState:
@@ -91,7 +79,7 @@ def _public(state: JobState) -> JobModelsPublic:
 @router.get(
     "/{job_id}",
     summary="A job's model versions, their metrics, and whether the final model exists",
-    responses=_errors(),
+    responses=_errors(why=_WHY),
 )
 async def get_models(job_id: str, user: CurrentUser, actx: AggregatorDep) -> JobModelsPublic:
     """Versions in order, each with its key, sha256, time and holdout metrics."""
@@ -102,7 +90,7 @@ async def get_models(job_id: str, user: CurrentUser, actx: AggregatorDep) -> Job
     "/{job_id}/final",
     summary="Download the final model",
     responses={
-        **_errors(409),
+        **_errors(409, why=_WHY),
         200: {"content": {"application/octet-stream": {}}, "description": "The file"},
     },
     response_class=StreamingResponse,
