@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, TypeVar
 
 from fastapi import Depends, Request
 
-from peertrain.common.blobs import BlobStore
 from peertrain.common.errors import PeerTrainError
-from peertrain.common.eventlog import EventLog
-from peertrain.common.settings import ServiceSettings
 
 from .context import ServiceContext
 
-__all__ = ["BlobsDep", "ContextDep", "EventLogDep", "SettingsDep", "get_context"]
+__all__ = ["ContextDep", "ServiceUnavailable", "extra", "get_context"]
+
+
+T = TypeVar("T")
 
 
 class ServiceUnavailable(PeerTrainError):
@@ -31,24 +32,21 @@ def get_context(request: Request) -> ServiceContext:
     return ctx
 
 
-def get_log(ctx: Annotated[ServiceContext, Depends(get_context)]) -> EventLog:
-    """The event log."""
-    return ctx.log
-
-
-def get_blobs(ctx: Annotated[ServiceContext, Depends(get_context)]) -> BlobStore:
-    """The blob store."""
-    if ctx.blobs is None:
-        raise ServiceUnavailable("this service has no blob store")
-    return ctx.blobs
-
-
-def get_settings(ctx: Annotated[ServiceContext, Depends(get_context)]) -> ServiceSettings:
-    """The service's settings."""
-    return ctx.settings
-
-
 ContextDep = Annotated[ServiceContext, Depends(get_context)]
-EventLogDep = Annotated[EventLog, Depends(get_log)]
-BlobsDep = Annotated[BlobStore, Depends(get_blobs)]
-SettingsDep = Annotated[ServiceSettings, Depends(get_settings)]
+
+
+def extra(key: str, kind: type[T], starting: str) -> Callable[[ServiceContext], T]:
+    """A dependency answering the service's use-case context ``ctx.extras[key]`` (of
+    ``kind``), or 503 with ``starting`` while it is not there yet::
+
+        get_auth = extra(AUTH_EXTRA, AuthContext, "auth is starting")
+        AuthDep = Annotated[AuthContext, Depends(get_auth)]
+    """
+
+    def get(ctx: ContextDep) -> T:
+        found = ctx.extras.get(key)
+        if not isinstance(found, kind):
+            raise ServiceUnavailable(starting)
+        return found
+
+    return get

@@ -10,8 +10,7 @@ from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 
 from peertrain.auth.usecases import AuthContext
-from peertrain.common.app import ContextDep
-from peertrain.common.app.deps import ServiceUnavailable
+from peertrain.common.app import extra
 from peertrain.common.errors import ValidationFailed
 
 __all__ = [
@@ -26,13 +25,7 @@ __all__ = [
 AUTH_EXTRA = "auth"
 
 
-def get_auth(ctx: ContextDep) -> AuthContext:
-    """The auth service's use-case context."""
-    auth = ctx.extras.get(AUTH_EXTRA)
-    if not isinstance(auth, AuthContext):
-        raise ServiceUnavailable("auth is starting")
-    return auth
-
+get_auth = extra(AUTH_EXTRA, AuthContext, "auth is starting")
 
 AuthDep = Annotated[AuthContext, Depends(get_auth)]
 

@@ -6,8 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends
 
-from peertrain.common.app import ContextDep
-from peertrain.common.app.deps import ServiceUnavailable
+from peertrain.common.app import extra
 from peertrain.dataset.usecases import DatasetContext
 
 __all__ = ["DATASET_EXTRA", "DatasetDep", "get_dataset_context"]
@@ -15,12 +14,6 @@ __all__ = ["DATASET_EXTRA", "DatasetDep", "get_dataset_context"]
 DATASET_EXTRA = "dataset"
 
 
-def get_dataset_context(ctx: ContextDep) -> DatasetContext:
-    """The dataset service's use-case context."""
-    dctx = ctx.extras.get(DATASET_EXTRA)
-    if not isinstance(dctx, DatasetContext):
-        raise ServiceUnavailable("the dataset service is starting")
-    return dctx
-
+get_dataset_context = extra(DATASET_EXTRA, DatasetContext, "the dataset service is starting")
 
 DatasetDep = Annotated[DatasetContext, Depends(get_dataset_context)]
