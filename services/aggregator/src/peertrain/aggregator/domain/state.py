@@ -174,7 +174,3 @@ class JobState:
         """Closed rounds whose version is not stored yet, in round order."""
         pending = [c for c in self.closed.values() if c.round not in self.versions]
         return sorted(pending, key=lambda c: (c.round, c.attempt))
-
-    def is_last(self, version: int) -> bool:
-        """Whether ``version`` is the job's final version."""
-        return self.configured is not None and version == self.configured.rounds
