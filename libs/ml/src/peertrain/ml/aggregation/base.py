@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -125,6 +126,29 @@ class RoundAccumulator(ABC):
         """Compute the new state from what was folded."""
 
 
+@dataclass(frozen=True)
+class Setup:
+    """What a strategy is built with besides its ``aggregation`` block.
+
+    Attributes
+    ----------
+    training
+        The job's ``training`` block (FedProx records its ``proximal_mu``).
+    device
+        Accumulation device (the FedAvg family).
+    spill_dir
+        Temporary folder (the robust strategies).
+    """
+
+    training: Mapping[str, Any] = field(default_factory=dict)
+    device: torch.device | str | None = None
+    spill_dir: str | Path | None = None
+
+
+NO_SETUP = Setup()
+"""Nothing besides the spec (the default of :meth:`Strategy.from_spec`)."""
+
+
 class Strategy(ABC):
     """An aggregation algorithm: makes round accumulators, may carry server state.
 
@@ -145,27 +169,9 @@ class Strategy(ABC):
 
     @classmethod
     @abstractmethod
-    def from_spec(
-        cls,
-        spec: AggregationSpec,
-        *,
-        training: Mapping[str, Any] | None = None,
-        device: torch.device | str | None = None,
-        spill_dir: str | Path | None = None,
-    ) -> Self:
-        """The strategy as a job's ``aggregation`` block configures it.
-
-        Parameters
-        ----------
-        spec
-            The validated block.
-        training
-            The job's ``training`` block (FedProx records its ``proximal_mu``).
-        device
-            Accumulation device (the FedAvg family).
-        spill_dir
-            Temporary folder (the robust strategies).
-        """
+    def from_spec(cls, spec: AggregationSpec, setup: Setup = NO_SETUP) -> Self:
+        """The strategy as a job's ``aggregation`` block configures it, with what
+        ``setup`` holds besides (see :class:`Setup`)."""
 
     @classmethod
     def server_lr_of(cls, spec: AggregationSpec) -> float:

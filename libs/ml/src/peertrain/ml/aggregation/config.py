@@ -10,7 +10,7 @@ import torch
 
 from peertrain.common.specs.aggregation import AggregationSpec, parse_aggregation_spec
 
-from .base import Strategy
+from .base import Setup, Strategy
 from .fedadam import FedAdam
 from .fedavg import FedAvg
 from .fedprox import FedProx
@@ -47,4 +47,4 @@ def make_strategy(
     """
     agg = parse_aggregation_spec(spec)
     cls = STRATEGIES[agg.strategy]
-    return cls.from_spec(agg, training=training, device=device, spill_dir=spill_dir)
+    return cls.from_spec(agg, Setup(training or {}, device, spill_dir))

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any, Self
+from typing import Self
 
 import torch
 
 from peertrain.common.specs import AggregationSpec
 
 from ..errors import AggregationError
+from .base import NO_SETUP, Setup
 from .fedavg import FedAvg
 
 __all__ = ["FedAdam"]
@@ -52,21 +52,14 @@ class FedAdam(FedAvg):
         self._v: dict[str, torch.Tensor] = {}
 
     @classmethod
-    def from_spec(
-        cls,
-        spec: AggregationSpec,
-        *,
-        training: Mapping[str, Any] | None = None,
-        device: torch.device | str | None = None,
-        spill_dir: str | Path | None = None,
-    ) -> Self:
+    def from_spec(cls, spec: AggregationSpec, setup: Setup = NO_SETUP) -> Self:
         return cls(
             server_lr=cls.server_lr_of(spec),
             beta1=spec.beta1,
             beta2=spec.beta2,
             tau=spec.tau,
             update_bound=spec.max_update_norm,
-            device=device,
+            device=setup.device,
         )
 
     def apply_mean(

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import ClassVar, Self
 
 import torch
 
@@ -13,7 +12,7 @@ from peertrain.common.specs import AggregationName, AggregationSpec
 
 from ..errors import AggregationError
 from ..weights.codec import read_header
-from .base import RoundAccumulator, Strategy
+from .base import NO_SETUP, RoundAccumulator, Setup, Strategy
 from .exact_sum import ExactSum
 
 __all__ = ["FedAvg", "MeanAccumulator"]
@@ -76,16 +75,9 @@ class FedAvg(Strategy):
         self.device = device
 
     @classmethod
-    def from_spec(
-        cls,
-        spec: AggregationSpec,
-        *,
-        training: Mapping[str, Any] | None = None,
-        device: torch.device | str | None = None,
-        spill_dir: str | Path | None = None,
-    ) -> Self:
+    def from_spec(cls, spec: AggregationSpec, setup: Setup = NO_SETUP) -> Self:
         return cls(
-            server_lr=cls.server_lr_of(spec), update_bound=spec.max_update_norm, device=device
+            server_lr=cls.server_lr_of(spec), update_bound=spec.max_update_norm, device=setup.device
         )
 
     def begin_round(

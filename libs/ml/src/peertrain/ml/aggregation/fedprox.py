@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any, Self
+from typing import Self
 
 import torch
 
 from peertrain.common.specs import AggregationSpec
 
+from .base import NO_SETUP, Setup
 from .fedavg import FedAvg
 
 __all__ = ["FedProx"]
@@ -41,19 +40,12 @@ class FedProx(FedAvg):
         self.proximal_mu = float(proximal_mu)
 
     @classmethod
-    def from_spec(
-        cls,
-        spec: AggregationSpec,
-        *,
-        training: Mapping[str, Any] | None = None,
-        device: torch.device | str | None = None,
-        spill_dir: str | Path | None = None,
-    ) -> Self:
+    def from_spec(cls, spec: AggregationSpec, setup: Setup = NO_SETUP) -> Self:
         """With the ``proximal_mu`` the job's tasks carry (0 when it names none)."""
-        mu = spec.configure_train(training or {})["proximal_mu"]
+        mu = spec.configure_train(setup.training)["proximal_mu"]
         return cls(
             proximal_mu=mu,
             server_lr=cls.server_lr_of(spec),
             update_bound=spec.max_update_norm,
-            device=device,
+            device=setup.device,
         )

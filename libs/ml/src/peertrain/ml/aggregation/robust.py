@@ -11,7 +11,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Self
+from typing import Self
 
 import numpy as np
 import torch
@@ -19,7 +19,7 @@ import torch
 from peertrain.common.specs import AggregationSpec
 
 from ..errors import AggregationError
-from .base import RoundAccumulator, Strategy
+from .base import NO_SETUP, RoundAccumulator, Setup, Strategy
 from .spill import SpillStore
 
 __all__ = ["RobustStrategy", "SpillAccumulator"]
@@ -107,15 +107,8 @@ class RobustStrategy(Strategy):
         self.chunk_bytes = int(chunk_bytes)
 
     @classmethod
-    def from_spec(
-        cls,
-        spec: AggregationSpec,
-        *,
-        training: Mapping[str, Any] | None = None,
-        device: torch.device | str | None = None,
-        spill_dir: str | Path | None = None,
-    ) -> Self:
-        return cls(server_lr=cls.server_lr_of(spec), spill_dir=spill_dir)
+    def from_spec(cls, spec: AggregationSpec, setup: Setup = NO_SETUP) -> Self:
+        return cls(server_lr=cls.server_lr_of(spec), spill_dir=setup.spill_dir)
 
     def begin_round(
         self, global_state: Mapping[str, torch.Tensor], *, reference_weight: float = 1.0

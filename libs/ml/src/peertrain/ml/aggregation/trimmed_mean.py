@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Self
+from typing import Self
 
 import torch
 
 from peertrain.common.specs import AggregationSpec
 
+from .base import NO_SETUP, Setup
 from .robust import RobustStrategy
 
 __all__ = ["TrimmedMean", "trim_count"]
@@ -44,16 +44,11 @@ class TrimmedMean(RobustStrategy):
         self.trim_fraction = float(trim_fraction)
 
     @classmethod
-    def from_spec(
-        cls,
-        spec: AggregationSpec,
-        *,
-        training: Mapping[str, Any] | None = None,
-        device: torch.device | str | None = None,
-        spill_dir: str | Path | None = None,
-    ) -> Self:
+    def from_spec(cls, spec: AggregationSpec, setup: Setup = NO_SETUP) -> Self:
         return cls(
-            trim_fraction=spec.trim_fraction, server_lr=cls.server_lr_of(spec), spill_dir=spill_dir
+            trim_fraction=spec.trim_fraction,
+            server_lr=cls.server_lr_of(spec),
+            spill_dir=setup.spill_dir,
         )
 
     def reduce(self, ordered: torch.Tensor) -> torch.Tensor:
