@@ -150,16 +150,6 @@ class Presence:
         peer = self.tracker.get(peer_id)
         return None if peer is None else self.clock.wall_of(peer.last_seen)
 
-    def last_seen_epochs(self) -> dict[str, float]:
-        """Every tracked peer's last-seen time, as seconds since the epoch."""
-        offset = self.clock.wall() - self.clock.mono()
-        out: dict[str, float] = {}
-        for peer_id in self.tracker:
-            peer = self.tracker.get(peer_id)
-            if peer is not None:
-                out[peer_id] = peer.last_seen + offset
-        return out
-
     def count_by_status(self) -> dict[Status, int]:
         """How many tracked peers are in each status."""
         now = self.clock.mono()

@@ -1,7 +1,7 @@
 """Keeping the durable read model in step with memory, and rebuilding it from the log.
 
-The :class:`Projector` writes what changed every ``flush_interval_s`` and a presence
-snapshot every ``presence_snapshot_interval_s``. :func:`rebuild` is ``replay``: fold
+The :class:`Projector` writes what changed every ``flush_interval_s``. :func:`rebuild`
+is ``replay``: fold
 every peer event of the log into a fresh directory, drop the stored read model and
 write the new one.
 """
@@ -20,8 +20,7 @@ from peertrain.common.events.peers import PEER_EVENT_TYPES
 from peertrain.common.tasks import Periodic
 
 from .directory import Directory
-from .presence import Presence
-from .store import ReadModelStore, encode_presence
+from .store import ReadModelStore
 
 __all__ = ["Projector", "Rebuilt", "catch_up", "rebuild"]
 
@@ -71,40 +70,31 @@ class Projector:
         The in-memory read model (what changed in it is written).
     store
         The collections.
-    presence
-        Source of last-seen times for the presence snapshot.
     """
 
     def __init__(
         self,
         directory: Directory,
         store: ReadModelStore,
-        presence: Presence,
         *,
         flush_interval_s: float = 1.0,
-        snapshot_interval_s: float = 5.0,
     ) -> None:
         self.directory = directory
         self.store = store
-        self.presence = presence
         self.flush_interval_s = flush_interval_s
-        self.snapshot_interval_s = snapshot_interval_s
-        self._loop = Periodic("registry-projector", flush_interval_s, self.tick)
-        self._next_snapshot = 0.0
+        self._loop = Periodic("registry-projector", flush_interval_s, self.flush)
         self.lock = asyncio.Lock()
         """Held by every write to ``peers``: a replay holds it to rebuild undisturbed."""
 
     def start(self) -> None:
-        """Flush and snapshot in the background."""
-        self._next_snapshot = time.monotonic() + self.snapshot_interval_s
+        """Flush in the background."""
         self._loop.start()
 
     async def stop(self) -> None:
-        """Stop, after a last flush and snapshot (best effort)."""
+        """Stop, after a last flush (best effort)."""
         await self._loop.stop()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.flush(), 5)
-            await asyncio.wait_for(self.snapshot(), 5)
 
     async def flush(self) -> int:
         """Write the records that changed since the last flush; returns how many."""
@@ -120,16 +110,3 @@ class Projector:
         except BaseException:
             self.directory.mark_dirty(dirty)
             raise
-
-    async def snapshot(self) -> None:
-        """Save every peer's last-seen time."""
-        seen = self.presence.last_seen_epochs()
-        blob = await asyncio.to_thread(encode_presence, seen)
-        await self.store.save_presence(blob)
-
-    async def tick(self) -> None:
-        """One background pass: flush, and snapshot when it is due."""
-        await self.flush()
-        if time.monotonic() >= self._next_snapshot:
-            self._next_snapshot = time.monotonic() + self.snapshot_interval_s
-            await self.snapshot()

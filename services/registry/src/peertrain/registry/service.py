@@ -92,9 +92,7 @@ class Registry:
         self.projector = Projector(
             self.directory,
             self.store,
-            self.presence,
             flush_interval_s=settings.flush_interval_s,
-            snapshot_interval_s=settings.presence_snapshot_interval_s,
         )
         self.http = httpx.AsyncClient(
             base_url=settings.rabbitmq_management_url,
