@@ -19,8 +19,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
 from peertrain.common.events.peers import DeviceSpecs
-
-from .domain.peer import PeerRecord
+from peertrain.registry.domain.peer import PeerRecord
 
 __all__ = ["ReadModelStore", "from_doc", "to_doc"]
 
