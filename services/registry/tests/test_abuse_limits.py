@@ -14,7 +14,7 @@ from peertrain.registry.domain.peer import PeerRecord, apply, decide_registered,
 from peertrain.registry.domain.ratelimit import RateLimiter
 from peertrain.registry.domain.selection import visible_to
 from peertrain.registry.domain.specs import SpecBounds, spec_problem
-from peertrain.registry.tokens import TokenCache
+from peertrain.registry.usecases.tokens import TokenCache
 
 from .test_peer_aggregate import SPECS, enrolled, fold, recorded
 from .test_selection import choose, view, who

@@ -14,7 +14,6 @@ from peertrain.common.events.peers import (
     parse_telemetry_key,
     telemetry_key,
 )
-from peertrain.registry.directory import Applied, Directory
 from peertrain.registry.domain.peer import (
     PeerRecord,
     apply,
@@ -25,6 +24,7 @@ from peertrain.registry.domain.peer import (
     decide_specs,
     specs_changed,
 )
+from peertrain.registry.projections import Applied, Directory
 
 SPECS = DeviceSpecs(
     os="Linux",

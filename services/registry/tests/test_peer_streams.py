@@ -10,9 +10,9 @@ import pytest
 from peertrain.common.eventlog import ConcurrencyError
 from peertrain.common.events import NewEvent, RecordedEvent
 from peertrain.common.events.peers import PeerEnrolled, PeerWentOnline
-from peertrain.registry.directory import Directory
 from peertrain.registry.domain.peer import decide_online
-from peertrain.registry.streams import PeerStreams
+from peertrain.registry.projections import Directory
+from peertrain.registry.usecases.streams import PeerStreams
 
 
 class Log:

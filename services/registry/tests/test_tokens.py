@@ -15,7 +15,7 @@ from peertrain.common.security import (
     Security,
     SecuritySettings,
 )
-from peertrain.registry.tokens import TokenCache
+from peertrain.registry.usecases.tokens import TokenCache
 
 
 def signed(key: Any, *, sub: str = "p", owner: str = "u", ttl: int = 600) -> str:

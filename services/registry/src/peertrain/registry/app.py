@@ -5,32 +5,29 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from peertrain.common.app import ServiceContext, create_app
-from peertrain.common.events.peers import PEER_EVENT_TYPES
-from peertrain.common.events.users import USER_DISABLED
 from peertrain.common.security import install_security
 
+from . import subscribers
 from .api import ROUTERS
 from .api.deps import REGISTRY_EXTRA
 from .config import RegistrySettings
-from .service import Registry
+from .usecases import RegistryContext, readmodel
 
 __all__ = ["create_registry_app", "setup_registry"]
 
 
-async def setup_registry(ctx: ServiceContext, settings: RegistrySettings) -> Registry:
-    """Start-up: token verification, read model, peer events, telemetry."""
+async def setup_registry(ctx: ServiceContext, settings: RegistrySettings) -> RegistryContext:
+    """Start-up: token verification, read model, subscriptions, telemetry."""
     security = await install_security(ctx, queue=settings.queue("security"))
-    registry = Registry(ctx, settings, security)
-    await registry.load()
-    # Peer events from every producer: auth's peer.enrolled (provision the peer) and
-    # the registry's own (idempotent folds; also what makes them routable).
-    ctx.subscriptions.add(settings.queue("peers"), PEER_EVENT_TYPES, registry.on_peer_event)
-    # A disabled user's peers lose their broker users at once (issue 12, hole 9).
-    ctx.subscriptions.add(settings.queue("users"), (USER_DISABLED,), registry.on_user_disabled)
-    registry.start()
-    ctx.on_shutdown.append(registry.stop)
-    ctx.extras[REGISTRY_EXTRA] = registry
-    return registry
+    reg = RegistryContext.build(ctx, settings, security)
+    await readmodel.load(reg)
+    telemetry = subscribers.subscribe(ctx, reg)
+    reg.start()
+    ctx.on_shutdown.append(reg.stop)
+    telemetry.start()
+    ctx.on_shutdown.append(telemetry.stop)  # hooks run last first: consuming stops first
+    ctx.extras[REGISTRY_EXTRA] = reg
+    return reg
 
 
 def create_registry_app(settings: RegistrySettings | None = None) -> FastAPI:

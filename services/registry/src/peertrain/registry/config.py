@@ -84,8 +84,6 @@ class RegistrySettings(ServiceSettings):
     # -- read model -----------------------------------------------------------------------
     flush_interval_s: float = Field(default=1.0, gt=0)
     """How often changed peers are written to the ``peers`` collection."""
-    presence_snapshot_interval_s: float = Field(default=5.0, gt=0)
-    """How often every peer's last-seen time is saved (one small document)."""
 
     def spec_bounds(self) -> SpecBounds:
         """The bounds announced specs must respect."""

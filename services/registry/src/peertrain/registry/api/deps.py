@@ -8,19 +8,19 @@ from fastapi import Depends
 
 from peertrain.common.app import ContextDep
 from peertrain.common.app.deps import ServiceUnavailable
-from peertrain.registry.service import Registry
+from peertrain.registry.usecases import RegistryContext
 
 __all__ = ["REGISTRY_EXTRA", "RegistryDep", "get_registry"]
 
 REGISTRY_EXTRA = "registry"
 
 
-def get_registry(ctx: ContextDep) -> Registry:
-    """The running registry."""
+def get_registry(ctx: ContextDep) -> RegistryContext:
+    """The registry's use-case context."""
     registry = ctx.extras.get(REGISTRY_EXTRA)
-    if not isinstance(registry, Registry):
+    if not isinstance(registry, RegistryContext):
         raise ServiceUnavailable("the registry is not ready")
     return registry
 
 
-RegistryDep = Annotated[Registry, Depends(get_registry)]
+RegistryDep = Annotated[RegistryContext, Depends(get_registry)]

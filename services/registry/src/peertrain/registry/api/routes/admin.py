@@ -7,6 +7,7 @@ from fastapi import APIRouter
 from peertrain.common.security import AdminUser
 from peertrain.registry.api.deps import RegistryDep
 from peertrain.registry.models import ReplayResult
+from peertrain.registry.usecases import readmodel
 
 __all__ = ["router"]
 
@@ -16,7 +17,7 @@ router = APIRouter(prefix="/admin", tags=["admin"])
 @router.post("/replay", summary="Drop the read model and rebuild it from the event log")
 async def replay(admin: AdminUser, registry: RegistryDep) -> ReplayResult:
     """Liveness is kept (it lives in memory); everything else comes back from the log."""
-    result = await registry.replay()
+    result = await readmodel.replay(registry)
     return ReplayResult(
         peers=result.peers, events=result.events, position=result.position, took_s=result.took_s
     )

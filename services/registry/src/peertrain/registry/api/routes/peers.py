@@ -14,6 +14,7 @@ from peertrain.registry.api.deps import RegistryDep
 from peertrain.registry.domain.liveness import Status
 from peertrain.registry.domain.selection import PeerFilters
 from peertrain.registry.models import BrokerCredentials, PeerPublic, PeerSettingsUpdate
+from peertrain.registry.usecases import peers, queries
 
 __all__ = ["router"]
 
@@ -37,13 +38,13 @@ async def list_peers(
         min_memory_gb=min_memory_gb,
         owner_id=user.subject if owner == "me" else None,
     )
-    return [PeerPublic.of(v) for v in registry.list_peers(user, filters, limit=limit)]
+    return [PeerPublic.of(v) for v in queries.list_peers(registry, user, filters, limit=limit)]
 
 
 @router.get("/{peer_id}", summary="One peer (a peer may read its own record)")
 async def get_peer(peer_id: str, who: CurrentPrincipal, registry: RegistryDep) -> PeerPublic:
     """Another user's unshared peer answers 404, like a missing one."""
-    return PeerPublic.of(registry.get(who, peer_id))
+    return PeerPublic.of(queries.get(registry, who, peer_id))
 
 
 @router.patch("/{peer_id}", summary="Share or disable a peer (its owner or an admin)")
@@ -51,7 +52,9 @@ async def update_peer(
     peer_id: str, body: PeerSettingsUpdate, user: CurrentUser, registry: RegistryDep
 ) -> PeerPublic:
     """A disabled peer stays listed but is never selected."""
-    view = await registry.change_settings(user, peer_id, shared=body.shared, disabled=body.disabled)
+    view = await peers.change_settings(
+        registry, user, peer_id, shared=body.shared, disabled=body.disabled
+    )
     return PeerPublic.of(view)
 
 
@@ -63,7 +66,7 @@ async def update_peer(
 async def remove_peer(peer_id: str, user: CurrentUser, registry: RegistryDep) -> Response:
     """Appends ``peer.removed``; the peer's RabbitMQ user is deleted and its connections
     closed. A removed peer answers 404 from then on, like one that never existed."""
-    await registry.remove(user, peer_id)
+    await peers.remove(registry, user, peer_id)
     return Response(status_code=204)
 
 
@@ -82,7 +85,7 @@ async def broker_credentials(
     peer_id: str, peer: CurrentPeer, registry: RegistryDep
 ) -> BrokerCredentials:
     """Only the peer itself may ask (its token's subject must be ``peer_id``)."""
-    grant = await registry.broker_credentials(peer, peer_id)
+    grant = await peers.broker_credentials(registry, peer, peer_id)
     return BrokerCredentials(
         username=grant.username,
         password=grant.password,

@@ -8,6 +8,7 @@ from peertrain.common.security import CurrentUser
 from peertrain.registry.api.deps import RegistryDep
 from peertrain.registry.domain.selection import PeerFilters
 from peertrain.registry.models import SelectedPeer, SelectionRequest
+from peertrain.registry.usecases import queries
 
 __all__ = ["router"]
 
@@ -28,5 +29,5 @@ async def select(
         min_memory_gb=body.filters.min_memory_gb,
         owner_id=user.subject if body.filters.owner == "me" else None,
     )
-    chosen = registry.select(user, body.count, filters, body.prefer, seed=body.seed)
+    chosen = queries.select(registry, user, body.count, filters, body.prefer, seed=body.seed)
     return [SelectedPeer.of(v) for v in chosen]

@@ -1,11 +1,11 @@
 """Appending to peer streams, through the aggregate repository.
 
 Every change the registry makes to a peer goes through :meth:`PeerStreams.execute`
-with a *decide* function (see :mod:`.domain.peer`): the repository decides on the
-record as the log has it, appends at that record's version, and decides again after
-catching up if someone else appended first. The directory is the repository's cache
-(:class:`DirectoryCache`), so appended events are folded into the read model at once
-and a read right after a write sees it.
+with a *decide* function (see :mod:`peertrain.registry.domain.peer`): the repository
+decides on the record as the log has it, appends at that record's version, and
+decides again after catching up if someone else appended first. The directory is the
+repository's cache (:class:`DirectoryCache`), so appended events are folded into the
+read model at once and a read right after a write sees it.
 """
 
 from __future__ import annotations
@@ -17,9 +17,8 @@ import structlog
 from peertrain.common.eventlog import Cached, EventLog, Fold, Observed, Repository
 from peertrain.common.events import EventData, RecordedEvent
 from peertrain.common.events.peers import peer_stream
-
-from .directory import Directory
-from .domain.peer import PeerRecord, apply
+from peertrain.registry.domain.peer import PeerRecord, apply
+from peertrain.registry.projections import Directory
 
 __all__ = ["PEER_FOLD", "Decide", "DirectoryCache", "PeerStreams"]
 

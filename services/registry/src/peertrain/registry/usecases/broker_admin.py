@@ -28,8 +28,7 @@ from faststream.rabbit import RabbitBroker
 
 from peertrain.common.bus import PEERS, TELEMETRY, declare_queue
 from peertrain.common.events.peers import peer_binding, peer_queue
-
-from .domain.errors import BrokerUnavailable
+from peertrain.registry.domain.errors import BrokerUnavailable
 
 __all__ = ["BrokerAdmin", "PeerGrant", "peer_grant", "peer_username"]
 

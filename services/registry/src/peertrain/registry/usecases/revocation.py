@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
-from .metrics import REVOCATIONS
+from peertrain.registry.metrics import REVOCATIONS
 
 __all__ = ["Revoker"]
 

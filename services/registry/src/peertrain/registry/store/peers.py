@@ -6,30 +6,20 @@
 ``meta``
     ``{_id: "checkpoint", position}``: every event at or below ``position`` is in
     ``peers`` (start-up folds the log from there).
-``presence``
-    One document holding every peer's last-seen time, compressed, replaced every few
-    seconds (insert the new one, delete the older). On FerretDB an insert is the one
-    cheap write; 25,000 peers cost one ~0.5 MB insert instead of 25,000 updates that
-    each scan the collection.
 """
 
 from __future__ import annotations
 
-import json
-import time
-import zlib
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from bson import Binary
 from pymongo import ReplaceOne
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
 from peertrain.common.events.peers import DeviceSpecs
-
-from .domain.peer import PeerRecord
+from peertrain.registry.domain.peer import PeerRecord
 
 __all__ = ["ReadModelStore", "from_doc", "to_doc"]
 
@@ -92,25 +82,12 @@ def from_doc(doc: Mapping[str, Any]) -> PeerRecord:
     )
 
 
-def encode_presence(last_seen: Mapping[str, float]) -> bytes:
-    """``{peer_id: epoch seconds}`` -> compressed bytes."""
-    raw = json.dumps({k: round(v, 3) for k, v in last_seen.items()}, separators=(",", ":"))
-    return zlib.compress(raw.encode(), 1)
-
-
-def decode_presence(blob: bytes) -> dict[str, float]:
-    """The inverse of :func:`encode_presence`."""
-    data = json.loads(zlib.decompress(blob))
-    return {str(k): float(v) for k, v in data.items()} if isinstance(data, dict) else {}
-
-
 class ReadModelStore:
-    """The ``peers``, ``meta`` and ``presence`` collections of the registry's database."""
+    """The ``peers`` and ``meta`` collections of the registry's database."""
 
     def __init__(self, db: AsyncDatabase[Doc]) -> None:
         self.peers: AsyncCollection[Doc] = db["peers"]
         self.meta: AsyncCollection[Doc] = db["meta"]
-        self.presence: AsyncCollection[Doc] = db["presence"]
 
     async def load(self) -> tuple[list[PeerRecord], int]:
         """Every record, and the checkpoint position."""
@@ -136,19 +113,6 @@ class ReadModelStore:
         await self.save((), checkpoint=checkpoint)
 
     async def drop(self) -> None:
-        """Forget the read model (``peers`` and the checkpoint; presence stays)."""
+        """Forget the read model (``peers`` and the checkpoint)."""
         await self.peers.drop()
         await self.meta.delete_many({"_id": _CHECKPOINT})
-
-    async def save_presence(self, blob: bytes) -> None:
-        """Replace the presence snapshot (insert the new one, then drop the older)."""
-        snapshot_id = time.time_ns()
-        await self.presence.insert_one(
-            {"_id": snapshot_id, "at": datetime.now(UTC), "data": Binary(blob)}
-        )
-        await self.presence.delete_many({"_id": {"$lt": snapshot_id}})
-
-    async def load_presence(self) -> dict[str, float]:
-        """The last snapshot's ``{peer_id: epoch seconds}`` (empty if none)."""
-        doc = await self.presence.find_one({}, sort=[("_id", -1)])
-        return decode_presence(bytes(doc["data"])) if doc else {}

@@ -11,24 +11,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 import structlog
 
-from peertrain.common.events.peers import Announce, Heartbeat, Leaving
+from peertrain.common.events.peers import Heartbeat, Leaving
+from peertrain.registry.domain.liveness import LivenessTracker, Status, Transition, TransitionKind
+from peertrain.registry.domain.peer import decide_offline, decide_online
+from peertrain.registry.metrics import HEARTBEAT_LAG, HEARTBEATS, LOOP_LAG, PEERS, TRANSITIONS
+from peertrain.registry.projections import Directory
 
-from .directory import Directory
-from .domain.liveness import LivenessTracker, Status, Transition, TransitionKind
-from .domain.peer import PeerRecord, decide_offline, decide_online, decide_specs
-from .metrics import HEARTBEAT_LAG, HEARTBEATS, LOOP_LAG, PEERS, TRANSITIONS
 from .streams import PeerStreams
 
 __all__ = ["Clock", "Presence"]
 
 log = structlog.get_logger(__name__)
-
-Register = Callable[[str], Awaitable[PeerRecord]]
 
 
 class Clock:
@@ -58,9 +55,6 @@ class Presence:
         Where transitions are appended.
     directory
         The read model (to seed the tracker after a restart).
-    register
-        Makes sure a peer is registered (broker user and queue) before its specs are
-        recorded; returns its record.
     sweep_interval_s
         How often silence is checked.
     """
@@ -70,7 +64,6 @@ class Presence:
         tracker: LivenessTracker,
         streams: PeerStreams,
         directory: Directory,
-        register: Register,
         *,
         clock: Clock | None = None,
         sweep_interval_s: float = 0.2,
@@ -78,7 +71,6 @@ class Presence:
         self.tracker = tracker
         self.streams = streams
         self.directory = directory
-        self.register = register
         self.clock = clock or Clock()
         self.sweep_interval_s = sweep_interval_s
         self._pending: asyncio.Queue[Transition] = asyncio.Queue()
@@ -108,16 +100,6 @@ class Presence:
         HEARTBEAT_LAG.observe(max(0.0, self.clock.wall() - message.sent_at))
         if transition is not None:
             self._pending.put_nowait(transition)
-
-    async def announce(self, peer_id: str, message: Announce) -> None:
-        """A verified announce: register the peer if needed, record new specs, and count
-        it as a heartbeat."""
-        record = await self.register(peer_id)
-        if record.enrolled:
-            await self.streams.execute(
-                peer_id, lambda r: decide_specs(r, message.specs), actor=peer_id
-            )
-        self.heartbeat(peer_id, message)
 
     def leaving(self, peer_id: str, message: Leaving) -> None:
         """A verified goodbye: offline now."""
@@ -149,16 +131,6 @@ class Presence:
         """When the registry last heard from the peer (``None``: not since start-up)."""
         peer = self.tracker.get(peer_id)
         return None if peer is None else self.clock.wall_of(peer.last_seen)
-
-    def last_seen_epochs(self) -> dict[str, float]:
-        """Every tracked peer's last-seen time, as seconds since the epoch."""
-        offset = self.clock.wall() - self.clock.mono()
-        out: dict[str, float] = {}
-        for peer_id in self.tracker:
-            peer = self.tracker.get(peer_id)
-            if peer is not None:
-                out[peer_id] = peer.last_seen + offset
-        return out
 
     def count_by_status(self) -> dict[Status, int]:
         """How many tracked peers are in each status."""

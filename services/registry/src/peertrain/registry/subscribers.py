@@ -1,0 +1,247 @@
+"""The registry's subscriptions: peer and user events off the bus, and peer telemetry.
+
+``<ns>.peers`` (``peer.*`` from every producer)
+    auth's ``peer.enrolled`` provisions the peer; the registry's own are idempotent
+    folds (also what makes them routable); ``peer.removed`` revokes broker access.
+``<ns>.users`` (``user.disabled``)
+    every peer of the user loses broker access at once (issue 12, hole 9).
+``<ns>.heartbeats`` and ``<ns>.presence`` (``peertrain.telemetry``)
+    peers' telemetry, judged by :class:`~.usecases.telemetry.TelemetryGate`.
+
+Heartbeats are consumed straight off ``aiormq`` (one task per delivery, no framework
+layers) from a classic queue, with a large prefetch and acknowledgements batched
+(``multiple=True``): ordering does not matter, and the effect is in memory. The
+heartbeat queue has a message TTL: after an outage, heartbeats older than that are
+old news. Announce and leaving messages are few and have effects in the log: they go
+through a dead-lettered quorum queue and are acknowledged one by one after their
+effect; only a failure to record (the database away) is retried, and dead-lettered
+after the delivery limit.
+
+The connection is supervised here: it is re-established with backoff after any loss,
+and while it is down, liveness is paused (a blind registry must not declare every
+peer offline).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import aiormq
+import structlog
+from aiormq.abc import DeliveredMessage
+
+from peertrain.common.app import ServiceContext
+from peertrain.common.bus import DLX, TELEMETRY, dlq_name
+from peertrain.common.events import RecordedEvent
+from peertrain.common.events.peers import (
+    ANNOUNCE,
+    HEARTBEAT,
+    LEAVING,
+    PEER_EVENT_TYPES,
+    telemetry_key,
+)
+from peertrain.common.events.users import USER_DISABLED, UserDisabled
+
+from .metrics import TELEMETRY_CONNECTED
+from .usecases import RegistryContext, peers
+from .usecases.telemetry import TelemetryGate
+
+__all__ = ["TelemetryConsumer", "subscribe"]
+
+log = structlog.get_logger(__name__)
+
+
+def subscribe(ctx: ServiceContext, reg: RegistryContext) -> TelemetryConsumer:
+    """Register the bus subscriptions; return the telemetry consumer (not started)."""
+    settings = reg.settings
+
+    async def on_peer_event(event: RecordedEvent) -> None:
+        await peers.observe(reg, event)
+
+    async def on_user_disabled(event: RecordedEvent) -> None:
+        if isinstance(event.data, UserDisabled):
+            await peers.user_disabled(reg, event.data.user_id)
+
+    ctx.subscriptions.add(settings.queue("peers"), PEER_EVENT_TYPES, on_peer_event)
+    ctx.subscriptions.add(settings.queue("users"), (USER_DISABLED,), on_user_disabled)
+    return TelemetryConsumer(reg, TelemetryGate(reg))
+
+
+def _tag(message: DeliveredMessage) -> int:
+    return int(getattr(message.delivery, "delivery_tag", 0) or 0)
+
+
+class _Acks:
+    """Batched acknowledgements of one heartbeat channel."""
+
+    def __init__(self, channel: aiormq.abc.AbstractChannel, every: int) -> None:
+        self.channel = channel
+        self.every = every
+        self.last = 0
+        self.pending = 0
+
+    async def done(self, tag: int) -> None:
+        self.last = max(self.last, tag)
+        self.pending += 1
+        if self.pending >= self.every:
+            await self.flush()
+
+    async def flush(self) -> None:
+        if self.pending and not self.channel.is_closed:
+            self.pending = 0
+            await self.channel.basic_ack(self.last, multiple=True, wait=False)
+
+
+class TelemetryConsumer:
+    """Consume telemetry into ``gate`` over a supervised connection."""
+
+    def __init__(self, reg: RegistryContext, gate: TelemetryGate) -> None:
+        self.settings = reg.settings
+        self.presence = reg.presence
+        self.gate = gate
+        self.heartbeat_queue = self.settings.queue("heartbeats")
+        self.presence_queue = self.settings.queue("presence")
+        self.connected = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._acks: _Acks | None = None
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Consume in the background, reconnecting forever."""
+        if self._task is None:
+            self.presence.blind()
+            self._task = asyncio.create_task(self._supervise(), name="registry-telemetry")
+
+    async def stop(self) -> None:
+        """Stop consuming."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _supervise(self) -> None:
+        delay = 0.2
+        url = self.settings.amqp_url.get_secret_value()
+        while True:
+            connection: aiormq.abc.AbstractConnection | None = None
+            try:
+                connection = await asyncio.wait_for(aiormq.connect(url), 10)
+                channels = await self._consume(connection)
+                self.presence.seeing()
+                self.connected.set()
+                TELEMETRY_CONNECTED.set(1)
+                log.info("consuming telemetry", queues=[self.heartbeat_queue, self.presence_queue])
+                delay = 0.2
+                await self._until_closed(connection, channels)
+                log.warning("telemetry connection lost; liveness paused until it is back")
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("telemetry connection failed", error=repr(exc), retry_in_s=delay)
+            finally:
+                self.connected.clear()
+                TELEMETRY_CONNECTED.set(0)
+                self.presence.blind()
+                if connection is not None and not connection.is_closed:
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(connection.close(), 2)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self.settings.reconnect_max_s)
+
+    async def _until_closed(
+        self, connection: aiormq.abc.AbstractConnection, channels: list[aiormq.abc.AbstractChannel]
+    ) -> None:
+        closings: list[asyncio.Future[Any]] = [connection.closing, *(c.closing for c in channels)]
+        flusher = asyncio.create_task(self._flush_acks_forever())
+        try:
+            await asyncio.wait(closings, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await flusher
+            for closing in closings:  # retrieve exceptions so none is "never retrieved"
+                if closing.done() and not closing.cancelled():
+                    closing.exception()
+
+    async def _flush_acks_forever(self) -> None:
+        while True:
+            await asyncio.sleep(0.05)
+            if self._acks is not None:
+                with contextlib.suppress(Exception):
+                    await self._acks.flush()
+
+    # -- topology ---------------------------------------------------------------------------
+
+    async def _consume(
+        self, connection: aiormq.abc.AbstractConnection
+    ) -> list[aiormq.abc.AbstractChannel]:
+        s = self.settings
+        heartbeats = await connection.channel()
+        await heartbeats.basic_qos(prefetch_count=s.heartbeat_prefetch)
+        await heartbeats.exchange_declare(TELEMETRY.name, exchange_type="topic", durable=True)
+        await heartbeats.queue_declare(
+            self.heartbeat_queue,
+            durable=True,
+            arguments={
+                "x-queue-type": "classic",
+                "x-message-ttl": int(s.heartbeat_ttl_s * 1000),
+                "x-max-length": 1_000_000,
+                "x-overflow": "drop-head",
+            },
+        )
+        await heartbeats.queue_bind(
+            self.heartbeat_queue, TELEMETRY.name, routing_key=telemetry_key("*", HEARTBEAT)
+        )
+        self._acks = _Acks(heartbeats, s.heartbeat_ack_every)
+        await heartbeats.basic_consume(self.heartbeat_queue, self._on_heartbeat)
+
+        presence = await connection.channel()
+        await presence.basic_qos(prefetch_count=s.presence_prefetch)
+        await presence.exchange_declare(DLX.name, exchange_type="direct", durable=True)
+        dlq = dlq_name(self.presence_queue)
+        await presence.queue_declare(dlq, durable=True, arguments={"x-queue-type": "quorum"})
+        await presence.queue_bind(dlq, DLX.name, routing_key=dlq)
+        await presence.queue_declare(
+            self.presence_queue,
+            durable=True,
+            arguments={
+                "x-queue-type": "quorum",
+                "x-delivery-limit": s.delivery_limit,
+                "x-dead-letter-exchange": DLX.name,
+                "x-dead-letter-routing-key": dlq,
+            },
+        )
+        for kind in (ANNOUNCE, LEAVING):
+            await presence.queue_bind(
+                self.presence_queue, TELEMETRY.name, routing_key=telemetry_key("*", kind)
+            )
+        await presence.basic_consume(self.presence_queue, self._on_presence)
+        return [heartbeats, presence]
+
+    # -- delivery ---------------------------------------------------------------------------
+
+    async def _on_heartbeat(self, message: DeliveredMessage) -> None:
+        await self.gate.heartbeat(message)
+        acks = self._acks
+        if acks is not None and acks.channel is message.channel:
+            await acks.done(_tag(message))
+
+    async def _on_presence(self, message: DeliveredMessage) -> None:
+        channel = message.channel
+        tag = _tag(message)
+        try:
+            await self.gate.presence(message)
+        except Exception as exc:
+            log.warning(
+                "telemetry handling failed; it will be retried",
+                routing_key=message.routing_key,
+                error=repr(exc),
+            )
+            await asyncio.sleep(1.0)
+            await channel.basic_nack(tag, requeue=True)
+        else:
+            await channel.basic_ack(tag)

@@ -1,0 +1,172 @@
+"""Peer commands: registration (with the peer quota), announced specs, settings,
+removal, broker credentials, and the bus events that change a peer's access."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import structlog
+
+from peertrain.common.events import RecordedEvent
+from peertrain.common.events.peers import Announce, PeerEnrolled, PeerRemoved, peer_queue
+from peertrain.common.security import Principal
+from peertrain.registry.domain.errors import NotYourPeer, PeerNotFound, PeerQuotaExceeded
+from peertrain.registry.domain.peer import (
+    PeerRecord,
+    decide_registered,
+    decide_removed,
+    decide_settings,
+    decide_specs,
+)
+from peertrain.registry.domain.selection import PeerView
+
+from .broker_admin import peer_username
+from .context import RegistryContext
+from .queries import get, now
+
+__all__ = [
+    "BrokerGrant",
+    "announce",
+    "broker_credentials",
+    "change_settings",
+    "ensure_registered",
+    "observe",
+    "remove",
+    "user_disabled",
+]
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class BrokerGrant:
+    """Broker credentials handed to a peer (the password is new each time)."""
+
+    username: str
+    password: str
+    queue: str
+
+
+def _check_quota(reg: RegistryContext, record: PeerRecord) -> None:
+    limit = reg.settings.max_peers_per_user
+    owned = sum(
+        1
+        for r in reg.directory.records()
+        if r.owner_id == record.owner_id
+        and r.registered
+        and not r.removed
+        and r.peer_id != record.peer_id
+    )
+    if owned >= limit:
+        raise PeerQuotaExceeded(
+            f"this user already has {owned} registered peers (the limit is {limit})",
+            detail={"quota": "peers", "limit": limit, "used": owned},
+        )
+
+
+async def ensure_registered(
+    reg: RegistryContext, peer_id: str, *, causation: RecordedEvent | None = None
+) -> PeerRecord:
+    """Provision an enrolled peer on the broker and record ``peer.registered`` (once).
+
+    Raises
+    ------
+    PeerQuotaExceeded
+        If its owner already has ``max_peers_per_user`` registered peers.
+    """
+    record = await reg.streams.record(peer_id)
+    if record.enrolled and not record.registered and not reg.revoked(record):
+        _check_quota(reg, record)
+        await reg.broker_admin.provision(peer_id)
+        await reg.streams.execute(peer_id, decide_registered, causation=causation)
+        log.info("peer registered", peer_id=peer_id, queue=peer_queue(peer_id))
+        record = await reg.streams.record(peer_id)
+    return record
+
+
+async def announce(reg: RegistryContext, peer_id: str, message: Announce) -> None:
+    """A verified announce: register the peer if needed, record new specs, and count
+    it as a heartbeat."""
+    record = await ensure_registered(reg, peer_id)
+    if record.enrolled:
+        await reg.streams.execute(peer_id, lambda r: decide_specs(r, message.specs), actor=peer_id)
+    reg.presence.heartbeat(peer_id, message)
+
+
+async def observe(reg: RegistryContext, event: RecordedEvent) -> None:
+    """A ``peer.*`` event off the bus: fold it; provision newly enrolled peers, revoke
+    removed ones.
+
+    A stream this registry's log does not hold (the bus is shared) is read from the
+    log, found empty, and ignored.
+    """
+    peer_id = event.stream.partition(":")[2]
+    if peer_id in reg.directory:
+        await reg.streams.observe(event)
+    else:
+        await reg.streams.record(peer_id)
+    if isinstance(event.data, PeerEnrolled):
+        try:
+            await ensure_registered(reg, peer_id, causation=event)
+        except PeerQuotaExceeded as exc:  # refused for good: not a reason to retry
+            log.warning("peer not registered", peer_id=peer_id, reason=str(exc))
+    elif isinstance(event.data, PeerRemoved):
+        await reg.revoker.revoke(peer_id)
+
+
+async def user_disabled(reg: RegistryContext, user_id: str) -> None:
+    """``user.disabled``: every peer of the user loses broker access."""
+    reg.security.disabled.add(user_id)  # also refuses their tokens here
+    for record in reg.directory.records():
+        if record.owner_id == user_id and record.registered:
+            await reg.revoker.revoke(record.peer_id)
+
+
+async def broker_credentials(reg: RegistryContext, who: Principal, peer_id: str) -> BrokerGrant:
+    """New broker credentials for the calling peer (it must be ``peer_id``)."""
+    if not who.is_peer or who.subject != peer_id:
+        raise NotYourPeer("a peer may only get its own broker credentials")
+    record = await reg.streams.record(peer_id)
+    if not record.enrolled or reg.revoked(record):
+        raise PeerNotFound("no such peer")
+    if not record.registered:
+        _check_quota(reg, record)
+    await reg.broker_admin.provision(peer_id)
+    if not record.registered:
+        await reg.streams.execute(peer_id, decide_registered)
+    password = await reg.broker_admin.new_password(peer_id)
+    return BrokerGrant(peer_username(peer_id), password, peer_queue(peer_id))
+
+
+async def change_settings(
+    reg: RegistryContext,
+    who: Principal,
+    peer_id: str,
+    *,
+    shared: bool | None,
+    disabled: bool | None,
+) -> PeerView:
+    """Share or disable a peer (its owner or an admin)."""
+    view = get(reg, who, peer_id)
+    if not (who.is_admin or view.record.owner_id == who.subject):
+        raise NotYourPeer("only the peer's owner or an admin may change it")
+    await reg.streams.execute(
+        peer_id,
+        lambda r: decide_settings(r, shared=shared, disabled=disabled),
+        actor=who.subject,
+    )
+    return get(reg, who, peer_id)
+
+
+async def remove(reg: RegistryContext, who: Principal, peer_id: str) -> None:
+    """Remove a peer for good (its owner or an admin): ``peer.removed``, and its
+    broker user deleted at once (retried in the background if RabbitMQ refuses)."""
+    view = get(reg, who, peer_id)
+    if not (who.is_admin or view.record.owner_id == who.subject):
+        raise NotYourPeer("only the peer's owner or an admin may remove it")
+    last_seen = reg.presence.last_seen(peer_id) or now()
+    await reg.streams.execute(
+        peer_id, lambda r: decide_removed(r, "removed", last_seen), actor=who.subject
+    )
+    reg.presence.forget(peer_id)
+    await reg.revoker.revoke(peer_id)
