@@ -6,8 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends
 
-from peertrain.common.app import ContextDep
-from peertrain.common.app.deps import ServiceUnavailable
+from peertrain.common.app import extra
 from peertrain.registry.usecases import RegistryContext
 
 __all__ = ["REGISTRY_EXTRA", "RegistryDep", "get_registry"]
@@ -15,12 +14,6 @@ __all__ = ["REGISTRY_EXTRA", "RegistryDep", "get_registry"]
 REGISTRY_EXTRA = "registry"
 
 
-def get_registry(ctx: ContextDep) -> RegistryContext:
-    """The registry's use-case context."""
-    registry = ctx.extras.get(REGISTRY_EXTRA)
-    if not isinstance(registry, RegistryContext):
-        raise ServiceUnavailable("the registry is not ready")
-    return registry
-
+get_registry = extra(REGISTRY_EXTRA, RegistryContext, "the registry is not ready")
 
 RegistryDep = Annotated[RegistryContext, Depends(get_registry)]
