@@ -34,6 +34,7 @@ from peertrain.common.events.training import (
     TaskLost,
 )
 from peertrain.orchestrator.domain import Env, Job, reconcile
+from peertrain.orchestrator.domain.configuration import configure
 
 SHA = "0" * 64
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -162,38 +163,12 @@ class Harness:
 
 def configured(**kw: object) -> Harness:
     h = Harness(**kw)  # type: ignore[arg-type]
-    assert h.step() == []  # waiting for sharding (configuration is the shell's side effect)
+    assert h.step() == []  # waiting for sharding
     h.shard()
-    assert h.job.sharded is not None
-    from peertrain.common.events.training import JobConfigured, ShardPlan
-
-    sh = h.job.sharded
-    h.record(
-        "job",
-        JobConfigured(
-            job_id="j1",
-            config_key="jobs/j1/config.json",
-            config_sha256=SHA,
-            rounds=h.job.rounds_total,
-            model=h.job.created.model,  # type: ignore[union-attr]
-            training=h.job.created.training,  # type: ignore[union-attr]
-            aggregation=h.job.created.aggregation,  # type: ignore[union-attr]
-            feature_spec=sh.feature_spec,
-            shards=tuple(
-                ShardPlan(
-                    index=s.index,
-                    peer_id=s.peer_id,
-                    key=s.key,
-                    sha256=s.sha256,
-                    size=s.size,
-                    rows=s.rows or 1,
-                )
-                for s in sh.shards
-            ),
-            holdout=sh.holdout,
-            reference_weight=46.0,
-        ),
-    )
+    assert h.job.needs_configuration
+    conf = configure(h.job, bucket="b", exchanges={})
+    assert conf.event.reference_weight == 46.0  # rows of every shard
+    h.record("job", conf.event)
     assert h.step() == []  # waiting for v0
     h.version(0)
     return h
