@@ -24,6 +24,7 @@ from peertrain.common.events.models import (
     UpdateRejected,
 )
 from peertrain.common.events.training import (
+    JobCancelled,
     JobCompleted,
     JobFailed,
     PeerExcluded,
@@ -34,6 +35,9 @@ from peertrain.common.events.training import (
     TaskLost,
 )
 from peertrain.orchestrator.domain import Env, Job, reconcile
+from peertrain.orchestrator.domain.configuration import configure
+from peertrain.orchestrator.domain.errors import JobStateConflict
+from peertrain.orchestrator.domain.job import decide_cancel, decide_configured
 
 SHA = "0" * 64
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -162,38 +166,12 @@ class Harness:
 
 def configured(**kw: object) -> Harness:
     h = Harness(**kw)  # type: ignore[arg-type]
-    assert h.step() == []  # waiting for sharding (configuration is the shell's side effect)
+    assert h.step() == []  # waiting for sharding
     h.shard()
-    assert h.job.sharded is not None
-    from peertrain.common.events.training import JobConfigured, ShardPlan
-
-    sh = h.job.sharded
-    h.record(
-        "job",
-        JobConfigured(
-            job_id="j1",
-            config_key="jobs/j1/config.json",
-            config_sha256=SHA,
-            rounds=h.job.rounds_total,
-            model=h.job.created.model,  # type: ignore[union-attr]
-            training=h.job.created.training,  # type: ignore[union-attr]
-            aggregation=h.job.created.aggregation,  # type: ignore[union-attr]
-            feature_spec=sh.feature_spec,
-            shards=tuple(
-                ShardPlan(
-                    index=s.index,
-                    peer_id=s.peer_id,
-                    key=s.key,
-                    sha256=s.sha256,
-                    size=s.size,
-                    rows=s.rows or 1,
-                )
-                for s in sh.shards
-            ),
-            holdout=sh.holdout,
-            reference_weight=46.0,
-        ),
-    )
+    assert h.job.needs_configuration
+    conf = configure(h.job, bucket="b", exchanges={})
+    assert conf.event.reference_weight == 46.0  # rows of every shard
+    h.record("job", conf.event)
     assert h.step() == []  # waiting for v0
     h.version(0)
     return h
@@ -487,3 +465,42 @@ def test_a_user_may_have_so_many_jobs_running_and_an_admin_any() -> None:
     assert refused.value.detail == {"quota": "running_jobs", "limit": 2, "used": 2}
     admin = Principal("a", frozenset({"user", "admin"}), "t", 0, 0)
     check_running_quota([running, running], admin, 1)
+
+
+def test_the_configuration_is_decided_from_the_created_and_sharded_facts() -> None:
+    import hashlib
+    import json
+
+    h = Harness()
+    assert not h.job.needs_configuration
+    h.shard()
+    conf = configure(h.job, bucket="b", exchanges={"tasks": "peertrain.peers"})
+    config = json.loads(conf.data)
+    assert conf.key == "jobs/j1/config.json" == conf.event.config_key
+    assert conf.event.config_sha256 == hashlib.sha256(conf.data).hexdigest()
+    assert config["rounds"] == conf.event.rounds == 2
+    assert [s["url"] for s in config["shards"]] == [f"s3://b/s{k}" for k in range(4)]
+    assert [p["peer_id"] for p in config["peers"]] == list(PEERS)
+    assert config["exchanges"] == {"tasks": "peertrain.peers"}
+    assert decide_configured(h.job, conf.event) == [conf.event]
+    h.record("job", conf.event)
+    assert not h.job.needs_configuration
+    assert decide_configured(h.job, conf.event) == []  # configured once
+
+
+def test_a_task_is_sent_only_while_it_and_its_round_are_open() -> None:
+    h = configured()
+    h.settle()
+    first, second = h.open_tasks()[:2]
+    found = h.job.dispatch(first.task_id)
+    assert found is not None and found.plan.index == first.shard and found.version.version == 0
+    assert h.job.task_of(first.task_id, "someone-else") is None
+    assert h.job.task_of(first.task_id, first.peer_id) is not None
+    h.accept(first)  # answered: nothing more to send
+    assert h.job.dispatch(first.task_id) is None
+    (cancelled,) = decide_cancel(h.job, "u1")
+    assert isinstance(cancelled, JobCancelled)
+    h.record("job", cancelled)
+    assert h.job.dispatch(second.task_id) is None  # the job ended
+    with pytest.raises(JobStateConflict):
+        decide_cancel(h.job, "u1")

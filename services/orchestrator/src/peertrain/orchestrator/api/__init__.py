@@ -1,7 +1,5 @@
-"""The orchestrator's HTTP side."""
+"""The orchestrator's HTTP edge."""
 
-from .routes import router
-
-ROUTERS = [router]
+from .routes import ROUTERS
 
 __all__ = ["ROUTERS"]

@@ -8,20 +8,19 @@ from fastapi import Depends
 
 from peertrain.common.app import ContextDep
 from peertrain.common.app.deps import ServiceUnavailable
+from peertrain.orchestrator.usecases import OrchestratorContext
 
-from ..service import Orchestrator
-
-__all__ = ["ORCHESTRATOR_EXTRA", "OrchestratorDep", "get_orchestrator"]
+__all__ = ["ORCHESTRATOR_EXTRA", "OrchestratorDep", "get_orchestrator_context"]
 
 ORCHESTRATOR_EXTRA = "orchestrator"
 
 
-def get_orchestrator(ctx: ContextDep) -> Orchestrator:
-    """The running orchestrator (503 while it replays the log)."""
-    orch = ctx.extras.get(ORCHESTRATOR_EXTRA)
-    if not isinstance(orch, Orchestrator) or not orch.ready:
+def get_orchestrator_context(ctx: ContextDep) -> OrchestratorContext:
+    """The orchestrator's use-case context (503 while it replays the log)."""
+    octx = ctx.extras.get(ORCHESTRATOR_EXTRA)
+    if not isinstance(octx, OrchestratorContext) or not octx.ready:
         raise ServiceUnavailable("the orchestrator is starting")
-    return orch
+    return octx
 
 
-OrchestratorDep = Annotated[Orchestrator, Depends(get_orchestrator)]
+OrchestratorDep = Annotated[OrchestratorContext, Depends(get_orchestrator_context)]

@@ -1,17 +1,14 @@
-"""One job: its state folded from the log, and what should happen next.
+"""One job: its state folded from the log, the rules on its tasks, its configuration.
 
 The state is a pure fold of three streams: the job's own (``job:<id>``, written here),
 its sharding outcome (``sharding:<id>``, the dataset service's) and its model events
-(``model:<id>``, the aggregator's). :func:`reconcile` looks at a state and the peers
-online now and returns the job events that should be appended next (possibly none). It
-is idempotent: after a restart, replaying the streams and reconciling again gives the
-same decisions, and a fact seen twice changes nothing.
+(``model:<id>``, the aggregator's). What runs the rounds is in :mod:`.rounds`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Literal
 
 from peertrain.common.events import EventData, RecordedEvent
@@ -34,16 +31,28 @@ from peertrain.common.events.training import (
     RoundClosed,
     RoundFailed,
     RoundOpened,
+    ShardPlan,
     TaskAccepted,
     TaskAssigned,
     TaskFailed,
     TaskLost,
     TaskProgress,
-    update_key,
 )
-from peertrain.common.specs import parse_aggregation_spec, parse_training_params
+from peertrain.common.security import Principal
+from peertrain.common.specs import parse_training_params
 
-__all__ = ["Job", "JobState", "Round", "Task", "reconcile"]
+from .errors import JobStateConflict
+
+__all__ = [
+    "Dispatch",
+    "Job",
+    "JobState",
+    "Round",
+    "Task",
+    "decide_cancel",
+    "decide_configured",
+    "withdrawn",
+]
 
 JobState = Literal["sharding", "running", "completed", "failed", "cancelled"]
 TaskStateName = Literal["assigned", "accepted", "updated", "rejected", "failed", "lost"]
@@ -76,6 +85,11 @@ class Task:
     def open(self) -> bool:
         """Still expected to deliver an update."""
         return self.state in OPEN_TASK_STATES
+
+    @property
+    def acceptable(self) -> bool:
+        """Its peer may still say it took it on (``task.accepted``)."""
+        return self.state == "assigned"
 
 
 @dataclass
@@ -181,6 +195,49 @@ class Job:
                 return rnd.tasks[task_id]
         return None
 
+    def task_of(self, task_id: str, peer_id: str) -> Task | None:
+        """A task of any round, if it is ``peer_id``'s (a peer speaks for its own only)."""
+        task = self.find_task(task_id)
+        return task if task is not None and task.peer_id == peer_id else None
+
+    def shard_plan(self, shard: int) -> ShardPlan | None:
+        """The configured plan of one shard (``None`` before ``job.configured``)."""
+        if self.configured is None:
+            return None
+        return next((s for s in self.configured.shards if s.index == shard), None)
+
+    @property
+    def active(self) -> bool:
+        """Created and not ended: facts and the clock may still move it."""
+        return self.terminal is None and self.created is not None
+
+    def runs_with(self, peer_id: str) -> bool:
+        """Active, with ``peer_id`` among its peers."""
+        return self.active and peer_id in self.created.peers  # type: ignore[union-attr]
+
+    @property
+    def needs_configuration(self) -> bool:
+        """Sharded, not configured yet, not ended: ``config.json`` is to be written."""
+        return self.terminal is None and self.sharded is not None and self.configured is None
+
+    def visible_to(self, who: Principal) -> bool:
+        """Created, and ``who`` is its owner or an admin."""
+        return self.created is not None and (who.is_admin or self.owner_id == who.subject)
+
+    def dispatch(self, task_id: str) -> Dispatch | None:
+        """What the task's message is built from; ``None`` when there is nothing to send
+        any more (the job ended, the task was lost or answered, its round closed)."""
+        task = self.find_task(task_id)
+        if task is None or self.terminal is not None or not task.open:
+            return None
+        rnd = self.rounds.get((task.round, task.attempt))
+        conf = self.configured
+        version = self.versions.get(rnd.model_version) if rnd else None
+        if rnd is None or rnd.state != "open" or conf is None or version is None:
+            return None
+        plan = next(s for s in conf.shards if s.index == task.shard)
+        return Dispatch(task, rnd, version, plan, conf)
+
     # -- folding -----------------------------------------------------------------------
 
     def apply(self, event: RecordedEvent) -> bool:
@@ -245,7 +302,7 @@ class Job:
                 )
         elif isinstance(data, TaskAccepted):
             task = self.find_task(data.task_id)
-            if task is not None and task.state == "assigned":
+            if task is not None and task.acceptable:
                 task.state = "accepted"
                 task.device = data.device
         elif isinstance(data, TaskProgress):
@@ -261,7 +318,7 @@ class Job:
                 task.traceback = data.traceback
         elif isinstance(data, TaskLost):
             task = self.find_task(data.task_id)
-            if task is not None and (task.open or _withdrawn(self, task)):
+            if task is not None and (task.open or withdrawn(self, task)):
                 if task.state == "updated":  # an excluded peer's update leaves its round
                     rnd = self.rounds[(task.round, task.attempt)]
                     if (inc := rnd.accepted.get(task.shard)) and inc.task_id == task.task_id:
@@ -326,58 +383,7 @@ class Job:
             self.exported = data
 
 
-# -- deciding --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Env:
-    """What a decision may depend on besides the job: the time and the peers online."""
-
-    now: datetime
-    online: frozenset[str]
-    max_attempts: int = 3
-
-
-def reconcile(job: Job, env: Env) -> list[EventData]:
-    """The job events to append next (a batch; call again after applying it)."""
-    if job.terminal is not None or job.created is None:
-        return []
-    if job.sharding_failed is not None and job.configured is None:
-        failed = job.sharding_failed
-        return [JobFailed(job_id=job.job_id, code=failed.code, reason=failed.message)]
-    if job.configured is None:
-        return []
-    excluding = _exclusions(job)
-    if excluding:
-        return excluding
-    if job.excluded:  # an excluded peer is given nothing more, as if it were offline
-        env = replace(env, online=env.online - job.excluded.keys())
-    cur = job.current
-    if cur is not None and cur.state == "open":
-        return _tend_round(job, cur, env)
-    if cur is not None and cur.state == "failed":
-        return []  # a failed attempt is followed by its retry (or the job failed) at once
-    next_round = 1 if cur is None else cur.round + 1
-    if next_round > job.configured.rounds:
-        final = job.configured.rounds
-        if job.exported is not None and job.exported.version == final:
-            ev = job.evaluations.get(final)
-            return [
-                JobCompleted(
-                    job_id=job.job_id,
-                    final_version=final,
-                    accuracy=ev.accuracy if ev else None,
-                    loss=ev.loss if ev else None,
-                )
-            ]
-        return []
-    version = job.versions.get(next_round - 1)
-    if version is None:
-        return []  # waiting for the aggregator
-    return _open(job, next_round, 1, version, env)
-
-
-def _withdrawn(job: Job, task: Task) -> bool:
+def withdrawn(job: Job, task: Task) -> bool:
     """An accepted update of an excluded peer in a round still open: to be taken out."""
     if task.state != "updated" or task.peer_id not in job.excluded:
         return False
@@ -385,204 +391,32 @@ def _withdrawn(job: Job, task: Task) -> bool:
     return rnd is not None and rnd.state == "open"
 
 
-def _exclusions(job: Job) -> list[EventData]:
-    """``peer.excluded`` for each peer with enough strikes that is not excluded yet."""
-    assert job.configured is not None
-    limit = parse_aggregation_spec(job.configured.aggregation).exclude_after
-    return [
-        PeerExcluded(
-            job_id=job.job_id,
-            peer_id=peer,
-            strikes=len(strikes),
-            reason=(
-                f"{len(strikes)} of its updates or announcements were refused "
-                f"(last: {strikes[-1].code}: {strikes[-1].reason})"
-            )[:1000],
+@dataclass(frozen=True)
+class Dispatch:
+    """A task to send, with what its message names."""
+
+    task: Task
+    round: Round
+    version: ModelVersionCreated
+    plan: ShardPlan
+    configured: JobConfigured
+
+
+def decide_cancel(job: Job, by: str) -> list[EventData]:
+    """``job.cancelled``, by ``by``.
+
+    Raises
+    ------
+    JobStateConflict
+        The job has already ended (409).
+    """
+    if job.terminal is not None:
+        raise JobStateConflict(
+            f"job {job.job_id!r} is already {job.terminal}", detail={"state": job.terminal}
         )
-        for peer, strikes in job.strikes.items()
-        if len(strikes) >= limit and peer not in job.excluded
-    ]
+    return [JobCancelled(job_id=job.job_id, by=by)]
 
 
-def _deadline(job: Job, env: Env) -> datetime:
-    assert job.configured is not None
-    agg = parse_aggregation_spec(job.configured.aggregation)
-    return env.now + timedelta(seconds=agg.round_deadline_s)
-
-
-def _open(
-    job: Job, round_: int, attempt: int, version: ModelVersionCreated, env: Env
-) -> list[EventData]:
-    assert job.configured is not None
-    deadline = _deadline(job, env)
-    events: list[EventData] = [
-        RoundOpened(
-            job_id=job.job_id,
-            round=round_,
-            attempt=attempt,
-            model_version=version.version,
-            model_key=version.key,
-            model_sha256=version.sha256,
-            deadline=deadline,
-        )
-    ]
-    load: dict[str, int] = {}
-    n = job.tasks_assigned
-    for plan in job.configured.shards:
-        peer = plan.peer_id
-        if peer not in env.online:
-            spare = _spare(job, load, env, exclude=peer)
-            peer = spare or peer
-        load[peer] = load.get(peer, 0) + 1
-        n += 1
-        events.append(_assign(job, round_, attempt, plan.index, peer, n, deadline, None))
-    return events
-
-
-def _assign(
-    job: Job,
-    round_: int,
-    attempt: int,
-    shard: int,
-    peer: str,
-    n: int,
-    deadline: datetime,
-    replaces: str | None,
-) -> TaskAssigned:
-    return TaskAssigned(
-        job_id=job.job_id,
-        task_id=f"{job.job_id}.r{round_}.a{attempt}.s{shard}.{n}",
-        round=round_,
-        attempt=attempt,
-        shard=shard,
-        peer_id=peer,
-        update_key=update_key(job.job_id, round_, attempt, shard, peer),
-        deadline=deadline,
-        reassigned_from=replaces,
-    )
-
-
-def _spare(job: Job, load: dict[str, int], env: Env, *, exclude: str) -> str | None:
-    """The job's online peer with the least work this round (shard order breaks ties)."""
-    assert job.created is not None
-    candidates = [p for p in dict.fromkeys(job.created.peers) if p in env.online and p != exclude]
-    if not candidates:
-        return None
-    return min(candidates, key=lambda p: (load.get(p, 0), job.created.peers.index(p)))  # type: ignore[union-attr]
-
-
-def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
-    assert job.configured is not None
-    events: list[EventData] = []
-    # 1. tasks whose peer went offline: lost, and given to a spare peer if there is one
-    load = {p: cur.open_load(p) for p in {t.peer_id for t in cur.tasks.values()}}
-    n = job.tasks_assigned
-    #    (an excluded peer's update in the open round is withdrawn the same way: what a
-    #    peer caught cheating sent is not aggregated, and its shard is trained again)
-    for task in list(cur.tasks.values()):
-        if not (task.open or _withdrawn(job, task)) or task.peer_id in env.online:
-            continue
-        if env.now >= cur.deadline:
-            continue
-        events.append(
-            _lost(job, task, "excluded" if task.peer_id in job.excluded else "peer_offline")
-        )
-        load[task.peer_id] = load.get(task.peer_id, 1) - 1
-        spare = _spare(job, load, env, exclude=task.peer_id)
-        if spare is not None:
-            load[spare] = load.get(spare, 0) + 1
-            n += 1
-            events.append(
-                _assign(
-                    job, cur.round, cur.attempt, task.shard, spare, n, cur.deadline, task.task_id
-                )
-            )
-    # 2. a shard whose update was rejected (or whose training failed) is trained once more
-    #    by another online peer: a hostile or broken peer cannot take its data out of the
-    #    round. The seed is the shard's, so an honest retry gives the honest update.
-    for task in list(cur.tasks.values()):
-        if task.state not in ("rejected", "failed") or task.replaced or env.now >= cur.deadline:
-            continue
-        if task.reassigned_from is not None or not cur.shard_resolved(task.shard):
-            continue  # one retry per shard and round; or another task is still on it
-        if task.shard in cur.accepted:
-            continue
-        spare = _spare(job, load, env, exclude=task.peer_id)
-        if spare is not None:
-            load[spare] = load.get(spare, 0) + 1
-            n += 1
-            events.append(
-                _assign(
-                    job, cur.round, cur.attempt, task.shard, spare, n, cur.deadline, task.task_id
-                )
-            )
-    if events:
-        return events
-    # 3. close when every shard is resolved, or at the deadline
-    shards = [plan.index for plan in job.configured.shards]
-    everything = all(cur.shard_resolved(s) for s in shards)
-    if not everything and env.now < cur.deadline:
-        return []
-    if not everything:
-        events += [_lost(job, t, "deadline") for t in cur.tasks.values() if t.open]
-    agg = parse_aggregation_spec(job.configured.aggregation)
-    accepted = len(cur.accepted)
-    if accepted >= agg.min_peers:
-        reason: Literal["complete", "deadline", "resolved"] = (
-            "complete" if accepted == len(shards) else "resolved" if everything else "deadline"
-        )
-        included = tuple(cur.accepted[s] for s in sorted(cur.accepted))
-        events.append(
-            RoundClosed(
-                job_id=job.job_id,
-                round=cur.round,
-                attempt=cur.attempt,
-                reason=reason,
-                included=included,
-            )
-        )
-        return events
-    retry = cur.attempt < env.max_attempts
-    events.append(
-        RoundFailed(
-            job_id=job.job_id,
-            round=cur.round,
-            attempt=cur.attempt,
-            accepted=accepted,
-            min_peers=agg.min_peers,
-            retry=retry,
-        )
-    )
-    if not retry:
-        events.append(
-            JobFailed(
-                job_id=job.job_id,
-                code="too_few_updates",
-                reason=(
-                    f"round {cur.round} got {accepted} accepted update(s) in each of "
-                    f"{cur.attempt} attempts, fewer than min_peers={agg.min_peers}"
-                ),
-            )
-        )
-        return events
-    version = job.versions.get(cur.model_version)
-    if version is None:  # pragma: no cover - a round is only opened on a known version
-        return events
-    # the next attempt's tasks are numbered after this batch's (lost ones included)
-    job_after = Job(job.job_id, tasks_assigned=job.tasks_assigned, configured=job.configured)
-    job_after.created = job.created
-    events += _open(job_after, cur.round, cur.attempt + 1, version, env)
-    return events
-
-
-def _lost(
-    job: Job, task: Task, reason: Literal["peer_offline", "deadline", "excluded"]
-) -> TaskLost:
-    return TaskLost(
-        job_id=job.job_id,
-        task_id=task.task_id,
-        round=task.round,
-        shard=task.shard,
-        peer_id=task.peer_id,
-        reason=reason,
-    )
+def decide_configured(job: Job, configured: JobConfigured) -> list[EventData]:
+    """``configured``, unless the job was configured meanwhile or has ended."""
+    return [configured] if job.configured is None and job.terminal is None else []

@@ -20,8 +20,8 @@ Report = TaskAcceptedBody | TaskProgressBody | TaskFailedBody
 
 def decide_report(job: Job, peer_id: str, body: Report) -> list[EventData]:
     """The event recording ``body``, sent by ``peer_id``, if it is news about its task."""
-    task = job.find_task(body.task_id)
-    if task is None or task.peer_id != peer_id:
+    task = job.task_of(body.task_id, peer_id)
+    if task is None:
         return []
     if job.terminal is not None or task.shard != body.shard:
         return []
@@ -33,7 +33,7 @@ def decide_report(job: Job, peer_id: str, body: Report) -> list[EventData]:
         "peer_id": task.peer_id,
     }
     if isinstance(body, TaskAcceptedBody):
-        if task.state != "assigned":
+        if not task.acceptable:
             return []
         return [TaskAccepted(**common, device=body.device)]
     if isinstance(body, TaskProgressBody):

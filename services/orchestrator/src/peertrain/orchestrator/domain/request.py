@@ -1,4 +1,4 @@
-"""``POST /api/jobs``: the request body, and turning it into ``job.created``.
+"""``POST /api/jobs``: turning the request (``models.JobRequest``) into ``job.created``.
 
 Everything is checked against the orchestrator's own projections (the dataset must be
 validated and the caller's, the peers online and usable by the caller) and the spec
@@ -9,15 +9,11 @@ parameter budget), so a job that is accepted can run.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from peertrain.common.errors import QuotaExceeded
 from peertrain.common.events.jobs import JobCreated, ShardingSpec
 from peertrain.common.security import Principal
 from peertrain.common.specs import (
-    ShardingName,
     check_budget,
     parse_aggregation_spec,
     parse_feature_spec,
@@ -25,6 +21,7 @@ from peertrain.common.specs import (
     parse_training_params,
 )
 
+from ..models import JobRequest, PeerSelection
 from .directory import Directory, PeerInfo
 from .errors import (
     DatasetNotFound,
@@ -35,60 +32,7 @@ from .errors import (
 )
 from .job import Job
 
-__all__ = ["JobRequest", "PeerSelection", "SelectionFilters", "check_running_quota", "plan_job"]
-
-MAX_PEERS = 1000
-
-
-class SelectionFilters(BaseModel):
-    """Which peers a selection may pick."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    device: Literal["cpu", "cuda", "mps"] | None = None
-    min_memory_gb: float | None = Field(default=None, ge=0)
-
-
-class PeerSelection(BaseModel):
-    """Let the orchestrator pick ``count`` usable peers: the caller's own first, then the
-    fastest it measured, then by claimed memory (capped)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    count: int = Field(ge=1, le=MAX_PEERS)
-    filters: SelectionFilters = SelectionFilters()
-
-
-class ShardingRequest(BaseModel):
-    """How to split the data (the seed is the training seed)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    strategy: ShardingName = "iid"
-    alpha: float = Field(default=0.5, gt=0, le=1000)
-
-
-class JobRequest(BaseModel):
-    """The body of ``POST /api/jobs``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(min_length=1, max_length=200)
-    dataset_id: str = Field(min_length=1, max_length=100)
-    peers: list[str] | None = Field(default=None, min_length=1, max_length=MAX_PEERS)
-    selection: PeerSelection | None = None
-    model: dict[str, Any] = Field(default_factory=lambda: {"arch": "mlp"})
-    training: dict[str, Any] = Field(default_factory=dict)
-    aggregation: dict[str, Any] = Field(default_factory=dict)
-    sharding: ShardingRequest = ShardingRequest()
-
-    @model_validator(mode="after")
-    def _one_way_to_pick_peers(self) -> JobRequest:
-        if (self.peers is None) == (self.selection is None):
-            raise ValueError("give either peers (a list of ids) or selection, not both")
-        if self.peers is not None and len(set(self.peers)) != len(self.peers):
-            raise ValueError("peers must not repeat")
-        return self
+__all__ = ["check_running_quota", "plan_job"]
 
 
 def _select(request: PeerSelection, usable: list[PeerInfo], who: Principal) -> list[str]:

@@ -1,0 +1,83 @@
+"""The orchestrator's read of the log: jobs and the directory (peers, datasets).
+
+Both are folded in memory (:class:`~.domain.Directory`, :class:`~.domain.Job`: pure
+folds that remember what they applied), from the bus as facts arrive and from the
+whole log at start-up (:func:`replay`), so replaying and consuming may overlap freely.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from peertrain.common.events import RecordedEvent
+from peertrain.common.events.datasets import (
+    DATASET_DELETED,
+    DATASET_REJECTED,
+    DATASET_SHARDED,
+    DATASET_SHARDING_FAILED,
+    DATASET_UPLOADED,
+    DATASET_VALIDATED,
+)
+from peertrain.common.events.models import MODEL_EVENT_TYPES, UpdateAccepted
+from peertrain.common.events.peers import PEER_EVENT_TYPES
+from peertrain.common.events.training import JOB_EVENT_TYPES
+
+from .domain import Job
+from .usecases import OrchestratorContext
+
+__all__ = ["FACT_TYPES", "fold", "replay"]
+
+DATASET_TYPES = (DATASET_UPLOADED, DATASET_VALIDATED, DATASET_REJECTED, DATASET_DELETED)
+FACT_TYPES: tuple[str, ...] = (
+    *PEER_EVENT_TYPES,
+    *DATASET_TYPES,
+    DATASET_SHARDED,
+    DATASET_SHARDING_FAILED,
+    *MODEL_EVENT_TYPES,
+)
+"""What other services append that the orchestrator acts on."""
+
+
+def _job_id_of(event: RecordedEvent) -> str | None:
+    kind, _, rest = event.stream.partition(":")
+    return rest if kind in ("job", "model", "sharding") else None
+
+
+def fold(octx: OrchestratorContext, event: RecordedEvent) -> Job | None:
+    """Fold ``event`` in; the job it concerns, whether or not it was new to it.
+
+    A redelivered fact was folded the first time, but what it should have caused may
+    not have been appended (the store blinked): the caller decides again either way,
+    and deciding is idempotent.
+    """
+    if octx.directory.apply(event):
+        return None
+    job_id = _job_id_of(event)
+    if job_id is None:
+        return None
+    job = octx.jobs.get(job_id)
+    if job is None:
+        if not event.stream.startswith("job:"):
+            return None  # facts of jobs created elsewhere (tests sharing a log)
+        job = octx.jobs[job_id] = Job(job_id)
+    if job.apply(event) and isinstance(event.data, UpdateAccepted):
+        _measure(octx, job, event.data, event.occurred_at)
+    return job
+
+
+def _measure(octx: OrchestratorContext, job: Job, accepted: UpdateAccepted, at: datetime) -> None:
+    """The peer's training speed, as the platform saw it (see ``PeerInfo.observe``)."""
+    task = job.find_task(accepted.task_id)
+    peer = octx.directory.peers.get(accepted.peer_id)
+    plan = job.shard_plan(accepted.shard)
+    if task is not None and peer is not None and plan:
+        peer.observe(plan.rows, (at - task.assigned_at).total_seconds())
+
+
+async def replay(octx: OrchestratorContext) -> int:
+    """Fold the whole log (facts and job events) in; the number of events read."""
+    count = 0
+    async for event in octx.log.read_all(types=(*FACT_TYPES, *JOB_EVENT_TYPES)):
+        fold(octx, event)
+        count += 1
+    return count

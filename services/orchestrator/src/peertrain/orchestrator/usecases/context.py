@@ -1,0 +1,116 @@
+"""What every orchestrator use case works with: jobs in memory, the directory, one lock.
+
+State lives in memory and is rebuilt from the log at start-up; every change goes
+through an event appended to the job's stream. One lock serialises decisions, so
+handlers on different queues never race each other.
+
+The aggregate repository keeps its jobs in the orchestrator's own dict
+(:class:`JobsCache`), so an append, or a conflict's catch-up, changes the job the rest
+of the service sees. Facts from other services' streams (model, sharding) are folded
+into the same objects as they arrive from the bus.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from peertrain.common.app import ServiceContext
+from peertrain.common.blobs import BlobStore
+from peertrain.common.eventlog import Cached, EventLog, Fold, Repository
+from peertrain.common.events import RecordedEvent
+from peertrain.common.events.datasets import sharding_stream
+from peertrain.common.events.models import model_stream
+
+from ..config import OrchestratorSettings
+from ..domain import Directory, Job
+
+__all__ = ["JOB_FOLD", "PRODUCER", "JobsCache", "OrchestratorContext"]
+
+PRODUCER = "orchestrator"
+
+
+def _job_id(stream: str) -> str:
+    return stream.partition(":")[2]
+
+
+def _apply(job: Job, event: RecordedEvent) -> Job:
+    job.apply(event)
+    return job
+
+
+JOB_FOLD: Fold[Job] = Fold(
+    initial=lambda stream: Job(_job_id(stream)),
+    apply=_apply,
+    streams=lambda stream: (
+        stream,
+        model_stream(_job_id(stream)),
+        sharding_stream(_job_id(stream)),
+    ),
+)
+"""A ``job:<id>`` stream folded into its :class:`Job`; a first load also folds the
+job's model and sharding streams."""
+
+
+class JobsCache:
+    """The orchestrator's jobs by id, seen by the repository as states by stream.
+
+    Jobs are never dropped from here (users list them): an entry the repository stops
+    trusting is marked stale instead, and read on at the next load.
+    """
+
+    def __init__(self, jobs: dict[str, Job]) -> None:
+        self.jobs = jobs
+        self._stale: set[str] = set()
+
+    def get(self, stream: str) -> Cached[Job] | None:
+        """The job, at the version of its own stream, if the orchestrator has it."""
+        job = self.jobs.get(_job_id(stream))
+        return None if job is None else Cached(job, job.version, stale=stream in self._stale)
+
+    def put(self, stream: str, entry: Cached[Job]) -> None:
+        """Keep the job (the same object, unless it was read for the first time)."""
+        if entry.stale:
+            self._stale.add(stream)
+        else:
+            self._stale.discard(stream)
+        self.jobs[_job_id(stream)] = entry.state
+
+    def discard(self, stream: str) -> None:
+        """Mark the job stale (it stays listed)."""
+        self._stale.add(stream)
+
+
+@dataclass
+class OrchestratorContext:
+    """The service's resources and its working memory (all rebuildable from the log)."""
+
+    ctx: ServiceContext
+    settings: OrchestratorSettings
+    directory: Directory = field(default_factory=Directory)
+    """Peers and datasets, as folded from their events."""
+    jobs: dict[str, Job] = field(default_factory=dict)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Serialises every decision (and every read of a job that leads to a send)."""
+    ready: bool = False
+    """The log was replayed (routes answer 503 before)."""
+    dispatching: dict[str, asyncio.Task[bool]] = field(default_factory=dict)
+    """``task.assigned`` event id -> its in-process dispatch (see ``dispatch_soon``)."""
+    repository: Repository[Job] = field(init=False)
+    """Job streams: load, decide, append, with :attr:`jobs` as the cache."""
+
+    def __post_init__(self) -> None:
+        self.repository = Repository(
+            self.ctx.log, JOB_FOLD, producer=PRODUCER, cache=JobsCache(self.jobs)
+        )
+
+    @property
+    def log(self) -> EventLog:
+        """The shared event log."""
+        return self.ctx.log
+
+    @property
+    def blobs(self) -> BlobStore:
+        """The bucket (configured for this service)."""
+        assert self.ctx.blobs is not None
+        return self.ctx.blobs

@@ -1,0 +1,160 @@
+"""Talking to peers: task messages (with presigned URLs) and cancel messages.
+
+A task this process just assigned is sent at once (:func:`dispatch_soon`); the bus
+delivery of its ``task.assigned`` still comes, and :func:`dispatch` then only checks
+that the send worked, sending itself after a failure or a restart (at least once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+import structlog
+
+from peertrain.common.bus import PEERS
+from peertrain.common.events import RecordedEvent
+from peertrain.common.events.tasks import (
+    CancelMessage,
+    Download,
+    TaskMessage,
+    UploadForm,
+    peer_message_key,
+)
+from peertrain.common.events.training import JobCancelled, TaskAssigned
+from peertrain.common.specs import (
+    count_parameters,
+    derive_seed,
+    parse_aggregation_spec,
+    parse_feature_spec,
+    parse_model_spec,
+)
+
+from ..metrics import TASKS_DISPATCHED
+from .context import OrchestratorContext
+
+__all__ = ["MAX_DISPATCHING", "dispatch", "dispatch_soon", "task_message"]
+
+log = structlog.get_logger(__name__)
+
+MAX_DISPATCHING = 10_000
+"""In-process dispatches remembered until the bus brings their ``task.assigned``."""
+
+
+def dispatch_soon(octx: OrchestratorContext, event: RecordedEvent) -> None:
+    """Send a task this process just assigned without waiting for the bus to bring
+    ``task.assigned`` back (one relay and one consumer hop less per round)."""
+    dispatching = octx.dispatching
+    if len(dispatching) > MAX_DISPATCHING:  # bus deliveries lost: forget the oldest
+        for stale in list(dispatching)[: len(dispatching) // 2]:
+            dispatching.pop(stale)
+    dispatching[event.id] = asyncio.create_task(_dispatch_task(octx, event))
+
+
+async def _dispatch_task(octx: OrchestratorContext, event: RecordedEvent) -> bool:
+    assert isinstance(event.data, TaskAssigned)
+    try:
+        message = await task_message(octx, event.data)
+        if message is not None:
+            await _send(
+                octx, event.data.peer_id, "task", message.model_dump_json(), event.data.task_id
+            )
+    except Exception as exc:  # the bus delivery will try again
+        log.warning("sending a task failed; the bus will retry", error=repr(exc))
+        return False
+    return True
+
+
+async def dispatch(octx: OrchestratorContext, event: RecordedEvent) -> None:
+    """``task.assigned`` -> the task message; ``job.cancelled`` -> cancel messages."""
+    data = event.data
+    if isinstance(data, TaskAssigned):
+        sent = octx.dispatching.pop(event.id, None)
+        if sent is not None and await sent:
+            return
+        message = await task_message(octx, data)
+        if message is None:
+            return
+        await _send(octx, data.peer_id, "task", message.model_dump_json(), data.task_id)
+    elif isinstance(data, JobCancelled):
+        job = octx.jobs.get(data.job_id)
+        if job is None or job.created is None:
+            return
+        peers = set(job.created.peers)
+        if job.current is not None:
+            peers |= {t.peer_id for t in job.current.tasks.values()}
+        body = CancelMessage(job_id=data.job_id).model_dump_json()
+        for peer_id in sorted(peers):
+            await _send(octx, peer_id, "cancel", body, f"{event.id}.{peer_id}")
+
+
+async def _send(
+    octx: OrchestratorContext, peer_id: str, kind: str, body: str, message_id: str
+) -> None:
+    await octx.ctx.broker.publish(
+        body,
+        exchange=PEERS,
+        routing_key=peer_message_key(peer_id, kind),
+        persist=True,
+        mandatory=True,
+        message_id=message_id,
+        content_type="application/json",
+        timeout=30,
+    )
+    TASKS_DISPATCHED.labels(kind=kind).inc()
+
+
+async def task_message(octx: OrchestratorContext, assigned: TaskAssigned) -> TaskMessage | None:
+    """The message for an assigned task, with presigned URLs valid past its deadline;
+    ``None`` when there is nothing to send any more."""
+    async with octx.lock:
+        job = octx.jobs.get(assigned.job_id)
+        found = job.dispatch(assigned.task_id) if job is not None else None
+        if job is None or found is None:
+            return None  # nothing to do any more (ended, lost, already answered)
+    task, rnd, version, plan, conf = (
+        found.task,
+        found.round,
+        found.version,
+        found.plan,
+        found.configured,
+    )
+    settings, blobs = octx.settings, octx.blobs
+    remaining = (task.deadline - datetime.now(UTC)).total_seconds()
+    expires = int(max(60.0, remaining) + settings.presign_slack_s)
+    expires = min(expires, 7 * 24 * 3600)
+    spec = parse_model_spec(conf.model)
+    features = parse_feature_spec(conf.feature_spec.model_dump(mode="json"))
+    max_bytes = count_parameters(spec, features) * 4 + settings.update_overhead_bytes
+    form = await blobs.presigned_post(task.update_key, max_bytes=max_bytes, expires_s=expires)
+    return TaskMessage(
+        task_id=task.task_id,
+        job_id=job.job_id,
+        round=task.round,
+        attempt=task.attempt,
+        shard=task.shard,
+        deadline=task.deadline,
+        model_version=rnd.model_version,
+        model=Download(
+            url=await blobs.presigned_get(rnd.model_key, expires_s=expires),
+            sha256=rnd.model_sha256,
+            size=version.size,
+            key=rnd.model_key,
+        ),
+        data=Download(
+            url=await blobs.presigned_get(plan.key, expires_s=expires),
+            sha256=plan.sha256,
+            size=plan.size,
+            key=plan.key,
+        ),
+        upload=UploadForm(
+            url=form["url"],
+            fields=dict(form["fields"]),
+            key=task.update_key,
+            max_bytes=max_bytes,
+        ),
+        model_spec=conf.model,
+        feature_spec=conf.feature_spec.model_dump(mode="json"),
+        training=parse_aggregation_spec(conf.aggregation).configure_train(conf.training),
+        seed=derive_seed(int(conf.training.get("seed", 0)), task.round, task.shard),
+    )

@@ -1,0 +1,70 @@
+"""Users' jobs: create, cancel, read (what the routes call)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from peertrain.common.events import RecordedEvent
+from peertrain.common.events.datasets import sharding_stream
+from peertrain.common.events.jobs import job_stream
+from peertrain.common.events.models import model_stream
+from peertrain.common.ids import new_id
+from peertrain.common.security import Principal
+
+from ..domain import Job
+from ..domain.errors import JobNotFound
+from ..domain.job import decide_cancel
+from ..domain.request import check_running_quota, plan_job
+from ..models import JobRequest
+from .advance import execute, gauge
+from .context import OrchestratorContext
+
+__all__ = ["cancel_job", "create_job", "get_job", "job_events", "visible_jobs"]
+
+
+def get_job(octx: OrchestratorContext, job_id: str, who: Principal) -> Job:
+    """A job the caller may see (its owner, or an admin)."""
+    job = octx.jobs.get(job_id)
+    if job is None or not job.visible_to(who):
+        raise JobNotFound(f"no job {job_id!r}")
+    return job
+
+
+def visible_jobs(octx: OrchestratorContext, who: Principal) -> list[Job]:
+    """The caller's jobs (all of them for an admin), newest first."""
+    jobs = [j for j in octx.jobs.values() if j.visible_to(who)]
+    return sorted(jobs, key=lambda j: j.created_at or datetime.now(UTC), reverse=True)
+
+
+async def create_job(octx: OrchestratorContext, request: JobRequest, who: Principal) -> Job:
+    """Check and create a job (``job.created``); sharding starts from that event."""
+    async with octx.lock:
+        check_running_quota(octx.jobs.values(), who, octx.settings.max_running_jobs)
+        job_id = new_id()
+        created = plan_job(job_id, request, who, octx.directory)
+        job = Job(job_id)
+        octx.jobs[job_id] = job
+        try:
+            await execute(octx, job, lambda _: [created], actor=who.subject, retries=0)
+        except Exception:
+            octx.jobs.pop(job_id, None)
+            raise
+        gauge(octx)
+        return job
+
+
+async def cancel_job(octx: OrchestratorContext, job_id: str, who: Principal) -> Job:
+    """Cancel a running job; its peers are told to stop."""
+    async with octx.lock:
+        job = get_job(octx, job_id, who)
+        saved = await execute(octx, job, lambda j: decide_cancel(j, who.subject), actor=who.subject)
+        gauge(octx)
+        return saved.state
+
+
+async def job_events(octx: OrchestratorContext, job: Job) -> list[RecordedEvent]:
+    """The job's lineage: its own, sharding and model events, in log order."""
+    found: list[RecordedEvent] = []
+    for stream in (job_stream(job.job_id), sharding_stream(job.job_id), model_stream(job.job_id)):
+        found += await octx.log.read_stream(stream)
+    return sorted(found, key=lambda e: e.position)

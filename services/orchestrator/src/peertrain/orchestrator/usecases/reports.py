@@ -1,0 +1,37 @@
+"""Peers' reports on their tasks (``accepted`` / ``progress`` / ``failed``) -> task events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+
+from peertrain.common.security import PeerMessage
+
+from ..domain.reports import decide_report
+from .advance import advance, execute
+from .context import OrchestratorContext
+
+__all__ = ["record_report"]
+
+log = structlog.get_logger(__name__)
+
+
+async def record_report(octx: OrchestratorContext, message: PeerMessage[Any]) -> None:
+    """Record a peer's report if the task is its own, then advance the job."""
+    body = message.body
+    async with octx.lock:
+        job = octx.jobs.get(body.job_id)
+        task = job.task_of(body.task_id, message.peer_id) if job is not None else None
+        if job is None or task is None:
+            log.warning(
+                "ignoring a message about a task that is not the sender's",
+                peer_id=message.peer_id,
+                task_id=body.task_id,
+                kind=message.kind,
+            )
+            return
+        saved = await execute(
+            octx, job, lambda j: decide_report(j, message.peer_id, body), actor=message.peer_id
+        )
+        await advance(octx, saved.state)  # also after a redelivery: see projections.fold
