@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from peertrain.common.tasks import Periodic
+from peertrain.common.periodic import Periodic
 
 from .usecases import AuthContext
 from .usecases.keys import retire_due

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from peertrain.common.app import ServiceContext, create_app
+from peertrain.common.periodic import Periodic
 from peertrain.common.security import install_security
-from peertrain.common.tasks import Periodic
 
 from . import subscribers
 from .api import ROUTERS

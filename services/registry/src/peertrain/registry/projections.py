@@ -23,7 +23,7 @@ import structlog
 from peertrain.common.eventlog import EventLog
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.peers import PEER_EVENT_TYPES
-from peertrain.common.tasks import Periodic
+from peertrain.common.periodic import Periodic
 
 from .domain.peer import PeerRecord, apply
 from .store import ReadModelStore

@@ -35,9 +35,12 @@ def get_context(request: Request) -> ServiceContext:
 ContextDep = Annotated[ServiceContext, Depends(get_context)]
 
 
-def extra(key: str, kind: type[T], starting: str) -> Callable[[ServiceContext], T]:
+def extra(
+    key: str, kind: type[T], starting: str, *, ready: Callable[[T], bool] | None = None
+) -> Callable[[ServiceContext], T]:
     """A dependency answering the service's use-case context ``ctx.extras[key]`` (of
-    ``kind``), or 503 with ``starting`` while it is not there yet::
+    ``kind``), or 503 with ``starting`` while it is not there yet (or, given ``ready``,
+    not ready)::
 
         get_auth = extra(AUTH_EXTRA, AuthContext, "auth is starting")
         AuthDep = Annotated[AuthContext, Depends(get_auth)]
@@ -45,7 +48,7 @@ def extra(key: str, kind: type[T], starting: str) -> Callable[[ServiceContext], 
 
     def get(ctx: ContextDep) -> T:
         found = ctx.extras.get(key)
-        if not isinstance(found, kind):
+        if not isinstance(found, kind) or (ready is not None and not ready(found)):
             raise ServiceUnavailable(starting)
         return found
 

@@ -19,7 +19,7 @@ from peertrain.common.eventlog import EventLog
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.auth import AUTH_KEYS_ROTATED, AUTH_KEYS_STREAM, KeysRotated
 from peertrain.common.events.users import USER_DISABLED, UserDisabled
-from peertrain.common.tasks import Periodic
+from peertrain.common.periodic import Periodic
 
 from .claims import Principal
 from .disabled import DisabledUsers
