@@ -5,13 +5,14 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from peertrain.common.app import ServiceContext, create_app
+from peertrain.common.periodic import Periodic
 from peertrain.common.security import install_security
 
 from . import subscribers
 from .api import ROUTERS
 from .api.deps import REGISTRY_EXTRA
 from .config import RegistrySettings
-from .usecases import RegistryContext, readmodel
+from .usecases import RegistryContext, peers, readmodel
 
 __all__ = ["create_registry_app", "setup_registry"]
 
@@ -24,6 +25,14 @@ async def setup_registry(ctx: ServiceContext, settings: RegistrySettings) -> Reg
     telemetry = subscribers.subscribe(ctx, reg)
     reg.start()
     ctx.on_shutdown.append(reg.stop)
+    # peers of disabled owners, whatever order the events came in (see the function)
+    sweep = Periodic(
+        "registry-disabled-owners",
+        settings.disabled_sweep_s,
+        lambda: peers.revoke_disabled_owners(reg),
+    )
+    sweep.start()
+    ctx.on_shutdown.append(sweep.stop)
     telemetry.start()
     ctx.on_shutdown.append(telemetry.stop)  # hooks run last first: consuming stops first
     ctx.extras[REGISTRY_EXTRA] = reg

@@ -78,6 +78,8 @@ class RegistrySettings(ServiceSettings):
     spec_max_cpu_cores: int = Field(default=1024, ge=1)
     spec_max_cpu_threads: int = Field(default=4096, ge=1)
     spec_max_disk_free_gb: float = Field(default=1_048_576.0, gt=0)
+    disabled_sweep_s: float = Field(default=5.0, gt=0, le=3600)
+    """How often peers of disabled owners are checked for broker access to revoke."""
     revoke_retry_max_s: float = Field(default=30.0, gt=0)
     """Longest pause between retries of a broker user deletion that failed."""
 

@@ -7,7 +7,7 @@ durable copy. Queries never touch MongoDB.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import httpx
 
@@ -45,6 +45,8 @@ class RegistryContext:
     """The RabbitMQ management API (closed at shutdown)."""
     broker_admin: BrokerAdmin
     revoker: Revoker
+    revoked_owners: set[str] = field(default_factory=set)
+    """Peers whose access was revoked because their owner is disabled."""
 
     @classmethod
     def build(

@@ -32,6 +32,7 @@ __all__ = [
     "ensure_registered",
     "observe",
     "remove",
+    "revoke_disabled_owners",
     "user_disabled",
 ]
 
@@ -117,9 +118,26 @@ async def observe(reg: RegistryContext, event: RecordedEvent) -> None:
 async def user_disabled(reg: RegistryContext, user_id: str) -> None:
     """``user.disabled``: every peer of the user loses broker access."""
     reg.security.disabled.add(user_id)  # also refuses their tokens here
-    for record in reg.directory.records():
-        if record.owner_id == user_id and record.registered:
-            await reg.revoker.revoke(record.peer_id)
+    await revoke_disabled_owners(reg)
+
+
+async def revoke_disabled_owners(reg: RegistryContext) -> int:
+    """Revoke the broker access of every peer whose owner is disabled, once each.
+
+    Run on ``user.disabled`` and every few seconds: the event may come (on this
+    queue, or on the security queue that fills ``security.disabled``) before this
+    registry has folded the peer's own events (queues are not ordered with each other),
+    and a peer registered after its owner was disabled must lose its access too.
+    """
+    done = 0
+    for record in list(reg.directory.records()):
+        owner_disabled = record.owner_id in reg.security.disabled
+        if not owner_disabled or record.peer_id in reg.revoked_owners:
+            continue
+        if await reg.revoker.revoke(record.peer_id):
+            reg.revoked_owners.add(record.peer_id)
+            done += 1
+    return done
 
 
 async def broker_credentials(reg: RegistryContext, who: Principal, peer_id: str) -> BrokerGrant:
