@@ -24,6 +24,7 @@ from peertrain.common.events.peers import (
     PeerWentOffline,
     PeerWentOnline,
 )
+from peertrain.common.peers import may_use
 from peertrain.common.security import Principal
 
 __all__ = ["DatasetInfo", "Directory", "PeerInfo"]
@@ -60,8 +61,8 @@ class PeerInfo:
         return self.online and self.registered and not self.disabled
 
     def usable_by(self, who: Principal) -> bool:
-        """Whether ``who`` may put this peer in a job (own, shared, or admin)."""
-        return who.is_admin or self.owner_id == who.subject or self.shared
+        """Whether ``who`` may put this peer in a job (:func:`peertrain.common.peers.may_use`)."""
+        return may_use(who, owner_id=self.owner_id, shared=self.shared)
 
 
 @dataclass

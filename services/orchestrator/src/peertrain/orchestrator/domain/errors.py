@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from peertrain.common.errors import Conflict, NotFound, ValidationFailed
+from peertrain.common.peers import NotEnoughPeers
 
 __all__ = [
     "DatasetNotFound",
@@ -37,12 +38,6 @@ class PeersUnavailable(Conflict):
     """Some named peers cannot take part (unknown, not the caller's, offline, disabled)."""
 
     code = "peers_unavailable"
-
-
-class NotEnoughPeers(Conflict):
-    """A selection asked for more usable peers than there are."""
-
-    code = "not_enough_peers"
 
 
 class JobRequestInvalid(ValidationFailed):

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from peertrain.common.errors import QuotaExceeded
 from peertrain.common.events.jobs import JobCreated, ShardingSpec
+from peertrain.common.peers import RANKED_MEMORY_GB, own_first, pick
 from peertrain.common.security import Principal
 from peertrain.common.specs import (
     check_budget,
@@ -27,7 +28,6 @@ from .errors import (
     DatasetNotFound,
     DatasetNotReady,
     JobRequestInvalid,
-    NotEnoughPeers,
     PeersUnavailable,
 )
 from .job import Job
@@ -43,29 +43,19 @@ def _select(request: PeerSelection, usable: list[PeerInfo], who: Principal) -> l
         if (f.device is None or p.device == f.device)
         and (f.min_memory_gb is None or p.memory_gb >= f.min_memory_gb)
     ]
-    if len(pool) < request.count:
-        raise NotEnoughPeers(
-            f"the selection asks for {request.count} peers; {len(pool)} usable peer(s) match",
-            detail={"requested": request.count, "available": len(pool)},
-        )
-    pool.sort(key=lambda p: _rank(p, who))
-    return [p.peer_id for p in pool[: request.count]]
+    picked = pick(pool, request.count, rank=own_first(who.subject, _owner, _rank))
+    return [p.peer_id for p in picked]
 
 
-RANKED_MEMORY_GB = 64.0
-"""Claimed memory above this ranks no higher: a claim is only a claim."""
+def _owner(peer: PeerInfo) -> str | None:
+    return peer.owner_id
 
 
-def _rank(peer: PeerInfo, who: Principal) -> tuple[bool, float, float, str]:
-    """The caller's own peers first; then what the platform measured (training speed in
-    earlier jobs); only then what a peer claims, capped: a stranger's shared peer cannot
-    win every selection by announcing absurd specs."""
-    return (
-        peer.owner_id != who.subject,
-        -(peer.rows_per_s or 0.0),
-        -min(peer.memory_gb, RANKED_MEMORY_GB),
-        peer.peer_id,
-    )
+def _rank(peer: PeerInfo) -> tuple[float, float, str]:
+    """What the platform measured first (training speed in earlier jobs); only then what
+    a peer claims, capped: a stranger's shared peer cannot win every selection by
+    announcing absurd specs."""
+    return (-(peer.rows_per_s or 0.0), -min(peer.memory_gb, RANKED_MEMORY_GB), peer.peer_id)
 
 
 def _check_named(peers: list[str], who: Principal, directory: Directory) -> None:

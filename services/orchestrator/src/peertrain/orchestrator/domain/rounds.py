@@ -166,51 +166,52 @@ def _spare(job: Job, load: dict[str, int], env: Env, *, exclude: str) -> str | N
     return min(candidates, key=lambda p: (load.get(p, 0), job.created.peers.index(p)))  # type: ignore[union-attr]
 
 
-def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
-    assert job.configured is not None
+def _reassign(job: Job, cur: Round, env: Env) -> list[EventData]:
+    """Work of the open round that must move to another of the job's online peers."""
     events: list[EventData] = []
-    # 1. tasks whose peer went offline: lost, and given to a spare peer if there is one
     load = {p: cur.open_load(p) for p in {t.peer_id for t in cur.tasks.values()}}
     n = job.tasks_assigned
+
+    def give_away(task: Task) -> None:
+        nonlocal n
+        spare = _spare(job, load, env, exclude=task.peer_id)
+        if spare is None:
+            return
+        load[spare] = load.get(spare, 0) + 1
+        n += 1
+        events.append(
+            _assign(job, cur.round, cur.attempt, task.shard, spare, n, cur.deadline, task.task_id)
+        )
+
+    if env.now >= cur.deadline:
+        return events
+    # 1. tasks whose peer went offline: lost, and given to a spare peer if there is one
     #    (an excluded peer's update in the open round is withdrawn the same way: what a
     #    peer caught cheating sent is not aggregated, and its shard is trained again)
     for task in list(cur.tasks.values()):
         if not (task.open or withdrawn(job, task)) or task.peer_id in env.online:
             continue
-        if env.now >= cur.deadline:
-            continue
         events.append(
             _lost(job, task, "excluded" if task.peer_id in job.excluded else "peer_offline")
         )
         load[task.peer_id] = load.get(task.peer_id, 1) - 1
-        spare = _spare(job, load, env, exclude=task.peer_id)
-        if spare is not None:
-            load[spare] = load.get(spare, 0) + 1
-            n += 1
-            events.append(
-                _assign(
-                    job, cur.round, cur.attempt, task.shard, spare, n, cur.deadline, task.task_id
-                )
-            )
+        give_away(task)
     # 2. a shard whose update was rejected (or whose training failed) is trained once more
     #    by another online peer: a hostile or broken peer cannot take its data out of the
     #    round. The seed is the shard's, so an honest retry gives the honest update.
     for task in list(cur.tasks.values()):
-        if task.state not in ("rejected", "failed") or task.replaced or env.now >= cur.deadline:
+        if task.state not in ("rejected", "failed") or task.replaced:
             continue
         if task.reassigned_from is not None or not cur.shard_resolved(task.shard):
             continue  # one retry per shard and round; or another task is still on it
-        if task.shard in cur.accepted:
-            continue
-        spare = _spare(job, load, env, exclude=task.peer_id)
-        if spare is not None:
-            load[spare] = load.get(spare, 0) + 1
-            n += 1
-            events.append(
-                _assign(
-                    job, cur.round, cur.attempt, task.shard, spare, n, cur.deadline, task.task_id
-                )
-            )
+        if task.shard not in cur.accepted:
+            give_away(task)
+    return events
+
+
+def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
+    assert job.configured is not None
+    events = _reassign(job, cur, env)
     if events:
         return events
     # 3. close when every shard is resolved, or at the deadline

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from peertrain.common.errors import Conflict, Forbidden, NotFound, PeerTrainError, QuotaExceeded
+from peertrain.common.errors import Forbidden, NotFound, PeerTrainError, QuotaExceeded
+from peertrain.common.peers import NotEnoughPeers
 
 __all__ = [
     "BrokerUnavailable",
@@ -28,12 +29,6 @@ class NotYourPeer(RegistryError, Forbidden):
     """The caller may see the peer but not change it."""
 
     code = "not_your_peer"
-
-
-class NotEnoughPeers(RegistryError, Conflict):
-    """Fewer usable active peers than a selection asked for."""
-
-    code = "not_enough_peers"
 
 
 class BrokerUnavailable(RegistryError, ConnectionError):

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from peertrain.common.events.peers import Device
+from peertrain.common.peers import may_use, own_first, pick
 from peertrain.common.security import Principal
 
-from .errors import NotEnoughPeers
 from .liveness import Status
 from .peer import PeerRecord
 
@@ -50,13 +50,13 @@ class PeerFilters:
 
 
 def visible_to(record: PeerRecord, who: Principal) -> bool:
-    """A user sees their own peers and shared ones; an admin sees all; a peer itself.
-    A removed peer is seen by nobody."""
+    """A user sees the peers they may use (:func:`peertrain.common.peers.may_use`); a
+    peer sees itself. A removed peer is seen by nobody."""
     if record.removed:
         return False
     if who.is_peer:
         return who.subject == record.peer_id
-    return who.is_admin or record.owner_id == who.subject or record.shared
+    return may_use(who, owner_id=record.owner_id, shared=record.shared)
 
 
 def matches(view: PeerView, filters: PeerFilters) -> bool:
@@ -87,11 +87,8 @@ def _gpu_key(view: PeerView) -> tuple[int, float, float, str]:
     return (0 if has_gpu else 1, -specs.gpu_memory_gb, -specs.ram_gb, view.record.peer_id)
 
 
-def _own_first(owner_id: str | None, key: Callable[[PeerView], tuple[Any, ...]]) -> Any:
-    def ranked(view: PeerView) -> tuple[Any, ...]:
-        return (view.record.owner_id != owner_id, *key(view))
-
-    return ranked
+def _owner(view: PeerView) -> str | None:
+    return view.record.owner_id
 
 
 def choose(
@@ -107,21 +104,16 @@ def choose(
     ``memory``: most training-device memory first; ``gpu``: GPU peers first (largest GPU
     memory, then RAM); ``random``: a uniform sample. Ties break by peer id, so the
     answer is stable. Memory is what peers claim (bounded, see :mod:`.specs`): the
-    ranked preferences put ``caller_id``'s own peers before other users' shared ones,
-    so a stranger's peer that claims the most memory cannot push out the caller's own.
+    ranked preferences put ``caller_id``'s own peers before other users' shared ones
+    (:func:`peertrain.common.peers.own_first`).
 
     Raises
     ------
     NotEnoughPeers
         If fewer than ``count`` candidates are usable.
     """
-    usable: Sequence[PeerView] = [v for v in candidates if v.usable]
-    if len(usable) < count:
-        raise NotEnoughPeers(
-            f"asked for {count} peers, but only {len(usable)} usable active peers match",
-            detail={"requested": count, "available": len(usable)},
-        )
+    usable = [v for v in candidates if v.usable]
     if prefer == "random":
-        return (rng or random.SystemRandom()).sample(list(usable), count)
+        return pick(usable, count, rank=None, rng=rng)
     key = _gpu_key if prefer == "gpu" else _memory_key
-    return sorted(usable, key=_own_first(caller_id, key))[:count]
+    return pick(usable, count, rank=own_first(caller_id, _owner, key))
