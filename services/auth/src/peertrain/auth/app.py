@@ -11,8 +11,8 @@ from . import projections, subscribers
 from .api import ROUTERS
 from .api.deps import AUTH_EXTRA
 from .config import AuthSettings
-from .housekeeping import Housekeeping
 from .usecases import AuthContext, accounts, keys, peers
+from .usecases.housekeeping import Housekeeping
 
 __all__ = ["create_auth_app", "setup_auth"]
 

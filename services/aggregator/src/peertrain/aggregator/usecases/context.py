@@ -18,30 +18,17 @@ from peertrain.aggregator.config import AggregatorSettings
 from peertrain.aggregator.domain import JobState
 from peertrain.common.app import ServiceContext
 from peertrain.common.blobs import BlobStore
-from peertrain.common.eventlog import EventLog, Fold, Loaded, Repository
+from peertrain.common.eventlog import EventLog, Loaded, Repository
 from peertrain.common.events import EventData, RecordedEvent
 from peertrain.common.events.jobs import job_stream
 from peertrain.common.events.models import model_stream
 
+from ..projections import MODEL_FOLD
 from .numerics import RoundWork
 
 __all__ = ["AggregatorContext"]
 
 log = structlog.get_logger(__name__)
-
-
-def _apply(state: JobState, event: RecordedEvent) -> JobState:
-    state.apply(event)
-    return state
-
-
-MODEL_FOLD: Fold[JobState] = Fold(
-    initial=lambda stream: JobState(stream.partition(":")[2]),
-    apply=_apply,
-    streams=lambda stream: (job_stream(stream.partition(":")[2]), stream),
-)
-"""A job as the aggregator sees it, keyed by ``model:<id>``: a first load reads the job
-stream, then the model stream."""
 
 
 @dataclass

@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from peertrain.common.periodic import Periodic
 
-from .usecases import AuthContext
-from .usecases.keys import retire_due
+from .context import AuthContext
+from .keys import retire_due
 
 __all__ = ["Housekeeping"]
 
