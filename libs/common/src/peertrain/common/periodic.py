@@ -1,19 +1,57 @@
-"""Background work that repeats: one helper instead of a hand-written loop per service."""
+"""Background work: one named task started and stopped the same way everywhere, and
+work that repeats on a timer (one helper instead of a hand-written loop per service)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
 import structlog
 
-__all__ = ["Periodic"]
+__all__ = ["Background", "Periodic"]
 
 log = structlog.get_logger(__name__)
 
 
-class Periodic:
+class Background:
+    """One named background task: ``start()`` runs ``run`` (once; idempotent),
+    ``stop()`` cancels it and waits for it to end.
+
+    Parameters
+    ----------
+    name
+        Names the task.
+    run
+        The coroutine function the task runs (usually a loop that never returns).
+    """
+
+    def __init__(self, name: str, run: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        self.name = name
+        self._body = run
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether the task is started."""
+        return self._task is not None
+
+    def start(self) -> None:
+        """Start the task (idempotent)."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._body(), name=self.name)
+
+    async def stop(self) -> None:
+        """Cancel the task and wait for it to end."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+
+class Periodic(Background):
     """Run ``work`` every ``interval_s`` seconds in a background task.
 
     A failing run is logged and the loop goes on (a database or broker may be away for
@@ -30,28 +68,9 @@ class Periodic:
     """
 
     def __init__(self, name: str, interval_s: float, work: Callable[[], Awaitable[object]]):
-        self.name = name
+        super().__init__(name, self._run)
         self.interval_s = interval_s
         self.work = work
-        self._task: asyncio.Task[None] | None = None
-
-    @property
-    def running(self) -> bool:
-        """Whether the loop is started."""
-        return self._task is not None
-
-    def start(self) -> None:
-        """Start the loop (idempotent)."""
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name=self.name)
-
-    async def stop(self) -> None:
-        """Stop the loop and wait for it to end."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
 
     async def _run(self) -> None:
         while True:

@@ -43,6 +43,7 @@ from peertrain.common.events.peers import (
     telemetry_key,
 )
 from peertrain.common.events.users import USER_DISABLED, UserDisabled
+from peertrain.common.periodic import Background
 
 from .metrics import TELEMETRY_CONNECTED
 from .usecases import RegistryContext, peers
@@ -104,24 +105,20 @@ class TelemetryConsumer:
         self.heartbeat_queue = self.settings.queue("heartbeats")
         self.presence_queue = self.settings.queue("presence")
         self.connected = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._loop = Background("registry-telemetry", self._supervise)
         self._acks: _Acks | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
 
     def start(self) -> None:
         """Consume in the background, reconnecting forever."""
-        if self._task is None:
+        if not self._loop.running:
             self.presence.blind()
-            self._task = asyncio.create_task(self._supervise(), name="registry-telemetry")
+            self._loop.start()
 
     async def stop(self) -> None:
         """Stop consuming."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._loop.stop()
 
     async def _supervise(self) -> None:
         delay = 0.2

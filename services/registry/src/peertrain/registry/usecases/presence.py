@@ -9,13 +9,13 @@ silence into ``went_offline``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from datetime import UTC, datetime
 
 import structlog
 
 from peertrain.common.events.peers import Heartbeat, Leaving
+from peertrain.common.periodic import Background
 from peertrain.registry.domain.liveness import LivenessTracker, Status, Transition, TransitionKind
 from peertrain.registry.domain.peer import decide_offline, decide_online
 from peertrain.registry.metrics import HEARTBEAT_LAG, HEARTBEATS, LOOP_LAG, PEERS, TRANSITIONS
@@ -74,7 +74,10 @@ class Presence:
         self.clock = clock or Clock()
         self.sweep_interval_s = sweep_interval_s
         self._pending: asyncio.Queue[Transition] = asyncio.Queue()
-        self._tasks: list[asyncio.Task[None]] = []
+        self._tasks = (
+            Background("registry-sweeper", self._sweep_forever),
+            Background("registry-transitions", self._write_forever),
+        )
 
     # -- start-up -------------------------------------------------------------------------
 
@@ -144,19 +147,13 @@ class Presence:
 
     def start(self) -> None:
         """Start the sweeper and the transition writer."""
-        self._tasks = [
-            asyncio.create_task(self._sweep_forever(), name="registry-sweeper"),
-            asyncio.create_task(self._write_forever(), name="registry-transitions"),
-        ]
+        for task in self._tasks:
+            task.start()
 
     async def stop(self) -> None:
         """Stop the background tasks (pending transitions are re-derived after a restart)."""
         for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks = []
+            await task.stop()
 
     async def drain(self) -> None:
         """Wait until every pending transition is in the log (tests, shutdown)."""

@@ -10,11 +10,11 @@ deletion is covered too).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
 
 import structlog
 
+from peertrain.common.periodic import Background
 from peertrain.registry.metrics import REVOCATIONS
 
 __all__ = ["Revoker"]
@@ -40,7 +40,7 @@ class Revoker:
         self.retry_max_s = retry_max_s
         self.pending: set[str] = set()
         self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._loop = Background("registry-revoker", self._run)
 
     async def revoke(self, peer_id: str) -> bool:
         """Revoke now; on failure keep it pending for the retry loop. Returns success."""
@@ -63,16 +63,11 @@ class Revoker:
 
     def start(self) -> None:
         """Start the retry loop."""
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="registry-revoker")
+        self._loop.start()
 
     async def stop(self) -> None:
         """Stop retrying (what is pending is revoked again at the next start-up)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._loop.stop()
 
     async def _run(self) -> None:
         delay = 0.5
