@@ -31,6 +31,7 @@ import aio_pika
 import aiormq
 import structlog
 from aio_pika.abc import AbstractIncomingMessage
+from aiormq.abc import FieldValue
 from pydantic import BaseModel
 
 from peertrain.common.events.peers import (
@@ -285,18 +286,23 @@ class Listener:
     def _leaving(self) -> Leaving:
         return Leaving(**self._next(), reason="shutdown")
 
-    async def _publish(
-        self, exchange: aio_pika.abc.AbstractExchange, kind: str, body: Heartbeat | Leaving
-    ) -> None:
+    async def _headers(self) -> dict[str, FieldValue]:
+        """The peer's signed message headers: a fresh token when the auth service answers,
+        else the current one while it is valid."""
         token = self.tokens.current
         with contextlib.suppress(ApiError):
             token = await self.tokens.get()
         if token is None:
             raise ApiError("no access token")
+        return dict(peer_headers(token))
+
+    async def _publish(
+        self, exchange: aio_pika.abc.AbstractExchange, kind: str, body: Heartbeat | Leaving
+    ) -> None:
         message = aio_pika.Message(
             body.model_dump_json().encode(),
             content_type="application/json",
-            headers=dict(peer_headers(token)),
+            headers=await self._headers(),
             delivery_mode=aio_pika.DeliveryMode.NOT_PERSISTENT,
             expiration=max(1.0, self.interval_s * 3) if kind == HEARTBEAT else None,
             message_id=str(uuid.uuid4()),
@@ -328,15 +334,10 @@ class Listener:
     async def _publish_outgoing(
         self, exchange: aio_pika.abc.AbstractExchange, item: Outgoing
     ) -> None:
-        token = self.tokens.current
-        with contextlib.suppress(ApiError):
-            token = await self.tokens.get()
-        if token is None:
-            raise ApiError("no access token")
         message = aio_pika.Message(
             item.body,
             content_type="application/json",
-            headers=dict(peer_headers(token)),
+            headers=await self._headers(),
             delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
             message_id=item.message_id,
         )
