@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
+from collections.abc import Hashable
+from typing import Any
 
 import structlog
 
-__all__ = ["configure_logging"]
+__all__ = ["configure_logging", "warn_throttled"]
 
 
 def configure_logging(service: str, *, level: str = "INFO", json: bool = True) -> None:
@@ -65,3 +68,17 @@ def _add_service(service: str) -> structlog.types.Processor:
         return event_dict
 
     return add
+
+
+WARN_EVERY_S = 1.0
+_last_warned: dict[Hashable, float] = {}
+
+
+def warn_throttled(logger: Any, key: Hashable, message: str, **fields: Any) -> None:
+    """Log ``message`` as a warning unless one of the same ``key`` was logged in the last
+    :data:`WARN_EVERY_S` seconds: refusals a hostile sender can cause by the thousand must be
+    counted (by the caller), not each written to the log."""
+    now = time.monotonic()
+    if now - _last_warned.get(key, -WARN_EVERY_S) >= WARN_EVERY_S:
+        _last_warned[key] = now
+        logger.warning(message, **fields)

@@ -20,7 +20,6 @@ peer's?) is the handler's to check.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -31,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 
 from peertrain.common.app.context import ServiceContext
 from peertrain.common.events.peers import parse_telemetry_key
+from peertrain.common.logging import warn_throttled
 from peertrain.common.metrics import REFUSED_MESSAGES
 
 from .claims import Principal
@@ -57,18 +57,11 @@ class PeerMessage(Generic[B]):
     message_id: str | None
 
 
-LOG_EVERY_S = 1.0
-_last_logged: dict[tuple[str, str], float] = {}
-
-
 def refuse(queue: str, reason: str, **detail: object) -> None:
     """Count a refused peer message; log it unless this reason was logged just now."""
-    counter = REFUSED_MESSAGES.labels(queue=queue, reason=reason)
-    counter.inc()
-    now = time.monotonic()
-    if now - _last_logged.get((queue, reason), -LOG_EVERY_S) >= LOG_EVERY_S:
-        _last_logged[(queue, reason)] = now
-        log.warning("refusing a peer message", queue=queue, reason=reason, **detail)
+    REFUSED_MESSAGES.labels(queue=queue, reason=reason).inc()
+    key = ("refuse", queue, reason)
+    warn_throttled(log, key, "refusing a peer message", queue=queue, reason=reason, **detail)
 
 
 def peer_message_handler(

@@ -37,6 +37,7 @@ from peertrain.common.events.peers import (
     Leaving,
     parse_telemetry_key,
 )
+from peertrain.common.logging import warn_throttled
 from peertrain.common.security import (
     InsufficientRole,
     InvalidToken,
@@ -95,7 +96,6 @@ class TelemetryGate:
             settings.unverified_total_per_s, settings.unverified_total_burst, max_keys=1
         )
         self.bounds = settings.spec_bounds()
-        self._last_warning: dict[str, float] = {}
 
     async def _principal(self, message: DeliveredMessage, peer_id: str) -> Principal:
         """Who signed the message: from memory when the token was seen before; else a
@@ -171,16 +171,15 @@ class TelemetryGate:
     ) -> None:
         counter = REJECTED_HEARTBEATS if kind == HEARTBEAT else REJECTED_TELEMETRY
         counter.labels(reason=reason).inc()
-        now = time.monotonic()
-        if now - self._last_warning.get(reason, 0.0) > 1.0:  # one line a second per reason
-            self._last_warning[reason] = now
-            log.warning(
-                "telemetry refused",
-                kind=kind,
-                reason=reason,
-                routing_key=message.routing_key,
-                **({"detail": why} if why else {}),
-            )
+        warn_throttled(
+            log,
+            ("telemetry", reason),
+            "telemetry refused",
+            kind=kind,
+            reason=reason,
+            routing_key=message.routing_key,
+            **({"detail": why} if why else {}),
+        )
 
 
 def _reason(exc: Exception) -> str:
