@@ -8,21 +8,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from peertrain.common.processes import pid_alive
+
 from .files import STATUS_FILE, read_model, write_json
 from .identity import RuntimeStatus
 
 __all__ = ["StatusReporter", "load_status", "pid_alive"]
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with ``pid`` exists."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def load_status(config_dir: Path) -> RuntimeStatus | None:

@@ -19,6 +19,7 @@ from peertrain.common.blobs import BlobStore
 from peertrain.common.eventlog import VERSION_ONLY, Decide, EventLog, Fold, Repository, Saved
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.datasets import dataset_stream
+from peertrain.common.processes import pid_alive
 from peertrain.dataset.config import DatasetSettings
 from peertrain.dataset.domain.dataset import DatasetState, apply
 from peertrain.dataset.domain.limits import Limits
@@ -138,7 +139,7 @@ class DatasetContext:
         root = Path(self.settings.work_dir)
         for entry in root.iterdir() if root.is_dir() else ():
             parts = entry.name.rsplit("-", 2)
-            if len(parts) != 3 or not parts[1].isdigit() or _alive(int(parts[1])):
+            if len(parts) != 3 or not parts[1].isdigit() or pid_alive(int(parts[1])):
                 continue
             shutil.rmtree(entry, ignore_errors=True)
             removed += 1
@@ -154,13 +155,3 @@ class DatasetContext:
                 yield path
             finally:
                 await asyncio.to_thread(shutil.rmtree, path, True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
