@@ -14,12 +14,13 @@ from typing import Annotated
 import typer
 
 from peertrain.common.logging import configure_logging
+from peertrain.common.processes import pid_alive
 
 from .api import ApiError, PeerApi
 from .config import PeerSettings
 from .files import BROKER_FILE, IDENTITY_FILE, ConfigError, read_model, remove, write_json
 from .identity import Identity, load_identity
-from .status import load_status, pid_alive
+from .status import load_status
 
 __all__ = ["app", "main"]
 

@@ -8,12 +8,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from peertrain.common.processes import pid_alive
-
 from .files import STATUS_FILE, read_model, write_json
 from .identity import RuntimeStatus
 
-__all__ = ["StatusReporter", "load_status", "pid_alive"]
+__all__ = ["StatusReporter", "load_status"]
 
 
 def load_status(config_dir: Path) -> RuntimeStatus | None:
