@@ -14,13 +14,13 @@ MYPYPATH := $(subst $(space),:,$(MYPY_SRCS))
 PYTEST_ARGS ?=
 
 .PHONY: help venv stack-up stack-down stack-status services-up services-down \
-	services-status up down redrive lint format typecheck test bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-idle demo
+	services-status up down redrive lint format typecheck test bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-idle bench-flower demo
 
 help:
 	@echo "make test            venv + local stack + ruff + mypy + pytest (PYTEST_ARGS=...)"
 	@echo "make up / down       local stack and every service built so far"
 	@echo "make stack-up | stack-down | stack-status"
-	@echo "make lint | format | typecheck | bench-{eventlog,auth,sharding,heartbeats,aggregate,rounds,idle} | demo"
+	@echo "make lint | format | typecheck | bench-{eventlog,auth,sharding,heartbeats,aggregate,rounds,idle,flower} | demo"
 
 venv:
 	@bash deploy/local/venv.sh >/dev/null
@@ -103,6 +103,13 @@ bench-rounds: venv stack-up
 # services that are not running and stops those again, not the stack).
 bench-idle: venv stack-up
 	@$(ENV) python benchmarks/idle.py
+
+# No stack: bench-sim's tasks (anchor; 1,000 MNIST clients, 100 per round) on Flower
+# 1.42's simulation engine, in its own cached venv (deploy/local/flower-venv.sh; the
+# first run installs Flower and Ray, ~5 GB, into PEERTRAIN_CACHE).
+bench-flower: venv
+	@bash deploy/local/flower-venv.sh >/dev/null
+	@$(ENV) python benchmarks/sim/flower.py
 
 # The whole user path with the real CLI: a demo user, 3 peers, MNIST 10k, an MLP job
 # watched round by round, model.pt in the repository root (deploy/local/demo.sh). It
