@@ -119,4 +119,6 @@ def test_spilling_keeps_memory_bounded_as_updates_grow():
     """(FedAvg's running sum is measured by benchmarks/aggregate.py.)"""
     n = 3_000_000  # 12 MB per update: holding 20 of them would add 240 MB
     few, many = _peak_mb("median", 2, n), _peak_mb("median", 20, n)
-    assert many - few < 48, (few, many)
+    # holding 18 more updates would add 216 MB; spilled, the growth is the allocator's
+    # noise (up to ~55 MB seen on a loaded machine), far below 8 updates' worth
+    assert many - few < 96, (few, many)
