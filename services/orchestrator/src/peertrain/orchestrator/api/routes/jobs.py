@@ -6,6 +6,7 @@ import json
 
 from fastapi import APIRouter, Response
 
+from peertrain.common.app import Page, PagingDep
 from peertrain.common.app.responses import errors
 from peertrain.common.blobs import BlobNotFound
 from peertrain.common.security import CurrentUser
@@ -62,9 +63,12 @@ async def create_job(body: JobRequest, user: CurrentUser, orch: OrchestratorDep)
     summary="Your jobs, newest first (every job, for an admin)",
     responses=errors(401, 403, why=_WHY),
 )
-async def list_jobs(user: CurrentUser, orch: OrchestratorDep) -> dict[str, list[JobSummary]]:
+async def list_jobs(
+    user: CurrentUser, orch: OrchestratorDep, paging: PagingDep
+) -> Page[JobSummary]:
     """One line per job: state, round, latest holdout metrics."""
-    return {"items": [JobSummary.of(j) for j in jobs.visible_jobs(orch, user)]}
+    found = paging.window(jobs.visible_jobs(orch, user))
+    return Page[JobSummary].of([JobSummary.of(j) for j in found], paging)
 
 
 @router.get(
@@ -93,11 +97,12 @@ async def get_metrics(job_id: str, user: CurrentUser, orch: OrchestratorDep) -> 
     responses=errors(401, 403, 404, why=_WHY),
 )
 async def get_events(
-    job_id: str, user: CurrentUser, orch: OrchestratorDep
-) -> dict[str, list[EventPublic]]:
+    job_id: str, user: CurrentUser, orch: OrchestratorDep, paging: PagingDep
+) -> Page[EventPublic]:
     """Job, sharding and model events."""
     job = jobs.get_job(orch, job_id, user)
-    return {"items": [EventPublic.of(e) for e in await jobs.job_events(orch, job)]}
+    found = paging.window(await jobs.job_events(orch, job))
+    return Page[EventPublic].of([EventPublic.of(e) for e in found], paging)
 
 
 @router.get(

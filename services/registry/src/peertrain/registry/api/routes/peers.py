@@ -7,6 +7,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from fastapi import APIRouter, Query, Response
 
+from peertrain.common.app import Page, PagingDep
 from peertrain.common.app.responses import errors
 from peertrain.common.bus import TELEMETRY
 from peertrain.common.events.peers import Device
@@ -30,12 +31,12 @@ router = APIRouter(prefix="/peers", tags=["peers"])
 async def list_peers(
     user: CurrentUser,
     registry: RegistryDep,
+    paging: PagingDep,
     status: Status | None = None,
     device: Device | None = None,
     min_memory_gb: Annotated[float | None, Query(ge=0)] = None,
     owner: Literal["me", "any"] = "any",
-    limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
-) -> list[PeerPublic]:
+) -> Page[PeerPublic]:
     """``min_memory_gb`` is the training device's memory (GPU on cuda peers, else RAM)."""
     filters = PeerFilters(
         status=status,
@@ -43,7 +44,8 @@ async def list_peers(
         min_memory_gb=min_memory_gb,
         owner_id=user.subject if owner == "me" else None,
     )
-    return [PeerPublic.of(v) for v in queries.list_peers(registry, user, filters, limit=limit)]
+    found = queries.list_peers(registry, user, filters)
+    return Page[PeerPublic].of([PeerPublic.of(v) for v in paging.window(found)], paging)
 
 
 @router.get(
