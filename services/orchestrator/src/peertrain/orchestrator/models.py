@@ -176,6 +176,8 @@ class JobSummary(_JobLine):
 class TaskPublic(BaseModel):
     """One task: a shard's training in one round, by one peer."""
 
+    model_config = ConfigDict(from_attributes=True)
+
     task_id: str
     round: int
     attempt: int
@@ -191,21 +193,8 @@ class TaskPublic(BaseModel):
 
     @classmethod
     def of(cls, task: Task) -> TaskPublic:
-        """From a task of the job's state."""
-        return cls(
-            task_id=task.task_id,
-            round=task.round,
-            attempt=task.attempt,
-            shard=task.shard,
-            peer_id=task.peer_id,
-            state=task.state,
-            device=task.device,
-            assigned_at=task.assigned_at,
-            deadline=task.deadline,
-            reassigned_from=task.reassigned_from,
-            error=task.error,
-            traceback=task.traceback,
-        )
+        """From a task of the job's state (its fields of the same names)."""
+        return cls.model_validate(task)
 
 
 class RoundPublic(BaseModel):
@@ -311,6 +300,8 @@ class RoundMetrics(BaseModel):
 class PeerEpochMetrics(BaseModel):
     """What a peer reported after one local epoch of one task."""
 
+    model_config = ConfigDict(from_attributes=True)
+
     peer_id: str
     round: int
     shard: int
@@ -355,9 +346,7 @@ class JobMetrics(BaseModel):
                     peers=len(rnd.accepted) if rnd is not None else None,
                 )
             )
-        peers = [
-            PeerEpochMetrics.model_validate(p.model_dump(exclude={"job_id"})) for p in job.progress
-        ]
+        peers = [PeerEpochMetrics.model_validate(p) for p in job.progress]
         initial = job.evaluations.get(0)
         return cls(
             job_id=job.job_id,
