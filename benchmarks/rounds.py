@@ -52,6 +52,7 @@ from training_support import (
     create_job,
     dataset,
     finished,
+    job_events,
     peers_active,
     run_platform,
 )
@@ -123,7 +124,7 @@ async def federated(p: Platform, name: str) -> dict[str, Any]:
     if job["state"] != "completed":
         raise RuntimeError(f"the job ended {job['state']}: {job.get('error')}")
     async with p.client() as http:
-        events = (await http.get(f"/api/jobs/{job_id}/events")).json()["items"]
+        events = await job_events(http, job_id)
         metrics = (await http.get(f"/api/jobs/{job_id}/metrics")).json()
         config = (await http.get(f"/api/jobs/{job_id}/config")).json()
     if trace := os.environ.get("BENCH_ROUNDS_TRACE"):  # the job's events, to study a round

@@ -255,8 +255,10 @@ async def test_peer_enrollment_and_peer_tokens(
         peer_id=peer["peer_id"], owner_id=user["id"], name="gpu-1"
     )
     listed = (await http.get("/peers", headers=bearer(tokens["access_token"]))).json()
-    assert [p["id"] for p in listed] == [peer["peer_id"]]
-    mine = (await http.get("/peer-enrollments", headers=bearer(tokens["access_token"]))).json()
+    assert [p["id"] for p in listed["items"]] == [peer["peer_id"]]
+    assert listed["next_offset"] is None
+    page = (await http.get("/peer-enrollments", headers=bearer(tokens["access_token"]))).json()
+    mine = page["items"]
     assert mine[0]["id"] == created["id"] and mine[0]["peer_id"] == peer["peer_id"]
 
 
@@ -282,8 +284,10 @@ async def test_roles_and_ownership(http: httpx.AsyncClient) -> None:
     for path in (f"/peer-enrollments/{enrollment_id}", f"/peers/{alice_peer['peer_id']}"):
         assert (await http.get(path, headers=bearer(alice["access_token"]))).status_code == 200
         assert_error(await http.get(path, headers=bearer(bob["access_token"])), 404)
-    assert (await http.get("/peers", headers=bearer(bob["access_token"]))).json() == []
-    assert (await http.get("/peer-enrollments", headers=bearer(bob["access_token"]))).json() == []
+    nothing = {"items": [], "next_offset": None}
+    assert (await http.get("/peers", headers=bearer(bob["access_token"]))).json() == nothing
+    r = await http.get("/peer-enrollments", headers=bearer(bob["access_token"]))
+    assert r.json() == nothing
 
 
 async def test_enrollment_tokens_are_one_time_and_expire(
@@ -422,7 +426,7 @@ async def test_admin_lists_and_disables_users(http: httpx.AsyncClient, auth: Aut
     name, password, user = await register(http)
     tokens = await login(http, name, password)
     users = (await http.get("/users", headers=bearer(admin), params={"limit": 500})).json()
-    assert user["id"] in {u["id"] for u in users}
+    assert user["id"] in {u["id"] for u in users["items"]}
     me = (await http.get("/me", headers=bearer(admin))).json()
     assert "admin" in me["roles"]
     assert_error(await http.post(f"/users/{me['id']}/disable", headers=bearer(admin)), 409)

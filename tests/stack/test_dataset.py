@@ -160,7 +160,7 @@ async def test_clean_csv_is_validated_with_its_counts(
     assert preview["rows"][0] == ["20", "NA", "yes", "paris", "a"]
 
     listing = (await http.get("/")).json()
-    assert [d["id"] for d in listing] == [body["id"]]
+    assert [d["id"] for d in listing["items"]] == [body["id"]] and listing["next_offset"] is None
     keys = sorted(
         i.key.removeprefix(f"datasets/{body['id']}/")
         for i in await blobs.list(f"datasets/{body['id']}/")
@@ -180,7 +180,7 @@ async def test_clean_csv_is_validated_with_its_counts(
     headers = {"Authorization": f"Bearer {other}"}
     async with httpx.AsyncClient(base_url=GATEWAY_URL, headers=headers, timeout=60) as stranger:
         assert (await stranger.get(f"/{body['id']}")).status_code == 404
-        assert (await stranger.get("/")).json() == []
+        assert (await stranger.get("/")).json() == {"items": [], "next_offset": None}
         assert (await stranger.delete(f"/{body['id']}")).status_code == 404
 
 
@@ -393,7 +393,7 @@ async def test_owner_deletes_a_dataset_and_its_objects(
     assert await blobs.list(prefix) == []
     r = await http.get(f"/{body['id']}")
     assert r.status_code == 404 and r.json()["error"]["code"] == "dataset_not_found"
-    assert body["id"] not in [d["id"] for d in (await http.get("/")).json()]
+    assert body["id"] not in [d["id"] for d in (await http.get("/")).json()["items"]]
     assert (await http.delete(f"/{body['id']}")).status_code == 404
 
 

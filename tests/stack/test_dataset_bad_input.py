@@ -124,7 +124,7 @@ async def test_refused_uploads_store_nothing(
     r = await http.post("/", files={"file": (filename, make())})
     assert_error(r, status, code)
     assert await stored(blobs) == before
-    assert (await http.get("/")).json() == []
+    assert (await http.get("/")).json() == {"items": [], "next_offset": None}
 
 
 async def test_a_streamed_body_over_the_cap_is_cut_off(

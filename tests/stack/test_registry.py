@@ -185,9 +185,17 @@ async def http() -> Any:
 
 
 async def list_peers(http: httpx.AsyncClient, token: str, **params: Any) -> list[dict[str, Any]]:
-    r = await http.get(f"{REGISTRY}/peers", headers=bearer(token), params=params)
-    assert r.status_code == 200, r.text
-    return list(r.json())
+    """Every peer the list answers, following its pages."""
+    found: list[dict[str, Any]] = []
+    offset: int | None = 0
+    while offset is not None:
+        r = await http.get(
+            f"{REGISTRY}/peers", headers=bearer(token), params={**params, "offset": offset}
+        )
+        assert r.status_code == 200, r.text
+        found += r.json()["items"]
+        offset = r.json()["next_offset"]
+    return found
 
 
 async def peer_events(mongo: Any, s: Stack, peer_id: str) -> list[RecordedEvent]:

@@ -156,10 +156,12 @@ async def http() -> Any:
 
 async def honest_active(http: httpx.AsyncClient, s: Abuse) -> bool:
     r = await http.get(
-        f"{REGISTRY}/peers", headers=bearer(s.owner_token), params={"status": "active"}
+        f"{REGISTRY}/peers",
+        headers=bearer(s.owner_token),
+        params={"status": "active", "limit": 1000},
     )
     assert r.status_code == 200, r.text
-    return {p["peer_id"] for p in r.json()} >= {p.peer_id for p in s.peers}
+    return {p["peer_id"] for p in r.json()["items"]} >= {p.peer_id for p in s.peers}
 
 
 async def peer_events(mongo: Any, s: Abuse, peer_id: str) -> list[RecordedEvent]:

@@ -173,7 +173,7 @@ async def test_a_trickle_upload_is_cut_off_with_408_and_nothing_is_stored(
     assert 0 < error["detail"]["received_bytes"] < 4000
     assert await stored(blobs) == before
     async with client(base, access) as http:
-        assert (await http.get("/")).json() == []
+        assert (await http.get("/")).json() == {"items": [], "next_offset": None}
 
 
 @pytest.fixture
@@ -224,7 +224,7 @@ async def test_one_dataset_past_the_quota_is_refused_until_one_is_deleted(
         error = assert_error(r.status_code, r.json(), 403, "quota_exceeded")
         assert error["detail"] == {"quota": "datasets", "limit": MAX_DATASETS, "used": 2}
         assert await stored(blobs) == before
-        assert len((await http.get("/")).json()) == MAX_DATASETS
+        assert len((await http.get("/")).json()["items"]) == MAX_DATASETS
 
         assert (await http.delete(f"/{ids[0]}")).status_code == 204
         r = await http.post("/", files={"file": ("extra.csv", CSV)})
@@ -265,4 +265,4 @@ async def test_bytes_past_the_quota_are_refused_announced_or_streamed(
             "incoming": MAX_BYTES + 1,
         }
         assert await stored(blobs) == before
-        assert (await http.get("/")).json() == []
+        assert (await http.get("/")).json() == {"items": [], "next_offset": None}

@@ -94,7 +94,7 @@ def test_json_output_is_plain_json(api: FakeApi, cfg: Path) -> None:
             "specs": {"device": "cpu", "ram_gb": 8},
         }
     ]
-    api.route("GET", "/api/registry/peers", peers)
+    api.route("GET", "/api/registry/peers", {"items": peers, "next_offset": None})
     result = run(api, cfg, "peers", "ls", "--json")
     assert result.exit_code == 0 and json.loads(result.stdout) == peers
     table = run(api, cfg, "peers", "ls")

@@ -64,6 +64,26 @@ def test_a_401_refreshes_once_and_repeats_the_call(api: FakeApi, tmp_path: Path)
     assert paths == ["/api/jobs", "/api/auth/refresh", "/api/jobs"]
 
 
+def test_a_list_follows_next_offset_to_the_last_page(api: FakeApi) -> None:
+    def page(request: httpx.Request) -> httpx.Response:
+        offset = int(request.url.params.get("offset", 0))
+        following = offset + 2 if offset < 4 else None
+        items = [{"seq": n} for n in range(offset, min(offset + 2, 5))]
+        return httpx.Response(200, json={"items": items, "next_offset": following})
+
+    api.route("GET", "/api/jobs/j/events", page)
+    assert [e["seq"] for e in logged_in(api).job_events("j")] == [0, 1, 2, 3, 4]
+    offsets = [r.url.params.get("offset") for r in api.requests]
+    assert offsets == [None, "2", "4"]
+
+
+def test_an_answer_that_is_not_a_page_is_a_bad_response(api: FakeApi) -> None:
+    api.route("GET", "/api/datasets", [{"id": "d1"}])
+    with pytest.raises(ApiError) as e:
+        logged_in(api).list_datasets()
+    assert e.value.code == "bad_response"
+
+
 def test_a_second_401_is_raised(api: FakeApi) -> None:
     api.route("GET", "/api/jobs", lambda r: error(401, "unauthorized", "token revoked"))
     pt = logged_in(api)
@@ -201,7 +221,7 @@ def test_token_file_is_private(tmp_path: Path) -> None:
 
 
 async def test_async_client_refreshes_too(api: FakeApi) -> None:
-    api.route("GET", "/api/datasets", [{"id": "d1"}])
+    api.route("GET", "/api/datasets", {"items": [{"id": "d1"}], "next_offset": None})
     api.expire()
     async with AsyncClient(
         "http://api.test", tokens=Tokens("access-1", "refresh-1"), transport=api.transport

@@ -19,6 +19,7 @@ from training_support import (
     create_job,
     final_weights,
     finished,
+    job_events,
     peers_active,
     queue_depths,
     same_weights,
@@ -83,7 +84,7 @@ async def test_an_update_announced_twice_is_folded_once(platform: Platform, http
     job_id, job = await run(platform, ["p0", "p1", "p2", "dup"], dup={"mode": "duplicate"})
     assert job["state"] == "completed", job
     assert same_weights(await final_weights(platform, job_id), first["weights"])
-    events = (await http.get(f"/api/jobs/{job_id}/events")).json()["items"]
+    events = await job_events(http, job_id)
     accepted = [e for e in events if e["type"] == "update.accepted"]
     assert len(accepted) == 4 * ROUNDS  # one per shard per round, duplicates ignored
 
@@ -144,7 +145,7 @@ async def test_one_hostile_peer_doing_everything_at_once_is_excluded_and_harms_n
     assert job["state"] == "completed", job
     assert abs(job["latest"]["accuracy"] - honest["latest"]["accuracy"]) <= 0.01
     storm = platform.peers["storm"].peer_id
-    events = (await http.get(f"/api/jobs/{job_id}/events")).json()["items"]
+    events = await job_events(http, job_id)
     excluded = [e["data"] for e in events if e["type"] == "peer.excluded"]
     assert [e["peer_id"] for e in excluded] == [storm], excluded
     assigned_after = [
@@ -187,7 +188,7 @@ async def test_a_peer_killed_mid_round_is_replaced_and_the_job_completes(
     job = await finished(platform, job_id)
     assert job["state"] == "completed", job
     assert abs(job["latest"]["accuracy"] - first["accuracy"]) <= 0.01
-    events = (await http.get(f"/api/jobs/{job_id}/events")).json()["items"]
+    events = await job_events(http, job_id)
     victim = platform.peers["victim"].peer_id
     lost = [e for e in events if e["type"] == "task.lost" and e["data"]["peer_id"] == victim]
     reassigned = [

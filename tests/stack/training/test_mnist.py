@@ -18,6 +18,7 @@ from training_support import (
     create_job,
     dataset,
     finished,
+    job_events,
     mnist_csv_gz,
     peers_active,
 )
@@ -100,7 +101,7 @@ async def test_mnist_on_four_peers_reaches_093_and_final_pt_reproduces_it(
     assert all(r["peers"] == 4 for r in rounds)
 
     # the lineage: the job's events tell the whole story
-    events = (await http.get(f"/api/jobs/{job_id}/events")).json()["items"]
+    events = await job_events(http, job_id)
     types = [e["type"] for e in events]
     for kind in (
         "job.created",

@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 from test_faults import ROUNDS, small_job
 from test_mnist import mnist
-from training_support import Platform, create_job, finished, peers_active, wait_for
+from training_support import (
+    Platform,
+    create_job,
+    finished,
+    job_events,
+    peers_active,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.stack, pytest.mark.slow]
 
@@ -40,7 +47,7 @@ async def test_three_of_ten_peers_killed_mid_round(platform: Platform, http: Any
     job = await finished(platform, job_id)
     assert job["state"] == "completed", job
     assert job["latest"]["accuracy"] > 0.8
-    events = (await http.get(f"/api/jobs/{job_id}/events")).json()["items"]
+    events = await job_events(http, job_id)
     killed_at = max(
         i for i, e in enumerate(events) if e["type"] == "round.opened" and e["data"]["round"] == 2
     )

@@ -300,13 +300,31 @@ async def dataset(p: Platform, name: str, filename: str, data: bytes, **fields: 
     return dataset_id
 
 
+async def every_item(http: httpx.AsyncClient, url: str, **params: Any) -> list[Any]:
+    """Every item of a list route, following its pages' ``next_offset``."""
+    found: list[Any] = []
+    offset: int | None = 0
+    while offset is not None:
+        r = await http.get(url, params={**params, "offset": offset})
+        assert r.status_code == 200, r.text
+        page = r.json()
+        found += page["items"]
+        offset = page["next_offset"]
+    return found
+
+
+async def job_events(http: httpx.AsyncClient, job_id: str) -> list[dict[str, Any]]:
+    """A job's lineage, every page of it."""
+    return await every_item(http, f"/api/jobs/{job_id}/events")
+
+
 async def peers_active(p: Platform, peer_ids: list[str]) -> None:
     """Wait until the registry (and so the orchestrator) sees these peers active."""
     async with p.client() as http:
 
         async def active() -> bool:
-            r = await http.get("/api/registry/peers", params={"status": "active"})
-            seen = {x["peer_id"] for x in r.json()} if r.status_code == 200 else set()
+            r = await http.get("/api/registry/peers", params={"status": "active", "limit": 1000})
+            seen = {x["peer_id"] for x in r.json()["items"]} if r.status_code == 200 else set()
             return set(peer_ids) <= seen
 
         await wait_for(active, timeout=120, what=f"peers {peer_ids} active")

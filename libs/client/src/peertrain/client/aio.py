@@ -95,6 +95,15 @@ class AsyncClient(BaseClient):
         """Send one :class:`~peertrain.client.calls.Call` and return its answer."""
         return self._result(call, await self._answer(call))
 
+    async def every(self, call: Call) -> list[dict[str, Any]]:
+        """Every item of a list: the page ``call`` answers, then each next page."""
+        found: list[dict[str, Any]] = []
+        page: Call | None = call
+        while page is not None:
+            items, page = calls.next_page(page, await self.call(page))
+            found += items
+        return found
+
     # -- accounts ---------------------------------------------------------------------
 
     async def register(self, username: str, password: str) -> dict[str, Any]:
@@ -131,8 +140,7 @@ class AsyncClient(BaseClient):
 
     async def list_peers(self, **filters: Any) -> list[dict[str, Any]]:
         """Peers you may see (filters: ``status``, ``device``, ``min_memory_gb``, ``owner``)."""
-        result: list[dict[str, Any]] = await self.call(calls.list_peers(**filters))
-        return result
+        return await self.every(calls.list_peers(**filters))
 
     async def get_peer(self, peer_id: str) -> dict[str, Any]:
         """One peer."""
@@ -179,8 +187,7 @@ class AsyncClient(BaseClient):
 
     async def list_datasets(self) -> list[dict[str, Any]]:
         """Your datasets, newest first."""
-        result: list[dict[str, Any]] = await self.call(calls.list_datasets())
-        return result
+        return await self.every(calls.list_datasets())
 
     async def get_dataset(self, dataset_id: str) -> dict[str, Any]:
         """One dataset (``status``: ``validating``, ``validated`` or ``rejected``)."""
@@ -224,9 +231,7 @@ class AsyncClient(BaseClient):
 
     async def list_jobs(self) -> list[dict[str, Any]]:
         """Your jobs."""
-        result = await self.call(calls.list_jobs())
-        items: list[dict[str, Any]] = result.get("items", []) if isinstance(result, dict) else []
-        return items
+        return await self.every(calls.list_jobs())
 
     async def get_job(self, job_id: str) -> dict[str, Any]:
         """One job: state, rounds, peers, tasks, ``latest`` metrics, ``error``."""
@@ -240,9 +245,7 @@ class AsyncClient(BaseClient):
 
     async def job_events(self, job_id: str) -> list[dict[str, Any]]:
         """A job's events, oldest first."""
-        result = await self.call(calls.job_events(job_id))
-        items: list[dict[str, Any]] = result.get("items", []) if isinstance(result, dict) else []
-        return items
+        return await self.every(calls.job_events(job_id))
 
     async def cancel_job(self, job_id: str) -> None:
         """Ask the job to stop (it ends ``cancelled``)."""

@@ -3,16 +3,22 @@
 Paths are relative to the API's base URL (the gateway). Routes and bodies follow the
 services' own routers (auth, registry, dataset) and the orchestrator/aggregator
 contract (jobs, models).
+
+Every list answers one page, ``{"items": [...], "next_offset": n | null}``, of the
+``limit`` items at ``offset``; :func:`next_page` gives a page's items and the call for
+the next one, which the clients follow to the end.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 from urllib.parse import quote
 
-__all__ = ["AUTH", "DATASETS", "JOBS", "MODELS", "REGISTRY", "Call"]
+from .errors import ApiError
+
+__all__ = ["AUTH", "DATASETS", "JOBS", "MODELS", "REGISTRY", "Call", "next_page"]
 
 AUTH = "/api/auth"
 REGISTRY = "/api/registry"
@@ -34,6 +40,31 @@ class Call:
     params: Mapping[str, Any] = field(default_factory=dict)
     auth: bool = True
     answer: Answer = "json"
+
+
+def next_page(call: Call, answer: Any) -> tuple[list[dict[str, Any]], Call | None]:
+    """The items of the page ``call`` answered, and the call for the next page (``None``
+    after the last).
+
+    Raises
+    ------
+    ApiError
+        ``bad_response``: the answer is not a page.
+    """
+    items = answer.get("items") if isinstance(answer, dict) else None
+    if not isinstance(items, list):
+        raise ApiError(
+            "the API answered something that is not a page of items",
+            status=200,
+            code="bad_response",
+            method=call.method,
+            url=call.path,
+        )
+    following = answer.get("next_offset")
+    offset = call.params.get("offset") or 0
+    if not isinstance(following, int) or following <= offset:
+        return items, None
+    return items, replace(call, params={**call.params, "offset": following})
 
 
 def _id(value: str) -> str:
@@ -83,7 +114,7 @@ def list_peers(
     min_memory_gb: float | None = None,
     owner: str | None = None,
 ) -> Call:
-    """Peers the caller may see, with liveness and device specs (registry)."""
+    """Peers the caller may see, with liveness and device specs (registry); a page."""
     params = _params(status=status, device=device, min_memory_gb=min_memory_gb, owner=owner)
     return Call("GET", f"{REGISTRY}/peers", params=params)
 
@@ -94,7 +125,7 @@ def get_peer(peer_id: str) -> Call:
 
 
 def list_datasets(limit: int | None = None, offset: int | None = None) -> Call:
-    """The caller's datasets, newest first."""
+    """The caller's datasets, newest first; a page."""
     return Call("GET", DATASETS, params=_params(limit=limit, offset=offset))
 
 
@@ -108,9 +139,9 @@ def create_job(spec: Mapping[str, Any]) -> Call:
     return Call("POST", JOBS, json=dict(spec))
 
 
-def list_jobs() -> Call:
-    """The caller's jobs."""
-    return Call("GET", JOBS)
+def list_jobs(limit: int | None = None, offset: int | None = None) -> Call:
+    """The caller's jobs, newest first; a page."""
+    return Call("GET", JOBS, params=_params(limit=limit, offset=offset))
 
 
 def get_job(job_id: str) -> Call:
@@ -124,7 +155,7 @@ def job_metrics(job_id: str) -> Call:
 
 
 def job_events(job_id: str) -> Call:
-    """A job's event history."""
+    """A job's event history, oldest first; a page."""
     return Call("GET", f"{JOBS}/{_id(job_id)}/events")
 
 

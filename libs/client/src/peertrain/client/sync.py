@@ -94,6 +94,15 @@ class Client(BaseClient):
         """Send one :class:`~peertrain.client.calls.Call` and return its answer."""
         return self._result(call, self._answer(call))
 
+    def every(self, call: Call) -> list[dict[str, Any]]:
+        """Every item of a list: the page ``call`` answers, then each next page."""
+        found: list[dict[str, Any]] = []
+        page: Call | None = call
+        while page is not None:
+            items, page = calls.next_page(page, self.call(page))
+            found += items
+        return found
+
     # -- accounts ---------------------------------------------------------------------
 
     def register(self, username: str, password: str) -> dict[str, Any]:
@@ -130,8 +139,7 @@ class Client(BaseClient):
 
     def list_peers(self, **filters: Any) -> list[dict[str, Any]]:
         """Peers you may see (filters: ``status``, ``device``, ``min_memory_gb``, ``owner``)."""
-        result: list[dict[str, Any]] = self.call(calls.list_peers(**filters))
-        return result
+        return self.every(calls.list_peers(**filters))
 
     def get_peer(self, peer_id: str) -> dict[str, Any]:
         """One peer."""
@@ -176,8 +184,7 @@ class Client(BaseClient):
 
     def list_datasets(self) -> list[dict[str, Any]]:
         """Your datasets, newest first."""
-        result: list[dict[str, Any]] = self.call(calls.list_datasets())
-        return result
+        return self.every(calls.list_datasets())
 
     def get_dataset(self, dataset_id: str) -> dict[str, Any]:
         """One dataset (``status``: ``validating``, ``validated`` or ``rejected``)."""
@@ -216,9 +223,7 @@ class Client(BaseClient):
 
     def list_jobs(self) -> list[dict[str, Any]]:
         """Your jobs."""
-        result = self.call(calls.list_jobs())
-        items: list[dict[str, Any]] = result.get("items", []) if isinstance(result, dict) else []
-        return items
+        return self.every(calls.list_jobs())
 
     def get_job(self, job_id: str) -> dict[str, Any]:
         """One job: state, rounds, peers, tasks, ``latest`` metrics, ``error``."""
@@ -232,9 +237,7 @@ class Client(BaseClient):
 
     def job_events(self, job_id: str) -> list[dict[str, Any]]:
         """A job's events, oldest first."""
-        result = self.call(calls.job_events(job_id))
-        items: list[dict[str, Any]] = result.get("items", []) if isinstance(result, dict) else []
-        return items
+        return self.every(calls.job_events(job_id))
 
     def cancel_job(self, job_id: str) -> None:
         """Ask the job to stop (it ends ``cancelled``)."""

@@ -2,13 +2,46 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from peertrain.common.specs import ShardingName
+from peertrain.common.events import RecordedEvent
+from peertrain.common.events.jobs import ShardingSpec
+from peertrain.common.events.models import UpdateRejected
+from peertrain.common.specs import (
+    AggregationSpec,
+    ModelSpec,
+    ShardingName,
+    TrainingParams,
+    parse_aggregation_spec,
+    parse_model_spec,
+    parse_training_params,
+)
 
-__all__ = ["MAX_PEERS", "JobRequest", "PeerSelection", "SelectionFilters", "ShardingRequest"]
+from .domain import Job, Round, Task
+from .domain.job import JobState, TaskStateName
+
+__all__ = [
+    "MAX_PEERS",
+    "EventPublic",
+    "InitialMetrics",
+    "JobAccepted",
+    "JobCancelling",
+    "JobDetail",
+    "JobMetrics",
+    "JobRequest",
+    "JobSummary",
+    "LatestMetrics",
+    "PeerEpochMetrics",
+    "PeerSelection",
+    "RoundMetrics",
+    "RoundPublic",
+    "SelectionFilters",
+    "ShardingRequest",
+    "TaskPublic",
+]
 
 MAX_PEERS = 1000
 
@@ -62,3 +95,293 @@ class JobRequest(BaseModel):
         if self.peers is not None and len(set(self.peers)) != len(self.peers):
             raise ValueError("peers must not repeat")
         return self
+
+
+# -- answers -------------------------------------------------------------------------
+
+
+class JobAccepted(BaseModel):
+    """``POST /api/jobs``: the new job's id (sharding follows)."""
+
+    job_id: str
+
+
+class JobCancelling(BaseModel):
+    """``POST /api/jobs/{id}/cancel``: the job and its state after the request."""
+
+    job_id: str
+    state: JobState
+
+
+class LatestMetrics(BaseModel):
+    """The holdout metrics of the job's newest evaluated model version."""
+
+    round: int
+    version: int
+    loss: float
+    accuracy: float
+
+    @classmethod
+    def of(cls, job: Job) -> LatestMetrics | None:
+        """``None`` before any version was evaluated."""
+        if not job.evaluations:
+            return None
+        version = max(job.evaluations)
+        ev = job.evaluations[version]
+        return cls(round=version, version=version, loss=ev.loss, accuracy=ev.accuracy)
+
+
+class _JobLine(BaseModel):
+    job_id: str
+    name: str
+    state: JobState
+    dataset_id: str
+    rounds: int
+    current_round: int | None
+    created_at: datetime | None
+    finished_at: datetime | None
+    accuracy: float | None = Field(description="The latest holdout accuracy")
+    loss: float | None = Field(description="The latest holdout loss")
+
+    @staticmethod
+    def _line(job: Job) -> dict[str, Any]:
+        assert job.created is not None
+        latest = LatestMetrics.of(job)
+        return {
+            "job_id": job.job_id,
+            "name": job.created.name,
+            "state": job.state,
+            "dataset_id": job.created.dataset_id,
+            "rounds": job.rounds_total,
+            "current_round": job.current.round if job.current is not None else None,
+            "created_at": job.created_at,
+            "finished_at": job.finished_at,
+            "accuracy": latest.accuracy if latest else None,
+            "loss": latest.loss if latest else None,
+        }
+
+
+class JobSummary(_JobLine):
+    """One line of ``GET /api/jobs``."""
+
+    peers: int = Field(description="How many peers the job runs on")
+
+    @classmethod
+    def of(cls, job: Job) -> JobSummary:
+        """From the job's folded state."""
+        assert job.created is not None
+        return cls(**cls._line(job), peers=len(job.created.peers))
+
+
+class TaskPublic(BaseModel):
+    """One task: a shard's training in one round, by one peer."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    task_id: str
+    round: int
+    attempt: int
+    shard: int
+    peer_id: str
+    state: TaskStateName
+    device: str | None
+    assigned_at: datetime
+    deadline: datetime
+    reassigned_from: str | None
+    error: str | None
+    traceback: str | None
+
+    @classmethod
+    def of(cls, task: Task) -> TaskPublic:
+        """From a task of the job's state (its fields of the same names)."""
+        return cls.model_validate(task)
+
+
+class RoundPublic(BaseModel):
+    """One attempt at one round."""
+
+    round: int
+    attempt: int
+    state: Literal["open", "closed", "failed"]
+    model_version: int
+    opened_at: datetime
+    deadline: datetime
+    closed_at: datetime | None
+    close_reason: str | None
+    accepted: list[int] = Field(description="Shards whose update the round accepted")
+
+    @classmethod
+    def of(cls, rnd: Round) -> RoundPublic:
+        """From a round of the job's state."""
+        return cls(
+            round=rnd.round,
+            attempt=rnd.attempt,
+            state=rnd.state,
+            model_version=rnd.model_version,
+            opened_at=rnd.opened_at,
+            deadline=rnd.deadline,
+            closed_at=rnd.closed_at,
+            close_reason=rnd.close_reason,
+            accepted=sorted(rnd.accepted),
+        )
+
+
+class JobDetail(_JobLine):
+    """``GET /api/jobs/{id}``: state, current round, peers and tasks, latest metrics."""
+
+    owner_id: str
+    peers: list[str] = Field(description="In shard order: shard k is peers[k]'s")
+    model: ModelSpec
+    training: TrainingParams
+    aggregation: AggregationSpec
+    sharding: ShardingSpec
+    config_key: str | None
+    round: RoundPublic | None = Field(description="The current round attempt")
+    tasks: list[TaskPublic] = Field(
+        description="Every task of the current round, and failed or rejected ones of earlier"
+    )
+    latest: LatestMetrics | None
+    final_version: int | None
+    error: str | None
+    error_code: str | None
+    rejected_updates: list[UpdateRejected]
+
+    @classmethod
+    def of(cls, job: Job) -> JobDetail:
+        """From the job's folded state (specs parsed: a dict or an already typed spec)."""
+        created = job.created
+        assert created is not None
+        tasks = [
+            TaskPublic.of(t)
+            for rnd in job.rounds.values()
+            for t in rnd.tasks.values()
+            if rnd is job.current or t.state in ("failed", "rejected")
+        ]
+        return cls(
+            **cls._line(job),
+            owner_id=created.owner_id,
+            peers=list(created.peers),
+            model=parse_model_spec(created.model),
+            training=parse_training_params(created.training),
+            aggregation=parse_aggregation_spec(created.aggregation),
+            sharding=created.sharding,
+            config_key=job.configured.config_key if job.configured else None,
+            round=RoundPublic.of(job.current) if job.current else None,
+            tasks=tasks,
+            latest=LatestMetrics.of(job),
+            final_version=job.exported.version if job.exported else None,
+            error=job.error,
+            error_code=job.error_code,
+            rejected_updates=list(job.rejected),
+        )
+
+
+class InitialMetrics(BaseModel):
+    """The initial model's (version 0) holdout metrics."""
+
+    version: Literal[0] = 0
+    loss: float
+    accuracy: float
+
+
+class RoundMetrics(BaseModel):
+    """One model version's holdout metrics, and how its round went."""
+
+    round: int
+    version: int
+    loss: float
+    accuracy: float
+    per_class_accuracy: list[float | None]
+    samples: int
+    duration_s: float | None
+    peers: int | None = Field(description="Updates the round accepted")
+
+
+class PeerEpochMetrics(BaseModel):
+    """What a peer reported after one local epoch of one task."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    peer_id: str
+    round: int
+    shard: int
+    task_id: str
+    epoch: int
+    epochs: int
+    loss: float | None
+    accuracy: float | None
+    samples: int
+    duration_s: float
+
+
+class JobMetrics(BaseModel):
+    """``GET /api/jobs/{id}/metrics``: per round (holdout), per peer per epoch (training)."""
+
+    job_id: str
+    initial: InitialMetrics | None
+    rounds: list[RoundMetrics]
+    peers: list[PeerEpochMetrics]
+
+    @classmethod
+    def of(cls, job: Job) -> JobMetrics:
+        """From the job's folded state."""
+        closed = {rnd.round: rnd for rnd in job.rounds.values() if rnd.state == "closed"}
+        rounds = []
+        for version in sorted(v for v in job.evaluations if v > 0):
+            ev = job.evaluations[version]
+            rnd = closed.get(version)
+            rounds.append(
+                RoundMetrics(
+                    round=version,
+                    version=version,
+                    loss=ev.loss,
+                    accuracy=ev.accuracy,
+                    per_class_accuracy=list(ev.per_class_accuracy),
+                    samples=ev.samples,
+                    duration_s=(
+                        (rnd.closed_at - rnd.opened_at).total_seconds()
+                        if rnd is not None and rnd.closed_at is not None
+                        else None
+                    ),
+                    peers=len(rnd.accepted) if rnd is not None else None,
+                )
+            )
+        peers = [PeerEpochMetrics.model_validate(p) for p in job.progress]
+        initial = job.evaluations.get(0)
+        return cls(
+            job_id=job.job_id,
+            initial=InitialMetrics(loss=initial.loss, accuracy=initial.accuracy)
+            if initial
+            else None,
+            rounds=rounds,
+            peers=peers,
+        )
+
+
+class EventPublic(BaseModel):
+    """One event of a job's lineage (``GET /api/jobs/{id}/events``)."""
+
+    id: str
+    type: str
+    occurred_at: datetime
+    stream: str
+    seq: int
+    position: int
+    producer: str
+    actor: str | None
+    data: dict[str, Any] = Field(description="The event's payload (its type's schema)")
+
+    @classmethod
+    def of(cls, event: RecordedEvent) -> EventPublic:
+        """From a recorded event."""
+        return cls(
+            id=event.id,
+            type=event.type,
+            occurred_at=event.occurred_at,
+            stream=event.stream,
+            seq=event.seq,
+            position=event.position,
+            producer=event.producer,
+            actor=event.actor,
+            data=event.payload_dict(),
+        )

@@ -31,6 +31,7 @@ from .context import ServiceContext
 from .errors import install_error_handlers
 from .health import health_router
 from .middleware import NulPathGuard, RequestContextMiddleware
+from .responses import errors
 
 __all__ = ["Setup", "connect_context", "create_app"]
 
@@ -179,8 +180,11 @@ def create_app(
     app.include_router(health_router())
     if prefix:
         app.include_router(health_router(), prefix=prefix, include_in_schema=False)
+    # every route answers 422 (and 503 while starting) in the one error shape, which the
+    # document says, instead of FastAPI's default HTTPValidationError (never sent);
+    # a route's own ``responses=`` add to these
     for router in routers:
-        app.include_router(router, prefix=prefix)
+        app.include_router(router, prefix=prefix, responses=errors())
     app.add_route("/metrics", _metrics, include_in_schema=False)
     return app
 

@@ -4,15 +4,30 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
 from .context import ServiceContext
 from .errors import error_response
+from .responses import ErrorResponse
 
-__all__ = ["health_router"]
+__all__ = ["Health", "Readiness", "health_router"]
+
+
+class Health(BaseModel):
+    """``/healthz``: the process answers."""
+
+    status: Literal["ok"]
+
+
+class Readiness(BaseModel):
+    """``/readyz``: every dependency answers (``"ok"`` each)."""
+
+    status: Literal["ready"]
+    checks: dict[str, str]
 
 
 async def _probe(check: Awaitable[Any], seconds: float) -> str | None:
@@ -44,13 +59,20 @@ def health_router() -> APIRouter:
     router = APIRouter(tags=["health"])
 
     @router.get("/healthz", summary="The process is alive")
-    async def healthz() -> dict[str, str]:
-        return {"status": "ok"}
+    async def healthz() -> Health:
+        return Health(status="ok")
 
     @router.get(
         "/readyz",
         summary="MongoDB, RabbitMQ and S3 all answer",
-        responses={503: {"description": "a dependency does not answer"}},
+        response_model=Readiness,
+        responses={
+            503: {
+                "model": ErrorResponse,
+                "description": "Starting, or a dependency does not answer (detail: each "
+                "dependency's problem, null where it answers)",
+            }
+        },
     )
     async def readyz(request: Request) -> JSONResponse:
         ctx: ServiceContext | None = getattr(request.app.state, "ctx", None)

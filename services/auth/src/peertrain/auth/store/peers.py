@@ -108,9 +108,16 @@ class PeerStore:
         doc = await self.enrollments.find_one({"_id": enrollment_id})
         return EnrollmentRecord.from_doc(doc) if doc else None
 
-    async def list_enrollments(self, owner_id: str) -> list[EnrollmentRecord]:
-        """A user's enrollments, newest first."""
-        cursor = self.enrollments.find({"owner_id": owner_id}).sort("created_at", -1)
+    async def list_enrollments(
+        self, owner_id: str, *, limit: int, offset: int = 0
+    ) -> list[EnrollmentRecord]:
+        """A user's enrollments, newest first (``limit`` of them from ``offset``)."""
+        cursor = (
+            self.enrollments.find({"owner_id": owner_id})
+            .sort("created_at", -1)
+            .skip(offset)
+            .limit(limit)
+        )
         return [EnrollmentRecord.from_doc(d) async for d in cursor]
 
     async def purge_enrollments(self, *, before: datetime) -> int:
@@ -145,7 +152,12 @@ class PeerStore:
         doc = await self.peers.find_one({"_id": peer_id})
         return PeerRecord.from_doc(doc) if doc else None
 
-    async def list_peers(self, owner_id: str) -> list[PeerRecord]:
-        """A user's peers, oldest first."""
-        cursor = self.peers.find({"owner_id": owner_id}).sort("enrolled_at", ASCENDING)
+    async def list_peers(self, owner_id: str, *, limit: int, offset: int = 0) -> list[PeerRecord]:
+        """A user's peers, oldest first (``limit`` of them from ``offset``)."""
+        cursor = (
+            self.peers.find({"owner_id": owner_id})
+            .sort("enrolled_at", ASCENDING)
+            .skip(offset)
+            .limit(limit)
+        )
         return [PeerRecord.from_doc(d) async for d in cursor]

@@ -52,13 +52,12 @@ def get(reg: RegistryContext, who: Principal, peer_id: str) -> PeerView:
     return view(reg, record)
 
 
-def list_peers(
-    reg: RegistryContext, who: Principal, filters: PeerFilters, *, limit: int
-) -> list[PeerView]:
-    """Peers ``who`` may see that match ``filters``, oldest enrollment first."""
+def list_peers(reg: RegistryContext, who: Principal, filters: PeerFilters) -> list[PeerView]:
+    """Peers ``who`` may see that match ``filters``, oldest enrollment first (the route
+    answers a page of them)."""
     found = [v for v in visible(reg, who) if matches(v, filters)]
     found.sort(key=lambda v: (v.record.enrolled_at or _EPOCH, v.record.peer_id))
-    return found[:limit]
+    return found
 
 
 def select(

@@ -18,6 +18,7 @@ from peertrain.auth.models import (
 )
 from peertrain.auth.store import EnrollmentRecord, PeerRecord
 from peertrain.auth.usecases import peers
+from peertrain.common.app import Page, PagingDep
 from peertrain.common.security import CurrentUser
 
 __all__ = ["router"]
@@ -57,9 +58,14 @@ async def create_enrollment(
 
 
 @router.get("/peer-enrollments", summary="Your enrollment tokens", responses=errors(401, 403))
-async def list_enrollments(user: CurrentUser, auth: AuthDep) -> list[EnrollmentPublic]:
+async def list_enrollments(
+    user: CurrentUser, auth: AuthDep, paging: PagingDep
+) -> Page[EnrollmentPublic]:
     """Newest first; the tokens themselves are never shown again."""
-    return [_enrollment(r) for r in await auth.peers.list_enrollments(user.subject)]
+    found = await auth.peers.list_enrollments(
+        user.subject, limit=paging.fetch, offset=paging.offset
+    )
+    return Page[EnrollmentPublic].of([_enrollment(r) for r in found], paging)
 
 
 @router.get(
@@ -94,9 +100,10 @@ async def peer_token(body: PeerTokenRequest, auth: AuthDep) -> AccessToken:
 
 
 @router.get("/peers", summary="Your peers", responses=errors(401, 403))
-async def list_peers(user: CurrentUser, auth: AuthDep) -> list[PeerPublic]:
+async def list_peers(user: CurrentUser, auth: AuthDep, paging: PagingDep) -> Page[PeerPublic]:
     """Peers you enrolled, oldest first."""
-    return [_peer(p) for p in await auth.peers.list_peers(user.subject)]
+    found = await auth.peers.list_peers(user.subject, limit=paging.fetch, offset=paging.offset)
+    return Page[PeerPublic].of([_peer(p) for p in found], paging)
 
 
 @router.get("/peers/{peer_id}", summary="One of your peers", responses=errors(401, 403, 404))

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Depends, Query, status
+from fastapi import APIRouter, Depends, status
 
 from peertrain.auth.api.deps import AuthDep, ClientAddress, no_unknown_query
 from peertrain.auth.api.responses import errors
 from peertrain.auth.models import RegisterRequest, UserAdminView, UserDisable, UserPublic
 from peertrain.auth.store import UserRecord
 from peertrain.auth.usecases import accounts
+from peertrain.common.app import Page, PagingDep
 from peertrain.common.errors import NotFound
 from peertrain.common.security import AdminUser, CurrentUser
 
@@ -56,14 +55,10 @@ async def me(user: CurrentUser, auth: AuthDep) -> UserPublic:
 
 
 @router.get("/users", summary="Every account (admin)", responses=errors(401, 403))
-async def list_users(
-    _: AdminUser,
-    auth: AuthDep,
-    limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
-) -> list[UserAdminView]:
+async def list_users(_: AdminUser, auth: AuthDep, paging: PagingDep) -> Page[UserAdminView]:
     """Accounts by creation time."""
-    return [_admin_view(u) for u in await auth.users.list(limit=limit, offset=offset)]
+    found = await auth.users.list(limit=paging.fetch, offset=paging.offset)
+    return Page[UserAdminView].of([_admin_view(u) for u in found], paging)
 
 
 @router.post(

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from fastapi import APIRouter, Request, Response, status
 
-from fastapi import APIRouter, Query, Request, Response, status
-
+from peertrain.common.app import Page, PagingDep
 from peertrain.common.security import CurrentUser
 from peertrain.dataset.api.deps import DatasetDep
 from peertrain.dataset.api.responses import errors
@@ -85,14 +84,11 @@ async def upload(
 
 @router.get("/", summary="The caller's datasets, newest first", responses=errors())
 async def list_datasets(
-    user: CurrentUser,
-    dctx: DatasetDep,
-    limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
-) -> list[DatasetPublic]:
+    user: CurrentUser, dctx: DatasetDep, paging: PagingDep
+) -> Page[DatasetPublic]:
     """Validating, validated and rejected datasets (not deleted ones)."""
-    docs = await dctx.views.list_for(user.subject, limit=limit, offset=offset)
-    return [DatasetPublic.from_doc(d) for d in docs]
+    docs = await dctx.views.list_for(user.subject, limit=paging.fetch, offset=paging.offset)
+    return Page[DatasetPublic].of([DatasetPublic.from_doc(d) for d in docs], paging)
 
 
 @router.get("/{dataset_id}", summary="One dataset", responses=errors(404))

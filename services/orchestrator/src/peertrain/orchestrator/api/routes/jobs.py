@@ -3,57 +3,120 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from fastapi import APIRouter, Response
 
+from peertrain.common.app import Page, PagingDep
+from peertrain.common.app.responses import errors
 from peertrain.common.blobs import BlobNotFound
 from peertrain.common.security import CurrentUser
 
 from ...domain.errors import JobNotFound
-from ...models import JobRequest
+from ...models import (
+    EventPublic,
+    JobAccepted,
+    JobCancelling,
+    JobDetail,
+    JobMetrics,
+    JobRequest,
+    JobSummary,
+)
 from ...usecases import jobs
 from ..deps import OrchestratorDep
-from ..views import event_view, job_detail, job_metrics, job_summary
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["jobs"])
 
+_WHY = {
+    403: "A peer's token (this is a user's route)",
+    404: "No such job (or not yours)",
+}
 
-@router.post("", status_code=201, summary="Create a training job")
-async def create_job(body: JobRequest, user: CurrentUser, orch: OrchestratorDep) -> dict[str, str]:
+
+@router.post(
+    "",
+    status_code=201,
+    summary="Create a training job",
+    responses=errors(
+        401,
+        403,
+        404,
+        409,
+        why={
+            403: "A peer's token, or the running-jobs quota is used up (quota_exceeded)",
+            404: "No such dataset (or not yours)",
+            409: "The dataset is not validated, or the peers cannot take part "
+            "(unknown, offline, disabled, too few for the selection)",
+            422: "The request is not valid (a spec, a peer list, the model's size)",
+        },
+    ),
+)
+async def create_job(body: JobRequest, user: CurrentUser, orch: OrchestratorDep) -> JobAccepted:
     """Checked against the datasets and peers the orchestrator knows; sharding follows."""
     job = await jobs.create_job(orch, body, user)
-    return {"job_id": job.job_id}
+    return JobAccepted(job_id=job.job_id)
 
 
-@router.get("", summary="Your jobs, newest first (every job, for an admin)")
-async def list_jobs(user: CurrentUser, orch: OrchestratorDep) -> dict[str, Any]:
+@router.get(
+    "",
+    summary="Your jobs, newest first (every job, for an admin)",
+    responses=errors(401, 403, why=_WHY),
+)
+async def list_jobs(
+    user: CurrentUser, orch: OrchestratorDep, paging: PagingDep
+) -> Page[JobSummary]:
     """One line per job: state, round, latest holdout metrics."""
-    return {"items": [job_summary(j) for j in jobs.visible_jobs(orch, user)]}
+    found = paging.window(jobs.visible_jobs(orch, user))
+    return Page[JobSummary].of([JobSummary.of(j) for j in found], paging)
 
 
-@router.get("/{job_id}", summary="One job: state, round, peers and tasks, latest metrics")
-async def get_job(job_id: str, user: CurrentUser, orch: OrchestratorDep) -> dict[str, Any]:
+@router.get(
+    "/{job_id}",
+    summary="One job: state, round, peers and tasks, latest metrics",
+    responses=errors(401, 403, 404, why=_WHY),
+)
+async def get_job(job_id: str, user: CurrentUser, orch: OrchestratorDep) -> JobDetail:
     """A failed task shows the peer's error and traceback."""
-    return job_detail(jobs.get_job(orch, job_id, user))
+    return JobDetail.of(jobs.get_job(orch, job_id, user))
 
 
-@router.get("/{job_id}/metrics", summary="Per round holdout metrics, per peer epoch metrics")
-async def get_metrics(job_id: str, user: CurrentUser, orch: OrchestratorDep) -> dict[str, Any]:
+@router.get(
+    "/{job_id}/metrics",
+    summary="Per round holdout metrics, per peer epoch metrics",
+    responses=errors(401, 403, 404, why=_WHY),
+)
+async def get_metrics(job_id: str, user: CurrentUser, orch: OrchestratorDep) -> JobMetrics:
     """Holdout loss and accuracy of each model version; training metrics peers reported."""
-    return job_metrics(jobs.get_job(orch, job_id, user))
+    return JobMetrics.of(jobs.get_job(orch, job_id, user))
 
 
-@router.get("/{job_id}/events", summary="The job's events (its lineage), in log order")
-async def get_events(job_id: str, user: CurrentUser, orch: OrchestratorDep) -> dict[str, Any]:
+@router.get(
+    "/{job_id}/events",
+    summary="The job's events (its lineage), in log order",
+    responses=errors(401, 403, 404, why=_WHY),
+)
+async def get_events(
+    job_id: str, user: CurrentUser, orch: OrchestratorDep, paging: PagingDep
+) -> Page[EventPublic]:
     """Job, sharding and model events."""
     job = jobs.get_job(orch, job_id, user)
-    return {"items": [event_view(e) for e in await jobs.job_events(orch, job)]}
+    found = paging.window(await jobs.job_events(orch, job))
+    return Page[EventPublic].of([EventPublic.of(e) for e in found], paging)
 
 
-@router.get("/{job_id}/config", summary="The job's config.json")
+@router.get(
+    "/{job_id}/config",
+    summary="The job's config.json",
+    response_class=Response,
+    responses={
+        **errors(401, 403, 404, why={**_WHY, 404: "No such job (or not yours), or no config yet"}),
+        200: {
+            "description": "The config.json peers and the aggregator train from",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        },
+    },
+)
 async def get_config(job_id: str, user: CurrentUser, orch: OrchestratorDep) -> Response:
     """Written once the data is sharded (404 before)."""
     job = jobs.get_job(orch, job_id, user)
@@ -67,8 +130,13 @@ async def get_config(job_id: str, user: CurrentUser, orch: OrchestratorDep) -> R
     return Response(content=data, media_type="application/json")
 
 
-@router.post("/{job_id}/cancel", status_code=202, summary="Cancel a running job")
-async def cancel_job(job_id: str, user: CurrentUser, orch: OrchestratorDep) -> dict[str, Any]:
+@router.post(
+    "/{job_id}/cancel",
+    status_code=202,
+    summary="Cancel a running job",
+    responses=errors(401, 403, 404, 409, why={**_WHY, 409: "The job already ended"}),
+)
+async def cancel_job(job_id: str, user: CurrentUser, orch: OrchestratorDep) -> JobCancelling:
     """Peers get ``peer.<id>.cancel`` and stop their task."""
     job = await jobs.cancel_job(orch, job_id, user)
-    return {"job_id": job.job_id, "state": job.state}
+    return JobCancelling(job_id=job.job_id, state=job.state)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from peertrain.common.app.responses import errors
 from peertrain.common.security import CurrentUser
 from peertrain.registry.api.deps import RegistryDep
 from peertrain.registry.domain.selection import PeerFilters
@@ -18,7 +19,7 @@ router = APIRouter(prefix="/selections", tags=["selections"])
 @router.post(
     "",
     summary="Pick `count` usable active peers",
-    responses={409: {"description": "fewer than `count` usable active peers match"}},
+    responses=errors(401, 403, 409, why={409: "Fewer than `count` usable active peers match"}),
 )
 async def select(
     body: SelectionRequest, user: CurrentUser, registry: RegistryDep

@@ -1,0 +1,105 @@
+"""The jobs API's answers, built from a folded job (the wire shape is the models')."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from peertrain.common.events import EventData, NewEvent, RecordedEvent
+from peertrain.common.events.jobs import JobCreated, ShardingSpec
+from peertrain.common.events.models import ModelEvaluated
+from peertrain.common.events.training import RoundOpened, TaskAssigned
+from peertrain.common.specs import (
+    AggregationSpec,
+    MLPSpec,
+    TrainingParams,
+    parse_training_params,
+)
+from peertrain.orchestrator.domain import Job
+from peertrain.orchestrator.models import EventPublic, JobDetail, JobMetrics, JobSummary
+
+LATER = datetime.now(UTC) + timedelta(hours=1)
+CREATED = JobCreated(
+    job_id="j1",
+    owner_id="u1",
+    name="test",
+    dataset_id="d1",
+    peers=("p0", "p1"),
+    sharding=ShardingSpec(),
+    model={"arch": "mlp", "hidden": [16]},
+    training={"rounds": 3, "seed": 1},
+    aggregation={"min_peers": 2},
+)
+
+
+def recorded(stream: str, *data: EventData) -> list[RecordedEvent]:
+    out = []
+    for seq, d in enumerate(data, 1):
+        fields = NewEvent.of(d, producer="orchestrator").model_dump(exclude={"data"})
+        out.append(RecordedEvent(**fields, data=d, stream=stream, seq=seq, position=seq))
+    return out
+
+
+def folded(created: JobCreated) -> Job:
+    job = Job("j1")
+    opened = RoundOpened(
+        job_id="j1",
+        round=1,
+        attempt=1,
+        model_version=0,
+        model_key="m",
+        model_sha256="0" * 64,
+        deadline=LATER,
+    )
+    assigned = TaskAssigned(
+        job_id="j1",
+        task_id="t0",
+        round=1,
+        attempt=1,
+        shard=0,
+        peer_id="p0",
+        update_key="u",
+        deadline=LATER,
+    )
+    for event in recorded("job:j1", created, opened, assigned):
+        job.apply(event)
+    job.evaluations[0] = ModelEvaluated(job_id="j1", version=0, loss=2.0, accuracy=0.1, samples=5)
+    return job
+
+
+def test_job_detail_types_the_specs_whether_the_event_has_dicts_or_typed_specs() -> None:
+    typed = {
+        "model": MLPSpec(arch="mlp", hidden=(16,)),
+        "training": TrainingParams(rounds=3, seed=1),
+        "aggregation": AggregationSpec(min_peers=2),
+    }
+    job = folded(CREATED)
+    from_dicts = JobDetail.of(job)
+    # what job.created carries once events hold typed specs (training stays a dict
+    # here only because Job.rounds_total still reads it as one)
+    job.created = CREATED.model_copy(update={**typed, "training": CREATED.training})
+    from_specs = JobDetail.of(job)
+    assert parse_training_params(typed["training"]) == from_dicts.training
+    assert from_dicts == from_specs
+    assert from_dicts.model == MLPSpec(arch="mlp", hidden=(16,))
+    assert (from_dicts.training.rounds, from_dicts.aggregation.min_peers) == (3, 2)
+
+
+def test_job_answers_keep_their_wire_fields() -> None:
+    job = folded(CREATED)
+    detail = JobDetail.of(job).model_dump(mode="json")
+    assert detail["peers"] == ["p0", "p1"] and detail["current_round"] == 1
+    assert detail["round"]["accepted"] == [] and [t["task_id"] for t in detail["tasks"]] == ["t0"]
+    assert detail["latest"] == {"round": 0, "version": 0, "loss": 2.0, "accuracy": 0.1}
+    assert detail["model"] == {"arch": "mlp", "hidden": [16], "dropout": 0.0, "activation": "relu"}
+    summary = JobSummary.of(job).model_dump(mode="json")
+    assert summary["peers"] == 2 and summary["rounds"] == 3 and summary["accuracy"] == 0.1
+    assert set(summary) < set(detail)
+    metrics = JobMetrics.of(job).model_dump(mode="json")
+    assert metrics == {
+        "job_id": "j1",
+        "initial": {"version": 0, "loss": 2.0, "accuracy": 0.1},
+        "rounds": [],
+        "peers": [],
+    }
+    [event] = recorded("job:j1", CREATED)
+    assert EventPublic.of(event).data == CREATED.model_dump(mode="json")
