@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from peertrain.common.errors import QuotaExceeded
-from peertrain.common.events.jobs import JobCreated, ShardingSpec
+from peertrain.common.events.training import JobCreated, ShardingSpec
 from peertrain.common.security import Principal
 from peertrain.common.specs import (
     check_budget,
@@ -139,9 +139,9 @@ def plan_job(job_id: str, request: JobRequest, who: Principal, directory: Direct
         sharding=ShardingSpec(
             strategy=request.sharding.strategy, alpha=request.sharding.alpha, seed=training.seed
         ),
-        model=model.model_dump(mode="json"),
-        training=training.model_dump(mode="json"),
-        aggregation=aggregation.model_dump(mode="json"),
+        model=model,
+        training=training,
+        aggregation=aggregation,
     )
 
 
