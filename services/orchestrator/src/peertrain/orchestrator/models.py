@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from peertrain.common.specs import ShardingName
+from peertrain.common.specs import (
+    AggregationSpec,
+    MLPSpec,
+    ModelSpec,
+    ShardingName,
+    TrainingParams,
+)
 
 __all__ = ["MAX_PEERS", "JobRequest", "PeerSelection", "SelectionFilters", "ShardingRequest"]
 
@@ -42,7 +48,12 @@ class ShardingRequest(BaseModel):
 
 
 class JobRequest(BaseModel):
-    """The body of ``POST /api/jobs``."""
+    """The body of ``POST /api/jobs``.
+
+    ``model``, ``training`` and ``aggregation`` are the typed specs of
+    :mod:`peertrain.common.specs`, validated here once (a bad one is a 422 naming where,
+    e.g. ``model.hidden.0``); what is left to check needs the dataset and the peers.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -50,9 +61,9 @@ class JobRequest(BaseModel):
     dataset_id: str = Field(min_length=1, max_length=100)
     peers: list[str] | None = Field(default=None, min_length=1, max_length=MAX_PEERS)
     selection: PeerSelection | None = None
-    model: dict[str, Any] = Field(default_factory=lambda: {"arch": "mlp"})
-    training: dict[str, Any] = Field(default_factory=dict)
-    aggregation: dict[str, Any] = Field(default_factory=dict)
+    model: ModelSpec = Field(default_factory=lambda: MLPSpec(arch="mlp"))
+    training: TrainingParams = TrainingParams()
+    aggregation: AggregationSpec = AggregationSpec()
     sharding: ShardingRequest = ShardingRequest()
 
     @model_validator(mode="after")
