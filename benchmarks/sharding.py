@@ -52,7 +52,7 @@ from peertrain.common.bus import OutboxRelay, make_broker
 from peertrain.common.eventlog import EventLog
 from peertrain.common.events import NewEvent
 from peertrain.common.events.datasets import DatasetSharded, sharding_stream
-from peertrain.common.events.jobs import JobCreated, ShardingSpec, job_stream
+from peertrain.common.events.training import JobCreated, ShardingSpec, job_stream
 from peertrain.common.settings import ServiceSettings
 from peertrain.common.specs import SHARDING_STRATEGIES
 from peertrain.common.testing import port_holder

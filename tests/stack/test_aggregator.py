@@ -34,7 +34,6 @@ from peertrain.common.bus import TELEMETRY, OutboxRelay, make_broker
 from peertrain.common.eventlog import EventLog
 from peertrain.common.events import EventData, NewEvent, RecordedEvent
 from peertrain.common.events.datasets import ArtifactRef, ColumnEncoding, FeatureSpec
-from peertrain.common.events.jobs import JobCreated, job_stream
 from peertrain.common.events.models import (
     MODEL_EVALUATED,
     MODEL_EXPORTED,
@@ -47,10 +46,12 @@ from peertrain.common.events.tasks import UpdateAnnounced
 from peertrain.common.events.training import (
     IncludedUpdate,
     JobConfigured,
+    JobCreated,
     RoundClosed,
     RoundOpened,
     ShardPlan,
     TaskAssigned,
+    job_stream,
     update_key,
 )
 from peertrain.common.security import peer_headers

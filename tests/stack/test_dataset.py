@@ -33,7 +33,7 @@ from peertrain.common.events.datasets import (
     DatasetShardingFailed,
     sharding_stream,
 )
-from peertrain.common.events.jobs import JOB_CREATED, JobCreated, ShardingSpec, job_stream
+from peertrain.common.events.training import JOB_CREATED, JobCreated, ShardingSpec, job_stream
 from peertrain.dataset.config import DatasetSettings
 from peertrain.dataset.testing import GATEWAY_URL, DatasetService, running_dataset_service
 

@@ -19,7 +19,8 @@ from peertrain.common.events import (
     to_message,
 )
 from peertrain.common.events.diagnostics import DIAGNOSTIC_PINGED, DiagnosticPinged
-from peertrain.common.events.jobs import JOB_CREATED, JobCreated
+from peertrain.common.events.training import JOB_CREATED, JobCreated
+from peertrain.common.specs import MLPSpec, TrainingParams
 
 
 def recorded(data: DiagnosticPinged, **extra: object) -> RecordedEvent:
@@ -112,3 +113,27 @@ def test_a_diverged_peers_progress_parses_with_null_metrics() -> None:
     )  # fmt: skip
     wire = body.model_dump_json()  # NaN goes out as null
     assert TaskProgressBody.model_validate_json(wire).loss is None
+
+
+def test_a_job_created_stored_with_plain_blocks_reads_typed_and_writes_a_superset() -> None:
+    # What the orchestrator stored before the specs were typed: validated blocks as JSON
+    # (and, in tests, the old ``{}`` default for the model).
+    stored = {
+        "job_id": "j1",
+        "owner_id": "u1",
+        "name": "n",
+        "dataset_id": "d1",
+        "peers": ["p1"],
+        "model": {"arch": "mlp", "hidden": [16]},
+        "training": {"rounds": 3, "seed": 7},
+        "aggregation": {"strategy": "fedprox"},
+    }
+    created = JobCreated.model_validate_json(json.dumps(stored))
+    assert isinstance(created.model, MLPSpec) and created.model.hidden == (16,)
+    assert created.training.rounds == 3 and created.training.local_epochs == 1
+    assert created.aggregation.strategy == "fedprox"
+    written = created.model_dump(mode="json")
+    for block in ("model", "training", "aggregation"):
+        assert stored[block].items() <= written[block].items()
+    legacy = JobCreated.model_validate(stored | {"model": {}, "training": {}})
+    assert legacy.model == MLPSpec(arch="mlp") and legacy.training == TrainingParams()

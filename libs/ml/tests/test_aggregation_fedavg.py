@@ -11,7 +11,12 @@ import pytest
 import torch
 
 import peertrain.ml.aggregation.kernels as kernels
-from peertrain.common.specs import AGGREGATION_STRATEGIES, AggregationName, SpecInvalid
+from peertrain.common.specs import (
+    AGGREGATION_STRATEGIES,
+    AggregationName,
+    SpecInvalid,
+    TrainingParams,
+)
 from peertrain.ml.aggregation import (
     MAX_WEIGHT_RATIO,
     STRATEGIES,
@@ -206,12 +211,13 @@ def test_statefulness_is_declared():
 
 
 def test_fedprox_puts_proximal_mu_into_the_task_config():
-    training = {"lr": 0.1, "proximal_mu": 0.25}
+    training = TrainingParams(lr=0.1, proximal_mu=0.25)
     prox = parse_aggregation_spec({"strategy": "fedprox"})
     assert prox.configure_train(training) == training
-    assert prox.configure_train({"lr": 0.1}) == {"lr": 0.1, "proximal_mu": 0.0}
+    assert prox.configure_train(TrainingParams(lr=0.1)).proximal_mu == 0.0
     assert make_strategy(prox, training=training).proximal_mu == 0.25
+    assert make_strategy(prox, training={"proximal_mu": 0.25}).proximal_mu == 0.25
     for name in ("fedavg", "fedadam", "trimmed_mean", "median"):  # passed through as given
         spec = parse_aggregation_spec({"strategy": name})
         assert spec.configure_train(training) == training
-        assert spec.configure_train({"lr": 0.1}) == {"lr": 0.1}
+        assert spec.configure_train(TrainingParams(lr=0.1)) == TrainingParams(lr=0.1)

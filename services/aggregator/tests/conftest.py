@@ -10,10 +10,10 @@ import pytest
 from peertrain.aggregator.domain import JobState
 from peertrain.common.events import EventData, RecordedEvent
 from peertrain.common.events.datasets import ArtifactRef, ColumnEncoding, FeatureSpec
-from peertrain.common.events.jobs import JobCreated
 from peertrain.common.events.tasks import UpdateAnnounced
 from peertrain.common.events.training import (
     JobConfigured,
+    JobCreated,
     RoundOpened,
     ShardPlan,
     TaskAssigned,

@@ -18,6 +18,7 @@ from peertrain.aggregator.usecases.numerics import (
     load_state,
     new_strategy,
 )
+from peertrain.common.specs import TrainingParams
 from peertrain.ml.problems import ProblemCode
 from peertrain.ml.weights import state_to_bytes
 
@@ -34,7 +35,7 @@ def _delta(
 def test_initial_state_is_seeded_and_reproducible():
     cfg = configured()
     assert initial_state(cfg) == initial_state(cfg)
-    other = cfg.model_copy(update={"training": {"seed": 4}})
+    other = cfg.model_copy(update={"training": cfg.training.model_copy(update={"seed": 4})})
     assert initial_state(other) != initial_state(cfg)
 
 
@@ -73,7 +74,7 @@ def test_refusal_codes_come_from_problem_codes_not_from_messages():
 
 def test_the_strategy_is_built_from_the_job_and_declares_its_state(tmp_path: Path):
     prox = configured(aggregation={"strategy": "fedprox"})
-    prox = prox.model_copy(update={"training": {"seed": 3, "proximal_mu": 0.3}})
+    prox = prox.model_copy(update={"training": TrainingParams(seed=3, proximal_mu=0.3)})
     strategy = new_strategy(prox, server_state=None, spill_dir=tmp_path)
     assert strategy.name == "fedprox" and getattr(strategy, "proximal_mu", None) == 0.3
     assert not strategy.stateful

@@ -13,7 +13,7 @@ from peertrain.common.events.datasets import (
     FeatureSpec,
     ShardRef,
 )
-from peertrain.common.events.jobs import ShardingSpec
+from peertrain.common.specs import ShardingSpec
 
 SHA = "0" * 64
 

@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from peertrain.common.events.jobs import ShardingSpec
-from peertrain.common.specs import SHARDING_STRATEGIES, ShardingName
+from peertrain.common.specs import SHARDING_STRATEGIES, ShardingName, ShardingSpec
 from peertrain.dataset.domain.errors import TooFewRows
 from peertrain.dataset.sharding import (
     STRATEGIES,

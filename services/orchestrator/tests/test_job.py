@@ -15,7 +15,6 @@ from peertrain.common.events.datasets import (
     FeatureSpec,
     ShardRef,
 )
-from peertrain.common.events.jobs import JobCreated, ShardingSpec
 from peertrain.common.events.models import (
     ModelEvaluated,
     ModelExported,
@@ -26,11 +25,13 @@ from peertrain.common.events.models import (
 from peertrain.common.events.training import (
     JobCancelled,
     JobCompleted,
+    JobCreated,
     JobFailed,
     PeerExcluded,
     RoundClosed,
     RoundFailed,
     RoundOpened,
+    ShardingSpec,
     TaskAssigned,
     TaskLost,
 )

@@ -7,12 +7,13 @@ from datetime import UTC, datetime, timedelta
 
 from peertrain.common.eventlog import ConcurrencyError, Repository
 from peertrain.common.events import EventData, NewEvent, RecordedEvent
-from peertrain.common.events.jobs import JobCreated, ShardingSpec
 from peertrain.common.events.models import ModelVersionCreated
 from peertrain.common.events.tasks import TaskAcceptedBody, TaskFailedBody, TaskProgressBody
 from peertrain.common.events.training import (
     JobCancelled,
+    JobCreated,
     RoundOpened,
+    ShardingSpec,
     TaskAccepted,
     TaskAssigned,
     TaskFailed,

@@ -5,14 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from peertrain.common.events import EventData, NewEvent, RecordedEvent
-from peertrain.common.events.jobs import JobCreated, ShardingSpec
 from peertrain.common.events.models import ModelEvaluated
-from peertrain.common.events.training import RoundOpened, TaskAssigned
+from peertrain.common.events.training import JobCreated, RoundOpened, ShardingSpec, TaskAssigned
 from peertrain.common.specs import (
-    AggregationSpec,
     MLPSpec,
     TrainingParams,
-    parse_training_params,
 )
 from peertrain.orchestrator.domain import Job
 from peertrain.orchestrator.models import EventPublic, JobDetail, JobMetrics, JobSummary
@@ -66,22 +63,11 @@ def folded(created: JobCreated) -> Job:
     return job
 
 
-def test_job_detail_types_the_specs_whether_the_event_has_dicts_or_typed_specs() -> None:
-    typed = {
-        "model": MLPSpec(arch="mlp", hidden=(16,)),
-        "training": TrainingParams(rounds=3, seed=1),
-        "aggregation": AggregationSpec(min_peers=2),
-    }
-    job = folded(CREATED)
-    from_dicts = JobDetail.of(job)
-    # what job.created carries once events hold typed specs (training stays a dict
-    # here only because Job.rounds_total still reads it as one)
-    job.created = CREATED.model_copy(update={**typed, "training": CREATED.training})
-    from_specs = JobDetail.of(job)
-    assert parse_training_params(typed["training"]) == from_dicts.training
-    assert from_dicts == from_specs
-    assert from_dicts.model == MLPSpec(arch="mlp", hidden=(16,))
-    assert (from_dicts.training.rounds, from_dicts.aggregation.min_peers) == (3, 2)
+def test_job_detail_carries_the_typed_specs_of_job_created() -> None:
+    detail = JobDetail.of(folded(CREATED))
+    assert detail.model == MLPSpec(arch="mlp", hidden=(16,))
+    assert detail.training == TrainingParams(rounds=3, seed=1)
+    assert (detail.training.rounds, detail.aggregation.min_peers) == (3, 2)
 
 
 def test_job_answers_keep_their_wire_fields() -> None:

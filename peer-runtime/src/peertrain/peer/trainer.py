@@ -235,7 +235,7 @@ class Trainer:
         check()
         model = build_model(task.model_spec, task.feature_spec)
         model.load_state_dict(state, strict=True)
-        epochs = int(task.training.get("local_epochs", 1))
+        epochs = task.training.local_epochs
 
         def on_epoch(m: EpochMetrics) -> None:
             self.send(PROGRESS, _progress(task, m, epochs))

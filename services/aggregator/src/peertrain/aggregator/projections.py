@@ -11,7 +11,7 @@ from __future__ import annotations
 from peertrain.aggregator.domain import JobState
 from peertrain.common.eventlog import Fold
 from peertrain.common.events import RecordedEvent
-from peertrain.common.events.jobs import job_stream
+from peertrain.common.events.training import job_stream
 
 __all__ = ["MODEL_FOLD"]
 

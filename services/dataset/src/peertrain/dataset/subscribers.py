@@ -20,7 +20,7 @@ from peertrain.common.app import ServiceContext
 from peertrain.common.bus import Inbox
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.datasets import DATASET_UPLOADED, DatasetDeleted
-from peertrain.common.events.jobs import JOB_CREATED
+from peertrain.common.events.training import JOB_CREATED
 from peertrain.dataset.domain.dataset import raw_prefix
 
 from .projections import LIFECYCLE_EVENTS

@@ -8,16 +8,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from peertrain.common.events import RecordedEvent
-from peertrain.common.events.jobs import ShardingSpec
 from peertrain.common.events.models import UpdateRejected
+from peertrain.common.events.training import ShardingSpec
 from peertrain.common.specs import (
     AggregationSpec,
+    MLPSpec,
     ModelSpec,
     ShardingName,
     TrainingParams,
-    parse_aggregation_spec,
-    parse_model_spec,
-    parse_training_params,
 )
 
 from .domain import Job, Round, Task
@@ -75,7 +73,12 @@ class ShardingRequest(BaseModel):
 
 
 class JobRequest(BaseModel):
-    """The body of ``POST /api/jobs``."""
+    """The body of ``POST /api/jobs``.
+
+    ``model``, ``training`` and ``aggregation`` are the typed specs of
+    :mod:`peertrain.common.specs`, validated here once (a bad one is a 422 naming where,
+    e.g. ``model.hidden.0``); what is left to check needs the dataset and the peers.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -83,9 +86,9 @@ class JobRequest(BaseModel):
     dataset_id: str = Field(min_length=1, max_length=100)
     peers: list[str] | None = Field(default=None, min_length=1, max_length=MAX_PEERS)
     selection: PeerSelection | None = None
-    model: dict[str, Any] = Field(default_factory=lambda: {"arch": "mlp"})
-    training: dict[str, Any] = Field(default_factory=dict)
-    aggregation: dict[str, Any] = Field(default_factory=dict)
+    model: ModelSpec = Field(default_factory=lambda: MLPSpec(arch="mlp"))
+    training: TrainingParams = TrainingParams()
+    aggregation: AggregationSpec = AggregationSpec()
     sharding: ShardingRequest = ShardingRequest()
 
     @model_validator(mode="after")
@@ -261,9 +264,9 @@ class JobDetail(_JobLine):
             **cls._line(job),
             owner_id=created.owner_id,
             peers=list(created.peers),
-            model=parse_model_spec(created.model),
-            training=parse_training_params(created.training),
-            aggregation=parse_aggregation_spec(created.aggregation),
+            model=created.model,
+            training=created.training,
+            aggregation=created.aggregation,
             sharding=created.sharding,
             config_key=job.configured.config_key if job.configured else None,
             round=RoundPublic.of(job.current) if job.current else None,

@@ -31,9 +31,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from peertrain.common.specs.sharding import ShardingSpec
+
 from .catalogue import event_type
 from .envelope import EventData
-from .jobs import ShardingSpec
 
 __all__ = [
     "DATASET_DELETED",

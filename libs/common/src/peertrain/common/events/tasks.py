@@ -25,6 +25,8 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from peertrain.common.specs import ModelSpec, TrainingParams
+
 __all__ = [
     "ACCEPTED",
     "CANCEL",
@@ -95,10 +97,13 @@ class TaskMessage(_Body):
     model: Download
     data: Download
     upload: UploadForm
-    model_spec: dict[str, Any]
+    model_spec: ModelSpec
     feature_spec: dict[str, Any]
-    training: dict[str, Any]
-    """The job's ``training`` block (``local_epochs``, ``batch_size``, ``lr``, ...)."""
+    """The dataset's feature spec as ``job.configured`` carries it (the peer reads only
+    what :class:`peertrain.common.specs.FeatureSpec` needs from it)."""
+    training: TrainingParams
+    """The job's ``training`` block as the strategy configures it for the task
+    (:meth:`peertrain.common.specs.AggregationSpec.configure_train`)."""
     seed: int
     """This task's seed (derived from the job's seed, the round and the shard)."""
 

@@ -8,7 +8,8 @@ Lifecycle of one job::
       -> ... -> job.completed | job.failed | job.cancelled
 
 ``job.created`` is the contract the dataset service shards from: it carries the whole
-job specification as the user gave it, validated by the orchestrator.
+job specification, validated by the orchestrator, as the typed specs of
+:mod:`peertrain.common.specs` (every default filled in, so no reader has its own).
 ``job.configured`` is the contract the aggregator builds the model from: the spec plus
 what sharding produced (shard sizes, holdout, feature spec) and the ``config.json`` key.
 
@@ -22,17 +23,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from peertrain.common.specs import AggregationSpec, MLPSpec, ModelSpec, TrainingParams
+from peertrain.common.specs.sharding import ShardingSpec
 
 from .catalogue import event_type
 from .datasets import ArtifactRef, FeatureSpec
 from .envelope import EventData
-from .jobs import JOB_CREATED
 
 __all__ = [
     "JOB_CANCELLED",
     "JOB_COMPLETED",
     "JOB_CONFIGURED",
+    "JOB_CREATED",
     "JOB_EVENT_TYPES",
     "JOB_FAILED",
     "JOB_TERMINAL_TYPES",
@@ -49,20 +53,24 @@ __all__ = [
     "JobCancelled",
     "JobCompleted",
     "JobConfigured",
+    "JobCreated",
     "JobFailed",
     "PeerExcluded",
     "RoundClosed",
     "RoundFailed",
     "RoundOpened",
     "ShardPlan",
+    "ShardingSpec",
     "TaskAccepted",
     "TaskAssigned",
     "TaskFailed",
     "TaskLost",
     "TaskProgress",
+    "job_stream",
     "update_key",
 ]
 
+JOB_CREATED = "job.created"
 JOB_CONFIGURED = "job.configured"
 ROUND_OPENED = "round.opened"
 TASK_ASSIGNED = "task.assigned"
@@ -95,6 +103,11 @@ JOB_EVENT_TYPES: tuple[str, ...] = (
 """Every event type of the ``job:<id>`` streams."""
 
 
+def job_stream(job_id: str) -> str:
+    """The stream of one job's events, ``job:<id>``."""
+    return f"job:{job_id}"
+
+
 def update_key(job_id: str, round_: int, attempt: int, shard: int, peer_id: str) -> str:
     """Where a task's update goes: one key per job, round, attempt, shard and peer."""
     return f"jobs/{job_id}/rounds/{round_}/updates/a{attempt}-s{shard}-{peer_id}.safetensors"
@@ -113,6 +126,35 @@ class ShardPlan(BaseModel):
     rows: int = Field(ge=1)
 
 
+def _default_model() -> MLPSpec:
+    return MLPSpec(arch="mlp")
+
+
+@event_type(JOB_CREATED)
+class JobCreated(EventData):
+    """A user created a training job over a validated dataset and chosen peers.
+
+    ``peers`` are in shard order: shard ``k`` goes to ``peers[k]``.
+    """
+
+    job_id: str
+    owner_id: str
+    name: str
+    dataset_id: str
+    peers: tuple[str, ...] = Field(min_length=1)
+    sharding: ShardingSpec = ShardingSpec()
+    model: ModelSpec = Field(default_factory=_default_model)
+    training: TrainingParams = TrainingParams()
+    aggregation: AggregationSpec = AggregationSpec()
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _empty_model_is_default(cls, value: Any) -> Any:
+        # Before the specs were typed, ``model`` defaulted to ``{}`` (events written by
+        # tests, never by the orchestrator); they still read, as the default model.
+        return _default_model() if value == {} else value
+
+
 @event_type(JOB_CONFIGURED)
 class JobConfigured(EventData):
     """The job's data is sharded and its ``config.json`` written: rounds can start.
@@ -125,9 +167,9 @@ class JobConfigured(EventData):
     config_key: str
     config_sha256: str
     rounds: int = Field(ge=1)
-    model: dict[str, Any]
-    training: dict[str, Any]
-    aggregation: dict[str, Any]
+    model: ModelSpec
+    training: TrainingParams
+    aggregation: AggregationSpec
     feature_spec: FeatureSpec
     shards: tuple[ShardPlan, ...] = Field(min_length=1)
     holdout: ArtifactRef

@@ -24,7 +24,7 @@ from .model import (
     spec_errors,
 )
 from .shapes import check_budget, cnn_block_shapes, count_parameters
-from .sharding import SHARDING_STRATEGIES, ShardingName
+from .sharding import SHARDING_STRATEGIES, ShardingName, ShardingSpec
 from .training import TrainingParams, derive_seed, parse_training_params
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "MLPSpec",
     "ModelSpec",
     "ShardingName",
+    "ShardingSpec",
     "SpecInvalid",
     "TrainingParams",
     "check_budget",

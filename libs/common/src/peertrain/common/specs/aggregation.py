@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import SpecInvalid
 from .model import spec_errors
-from .training import parse_training_params
+from .training import TrainingParams
 
 __all__ = [
     "AGGREGATION_STRATEGIES",
@@ -72,7 +71,7 @@ class AggregationSpec(BaseModel):
     beta2: float = Field(default=0.99, ge=0, lt=1)
     tau: float = Field(default=1e-3, gt=0, le=10)
 
-    def configure_train(self, training: Mapping[str, Any]) -> dict[str, Any]:
+    def configure_train(self, training: TrainingParams) -> TrainingParams:
         """The ``training`` config a task carries to its peer (Flower's ``configure_train``).
 
         The job's block, plus what the strategy puts in: FedProx's proximal coefficient
@@ -81,10 +80,9 @@ class AggregationSpec(BaseModel):
         disagree. Other strategies pass the block through unchanged. Torch-free, so the
         orchestrator, which builds task messages without torch, applies the same rule.
         """
-        config = dict(training)
-        if self.strategy == "fedprox":
-            config["proximal_mu"] = parse_training_params(training).proximal_mu
-        return config
+        # ``proximal_mu`` is a field of the parsed block (its default in one place), so
+        # FedProx's value is already in it: every strategy passes the block on as it is.
+        return training
 
 
 def parse_aggregation_spec(value: Any) -> AggregationSpec:

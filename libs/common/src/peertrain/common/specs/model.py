@@ -11,7 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    model_validator,
+)
 
 from .errors import SpecInvalid
 
@@ -95,8 +104,36 @@ class CNNSpec(BaseModel):
     dropout: float = Field(default=0.0, ge=0.0, le=0.9)
 
 
-ModelSpec = Annotated[LogRegSpec | MLPSpec | CNNSpec, Field(discriminator="arch")]
-"""Any zoo model's spec, told apart by ``arch``."""
+_ARCHS = ("logreg", "mlp", "cnn")
+
+
+def _untagged(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """Validate, reporting problems where the spec has them: ``hidden.0``, not
+    ``mlp.hidden.0`` (pydantic puts the union's tag in the location), and a missing or
+    unknown ``arch`` at ``arch``."""
+    try:
+        return handler(value)
+    except ValidationError as exc:
+        items: list[Any] = []
+        for item in exc.errors(include_url=False):
+            loc = item["loc"]
+            if loc and loc[0] in _ARCHS:
+                loc = loc[1:]
+            if not loc and item["type"] in ("union_tag_invalid", "union_tag_not_found"):
+                loc = ("arch",)
+            items.append({**item, "loc": loc})
+        try:
+            error = ValidationError.from_exception_data(exc.title, items)
+        except (KeyError, TypeError, ValueError):  # an error type pydantic cannot rebuild
+            raise exc from None
+        raise error from None
+
+
+ModelSpec = Annotated[
+    LogRegSpec | MLPSpec | CNNSpec, Field(discriminator="arch"), WrapValidator(_untagged)
+]
+"""Any zoo model's spec, told apart by ``arch`` (wherever it is a field, its problems are
+reported at the field's own locations, e.g. ``model.hidden.0``)."""
 
 _MODEL_SPEC: TypeAdapter[LogRegSpec | MLPSpec | CNNSpec] = TypeAdapter(ModelSpec)
 
@@ -161,24 +198,12 @@ class FeatureSpec(BaseModel):
         return self.input_size
 
 
-_ARCHS = ("logreg", "mlp", "cnn")
-
-
 def spec_errors(error: ValidationError) -> list[dict[str, str]]:
-    """Pydantic's errors as ``{"loc", "msg"}`` items (no input values echoed back).
-
-    Locations inside a model spec drop the union's tag (``hidden.0``, not
-    ``mlp.hidden.0``); a missing or unknown ``arch`` is reported at ``arch``.
-    """
-    out = []
-    for item in error.errors(include_url=False, include_input=False):
-        loc = [str(p) for p in item["loc"]]
-        if loc and loc[0] in _ARCHS:
-            loc = loc[1:]
-        if not loc and item["type"] in ("union_tag_invalid", "union_tag_not_found"):
-            loc = ["arch"]
-        out.append({"loc": ".".join(loc), "msg": item["msg"]})
-    return out
+    """Pydantic's errors as ``{"loc", "msg"}`` items (no input values echoed back)."""
+    return [
+        {"loc": ".".join(str(p) for p in item["loc"]), "msg": item["msg"]}
+        for item in error.errors(include_url=False, include_input=False)
+    ]
 
 
 def parse_model_spec(value: Any) -> LogRegSpec | MLPSpec | CNNSpec:

@@ -17,11 +17,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import ClassVar, Self
 
 import torch
 
-from peertrain.common.specs import AggregationName, AggregationSpec
+from peertrain.common.specs import AggregationName, AggregationSpec, TrainingParams
 
 from ..errors import AggregationError
 from ..weights.codec import state_from_bytes, state_to_bytes
@@ -140,7 +140,7 @@ class Setup:
         Temporary folder (the robust strategies).
     """
 
-    training: Mapping[str, Any] = field(default_factory=dict)
+    training: TrainingParams = field(default_factory=TrainingParams)
     device: torch.device | str | None = None
     spill_dir: str | Path | None = None
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from peertrain.common.specs import TrainingParams, parse_training_params
 from peertrain.common.specs.aggregation import AggregationSpec, parse_aggregation_spec
 
 from .base import Setup, Strategy
@@ -28,7 +29,7 @@ STRATEGIES: dict[str, type[Strategy]] = {
 def make_strategy(
     spec: Any,
     *,
-    training: Mapping[str, Any] | None = None,
+    training: TrainingParams | Mapping[str, Any] | None = None,
     device: torch.device | str | None = None,
     spill_dir: str | Path | None = None,
 ) -> Strategy:
@@ -37,9 +38,10 @@ def make_strategy(
     Parameters
     ----------
     spec
-        The block (mapping or :class:`AggregationSpec`).
+        The block (:class:`AggregationSpec`, or a mapping to validate).
     training
-        The job's ``training`` block (FedProx records its ``proximal_mu``).
+        The job's ``training`` block (FedProx records its ``proximal_mu``):
+        :class:`TrainingParams`, or a mapping to validate.
     device
         Accumulation device for the FedAvg family.
     spill_dir
@@ -47,4 +49,4 @@ def make_strategy(
     """
     agg = parse_aggregation_spec(spec)
     cls = STRATEGIES[agg.strategy]
-    return cls.from_spec(agg, Setup(training or {}, device, spill_dir))
+    return cls.from_spec(agg, Setup(parse_training_params(training), device, spill_dir))

@@ -42,7 +42,7 @@ class FedProx(FedAvg):
     @classmethod
     def from_spec(cls, spec: AggregationSpec, setup: Setup = NO_SETUP) -> Self:
         """With the ``proximal_mu`` the job's tasks carry (0 when it names none)."""
-        mu = spec.configure_train(setup.training)["proximal_mu"]
+        mu = spec.configure_train(setup.training).proximal_mu
         return cls(
             proximal_mu=mu,
             server_lr=cls.server_lr_of(spec),

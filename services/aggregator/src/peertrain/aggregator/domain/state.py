@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from peertrain.common.events import RecordedEvent
-from peertrain.common.events.jobs import JobCreated
 from peertrain.common.events.models import (
     ModelEvaluated,
     ModelExported,
@@ -23,6 +22,7 @@ from peertrain.common.events.training import (
     JobCancelled,
     JobCompleted,
     JobConfigured,
+    JobCreated,
     JobFailed,
     PeerExcluded,
     RoundClosed,

@@ -20,8 +20,8 @@ from peertrain.common.app import ServiceContext
 from peertrain.common.blobs import BlobStore
 from peertrain.common.eventlog import EventLog, Loaded, Repository
 from peertrain.common.events import EventData, RecordedEvent
-from peertrain.common.events.jobs import job_stream
 from peertrain.common.events.models import model_stream
+from peertrain.common.events.training import job_stream
 
 from ..projections import MODEL_FOLD
 from .numerics import RoundWork

@@ -10,7 +10,6 @@ import io
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -32,17 +31,11 @@ __all__ = [
     "evaluate_state",
     "final_files",
     "initial_state",
-    "max_update_norm",
     "new_strategy",
     "state_nbytes",
 ]
 
 State = dict[str, torch.Tensor]
-
-
-def max_update_norm(configured: JobConfigured) -> float:
-    """The job's norm bound (``aggregation.max_update_norm``, default 100)."""
-    return float(configured.aggregation.get("max_update_norm", 100.0))
 
 
 def new_strategy(
@@ -58,9 +51,8 @@ def new_strategy(
 
 
 def initial_state(configured: JobConfigured) -> bytes:
-    """Version 0: the model built from the job's spec with ``training.seed`` (default 0)."""
-    seed = int(configured.training.get("seed", 0) or 0)
-    model = build_model(configured.model, configured.feature_spec, seed=seed)
+    """Version 0: the model built from the job's spec with ``training.seed``."""
+    model = build_model(configured.model, configured.feature_spec, seed=configured.training.seed)
     return state_to_bytes(model.state_dict())
 
 
@@ -160,8 +152,7 @@ def final_files(
     configured: JobConfigured, state: Mapping[str, torch.Tensor]
 ) -> tuple[bytes, bytes]:
     """``final.pt`` and ``final.safetensors`` bytes."""
-    spec: Any = configured.model
-    features = configured.feature_spec
+    spec, features = configured.model, configured.feature_spec
     return final_pt_bytes(spec, features, state), final_safetensors_bytes(spec, features, state)
 
 

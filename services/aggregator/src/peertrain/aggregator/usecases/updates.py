@@ -28,10 +28,9 @@ from peertrain.aggregator.metrics import UPDATE_BYTES, UPDATES
 from peertrain.common.events.models import UpdateAccepted, UpdateRejected, accepted_update_key
 from peertrain.common.events.tasks import UpdateAnnounced
 from peertrain.common.security import PeerMessage, refuse
-from peertrain.common.specs import parse_aggregation_spec
 
 from .context import AggregatorContext
-from .numerics import decode_update, max_update_norm, state_nbytes, update_norm
+from .numerics import decode_update, state_nbytes, update_norm
 from .storage import fetch_capped, model_state, sha256_hex
 from .versions import begin_work, work_key
 
@@ -129,9 +128,11 @@ async def _check(
         )
     if sha256_hex(data) != body.sha256:
         raise UpdateRefused(codes.SHA256_MISMATCH, "the object's sha256 is not the announced one")
-    delta = await asyncio.to_thread(decode_update, data, base, max_update_norm(state.configured))
+    delta = await asyncio.to_thread(
+        decode_update, data, base, state.configured.aggregation.max_update_norm
+    )
     norm = await asyncio.to_thread(update_norm, delta)
-    bound = outlier_bound(state, body.round, parse_aggregation_spec(state.configured.aggregation))
+    bound = outlier_bound(state, body.round, state.configured.aggregation)
     if bound is not None and norm > bound:
         raise UpdateRefused(
             codes.NORM_OUTLIER,

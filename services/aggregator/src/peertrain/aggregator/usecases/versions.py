@@ -33,7 +33,6 @@ from peertrain.common.events.models import (
     server_state_key,
 )
 from peertrain.common.events.training import IncludedUpdate, JobConfigured, RoundClosed
-from peertrain.common.specs import parse_aggregation_spec
 from peertrain.ml.weights import state_to_bytes
 
 from .context import AggregatorContext
@@ -46,7 +45,6 @@ from .numerics import (
     final_files,
     initial_state,
     load_state,
-    max_update_norm,
     new_strategy,
 )
 from .storage import fetch_capped, model_state, server_state, sha256_hex
@@ -157,7 +155,7 @@ async def _rebuild(
     for the aggregator forever.
     """
     work, base = await begin_work(actx, state, closed.round, closed.attempt, closed.round - 1)
-    bound = max_update_norm(cfg)
+    bound = cfg.aggregation.max_update_norm
     used: list[IncludedUpdate] = []
     for inc in sorted(closed.included, key=lambda u: u.key):
         problem = None
@@ -194,7 +192,7 @@ async def _aggregate(
     started = time.perf_counter()
     wanted = {work_key(u.key, u.sha256) for u in closed.included}
     work = actx.rounds.pop(state.job_id, None)
-    scale = clip_factors(state, closed, parse_aggregation_spec(cfg.aggregation))
+    scale = clip_factors(state, closed, cfg.aggregation)
     path = "running"
     if scale:  # the running sum folded them unclipped
         log.info("clipping updates", round=closed.round, scale=_rounded_scale(scale))

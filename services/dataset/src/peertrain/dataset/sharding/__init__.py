@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from peertrain.common.events.jobs import ShardingSpec
+from peertrain.common.specs import ShardingSpec
 
 from .base import Assignment, IndexArray, LabelArray, ShardingStrategy
 from .dirichlet import DirichletStrategy

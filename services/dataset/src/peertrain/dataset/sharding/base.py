@@ -15,8 +15,7 @@ from typing import ClassVar, Self
 import numpy as np
 from numpy.typing import NDArray
 
-from peertrain.common.events.jobs import ShardingSpec
-from peertrain.common.specs import ShardingName
+from peertrain.common.specs import ShardingName, ShardingSpec
 from peertrain.dataset.domain.errors import TooFewRows
 
 __all__ = ["Assignment", "IndexArray", "LabelArray", "ShardingStrategy"]

@@ -15,7 +15,7 @@ from typing import Self
 import numpy as np
 from numpy.typing import NDArray
 
-from peertrain.common.events.jobs import ShardingSpec
+from peertrain.common.specs import ShardingSpec
 
 from .base import LabelArray, ShardingStrategy
 

@@ -25,7 +25,7 @@ from peertrain.common.events.datasets import (
     ShardRef,
     sharding_stream,
 )
-from peertrain.common.events.jobs import JobCreated
+from peertrain.common.events.training import JobCreated
 from peertrain.dataset.domain.dataset import DatasetState
 from peertrain.dataset.domain.errors import DatasetError, DatasetGone, TooFewRows
 from peertrain.dataset.prepare.shards import ShardFile, write_shards

@@ -13,7 +13,6 @@ from typing import Literal
 
 from peertrain.common.events import EventData, RecordedEvent
 from peertrain.common.events.datasets import DatasetSharded, DatasetShardingFailed
-from peertrain.common.events.jobs import JobCreated
 from peertrain.common.events.models import (
     ModelEvaluated,
     ModelExported,
@@ -26,6 +25,7 @@ from peertrain.common.events.training import (
     JobCancelled,
     JobCompleted,
     JobConfigured,
+    JobCreated,
     JobFailed,
     PeerExcluded,
     RoundClosed,
@@ -39,7 +39,7 @@ from peertrain.common.events.training import (
     TaskProgress,
 )
 from peertrain.common.security import Principal
-from peertrain.common.specs import parse_training_params
+from peertrain.common.specs import TrainingParams
 
 from .errors import JobStateConflict
 
@@ -175,14 +175,14 @@ class Job:
         if self.configured is not None:
             return self.configured.rounds
         if self.created is not None:
-            return int(self.created.training.get("rounds", 10))
+            return self.created.training.rounds
         return 0
 
     @property
     def local_epochs(self) -> int:
         """Epochs each task trains (``training.local_epochs``)."""
-        training = self.configured.training if self.configured else {}
-        return parse_training_params(training).local_epochs
+        training = self.configured.training if self.configured else TrainingParams()
+        return training.local_epochs
 
     def task(self, task_id: str) -> Task | None:
         """A task of the current round attempt."""

@@ -11,16 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from peertrain.common.errors import QuotaExceeded
-from peertrain.common.events.jobs import JobCreated, ShardingSpec
+from peertrain.common.events.training import JobCreated, ShardingSpec
 from peertrain.common.peers import RANKED_MEMORY_GB, own_first, pick
 from peertrain.common.security import Principal
-from peertrain.common.specs import (
-    check_budget,
-    parse_aggregation_spec,
-    parse_feature_spec,
-    parse_model_spec,
-    parse_training_params,
-)
+from peertrain.common.specs import check_budget, parse_feature_spec
 
 from ..models import JobRequest, PeerSelection
 from .directory import Directory, PeerInfo
@@ -83,7 +77,8 @@ def plan_job(job_id: str, request: JobRequest, who: Principal, directory: Direct
     Raises
     ------
     SpecInvalid
-        A model, training or aggregation block is not valid (422).
+        The model does not fit the data, or is over the parameter budget (422); the
+        specs themselves were validated with the request.
     DatasetNotFound, DatasetNotReady
         404 / 409.
     PeersUnavailable, NotEnoughPeers
@@ -92,9 +87,7 @@ def plan_job(job_id: str, request: JobRequest, who: Principal, directory: Direct
         The pieces do not fit together (422): too few rows for the peers, a model that
         does not fit the data, ``min_peers`` above the number of peers.
     """
-    model = parse_model_spec(request.model)
-    training = parse_training_params(request.training)
-    aggregation = parse_aggregation_spec(request.aggregation)
+    model, training, aggregation = request.model, request.training, request.aggregation
     ds = directory.datasets.get(request.dataset_id)
     if ds is None or ds.owner_id is None or not (who.is_admin or ds.owner_id == who.subject):
         raise DatasetNotFound(f"no dataset {request.dataset_id!r}")
@@ -129,9 +122,9 @@ def plan_job(job_id: str, request: JobRequest, who: Principal, directory: Direct
         sharding=ShardingSpec(
             strategy=request.sharding.strategy, alpha=request.sharding.alpha, seed=training.seed
         ),
-        model=model.model_dump(mode="json"),
-        training=training.model_dump(mode="json"),
-        aggregation=aggregation.model_dump(mode="json"),
+        model=model,
+        training=training,
+        aggregation=aggregation,
     )
 
 

@@ -25,7 +25,6 @@ from peertrain.common.events.training import (
     TaskLost,
     update_key,
 )
-from peertrain.common.specs import parse_aggregation_spec
 
 from .job import Job, Round, Task, withdrawn
 
@@ -83,7 +82,7 @@ def reconcile(job: Job, env: Env) -> list[EventData]:
 def _exclusions(job: Job) -> list[EventData]:
     """``peer.excluded`` for each peer with enough strikes that is not excluded yet."""
     assert job.configured is not None
-    limit = parse_aggregation_spec(job.configured.aggregation).exclude_after
+    limit = job.configured.aggregation.exclude_after
     return [
         PeerExcluded(
             job_id=job.job_id,
@@ -101,7 +100,7 @@ def _exclusions(job: Job) -> list[EventData]:
 
 def _deadline(job: Job, env: Env) -> datetime:
     assert job.configured is not None
-    agg = parse_aggregation_spec(job.configured.aggregation)
+    agg = job.configured.aggregation
     return env.now + timedelta(seconds=agg.round_deadline_s)
 
 
@@ -221,7 +220,7 @@ def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
         return []
     if not everything:
         events += [_lost(job, t, "deadline") for t in cur.tasks.values() if t.open]
-    agg = parse_aggregation_spec(job.configured.aggregation)
+    agg = job.configured.aggregation
     accepted = len(cur.accepted)
     if accepted >= agg.min_peers:
         reason: Literal["complete", "deadline", "resolved"] = (

@@ -14,8 +14,7 @@ import structlog
 
 from peertrain.common.eventlog import Saved
 from peertrain.common.events import EventData, RecordedEvent
-from peertrain.common.events.jobs import job_stream
-from peertrain.common.events.training import RoundClosed, RoundFailed, TaskAssigned
+from peertrain.common.events.training import RoundClosed, RoundFailed, TaskAssigned, job_stream
 
 from .. import projections
 from ..domain import Env, Job, reconcile

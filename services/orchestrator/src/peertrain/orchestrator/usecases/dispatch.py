@@ -25,9 +25,7 @@ from peertrain.common.events.training import JobCancelled, TaskAssigned
 from peertrain.common.specs import (
     count_parameters,
     derive_seed,
-    parse_aggregation_spec,
     parse_feature_spec,
-    parse_model_spec,
 )
 
 from ..metrics import TASKS_DISPATCHED
@@ -123,9 +121,8 @@ async def task_message(octx: OrchestratorContext, assigned: TaskAssigned) -> Tas
     remaining = (task.deadline - datetime.now(UTC)).total_seconds()
     expires = int(max(60.0, remaining) + settings.presign_slack_s)
     expires = min(expires, 7 * 24 * 3600)
-    spec = parse_model_spec(conf.model)
     features = parse_feature_spec(conf.feature_spec.model_dump(mode="json"))
-    max_bytes = count_parameters(spec, features) * 4 + settings.update_overhead_bytes
+    max_bytes = count_parameters(conf.model, features) * 4 + settings.update_overhead_bytes
     form = await blobs.presigned_post(task.update_key, max_bytes=max_bytes, expires_s=expires)
     return TaskMessage(
         task_id=task.task_id,
@@ -155,6 +152,6 @@ async def task_message(octx: OrchestratorContext, assigned: TaskAssigned) -> Tas
         ),
         model_spec=conf.model,
         feature_spec=conf.feature_spec.model_dump(mode="json"),
-        training=parse_aggregation_spec(conf.aggregation).configure_train(conf.training),
-        seed=derive_seed(int(conf.training.get("seed", 0)), task.round, task.shard),
+        training=conf.aggregation.configure_train(conf.training),
+        seed=derive_seed(conf.training.seed, task.round, task.shard),
     )

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.datasets import sharding_stream
-from peertrain.common.events.jobs import job_stream
 from peertrain.common.events.models import model_stream
+from peertrain.common.events.training import job_stream
 from peertrain.common.ids import new_id
 from peertrain.common.security import Principal
 
