@@ -1,15 +1,14 @@
 """Fixtures for tests against the real local stack (started by ``make test``).
 
-Each test session uses its own database names and queue names, so runs never see each
-other's data; fault-injection tests stop and start the real servers through
-``deploy/local/stack.sh``.
+Everything under ``tests/stack`` is marked ``stack``. Each test session uses its own
+database names and queue names, so runs never see each other's data; fault-injection
+tests stop and start the real servers through ``deploy/local/stack.sh``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import subprocess
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -27,7 +26,8 @@ from peertrain.common.events import RecordedEvent
 from peertrain.common.events.diagnostics import DIAGNOSTIC_PINGED
 from peertrain.common.settings import ServiceSettings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
 STACK = ROOT / "deploy" / "local" / "stack.sh"
 RUN_ID = uuid.uuid4().hex[:8]
 MANAGEMENT = "http://127.0.0.1:15672/api"
@@ -166,7 +166,8 @@ def stack() -> Callable[..., str]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Everything under tests/stack needs the real stack."""
+    """Everything under tests/stack needs the real stack (the hook sees every item of the
+    session, so it picks this folder's own)."""
     for item in items:
-        if "tests/stack" in str(item.fspath).replace(os.sep, "/"):
+        if item.path.is_relative_to(HERE):
             item.add_marker(pytest.mark.stack)
