@@ -1,0 +1,282 @@
+"""Planning a job (``plan_job``) and the running-jobs quota: every refusal, and what an
+accepted request turns into. Pure: a :class:`Directory` filled by hand, no stack."""
+
+from __future__ import annotations
+
+from itertools import count
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from peertrain.common.errors import QuotaExceeded
+from peertrain.common.events import NewEvent, RecordedEvent
+from peertrain.common.events.jobs import JobCreated, ShardingSpec
+from peertrain.common.events.training import JobCancelled
+from peertrain.common.security import Principal
+from peertrain.common.specs.errors import SpecInvalid
+from peertrain.orchestrator.domain import Job
+from peertrain.orchestrator.domain.directory import DatasetInfo, Directory, PeerInfo
+from peertrain.orchestrator.domain.errors import (
+    DatasetNotFound,
+    DatasetNotReady,
+    JobRequestInvalid,
+    NotEnoughPeers,
+    PeersUnavailable,
+)
+from peertrain.orchestrator.domain.request import check_running_quota, plan_job
+from peertrain.orchestrator.models import JobRequest
+
+USER = Principal("u1", frozenset({"user"}), "t", 0, 0)
+ADMIN = Principal("root", frozenset({"user", "admin"}), "t", 0, 0)
+FEATURES = {
+    "kind": "table",
+    "input_shape": [4],
+    "input_size": 4,
+    "classes": ["a", "b"],
+    "columns": [{"name": "x", "type": "numeric", "offset": 0, "width": 4}],
+    "label_column": "y",
+}
+
+
+def peer(peer_id: str, owner: str | None = "u1", **state: Any) -> PeerInfo:
+    """A usable peer of ``owner`` unless ``state`` says otherwise."""
+    fields: dict[str, Any] = {"registered": True, "online": True, "memory_gb": 8.0, **state}
+    return PeerInfo(peer_id, owner_id=owner, **fields)
+
+
+def directory(*peers: PeerInfo, **dataset: Any) -> Directory:
+    """Dataset ``d1`` (validated, 100 training rows, the caller's) and ``peers``."""
+    d = Directory()
+    fields: dict[str, Any] = {
+        "owner_id": "u1",
+        "state": "validated",
+        "feature_spec": FEATURES,
+        "train_rows": 100,
+        "classes": ("a", "b"),
+        **dataset,
+    }
+    d.datasets["d1"] = DatasetInfo("d1", **fields)
+    d.peers.update((p.peer_id, p) for p in peers)
+    return d
+
+
+def request(**body: Any) -> JobRequest:
+    return JobRequest.model_validate({"name": "j", "dataset_id": "d1", **body})
+
+
+def plan(d: Directory, who: Principal = USER, **body: Any) -> JobCreated:
+    return plan_job("j1", request(**body), who, d)
+
+
+# -- accepted ------------------------------------------------------------------------
+
+
+def test_named_peers_keep_their_order_and_the_sharding_seed_is_the_training_seed() -> None:
+    d = directory(peer("p2"), peer("p1"), peer("p3", "other", shared=True))
+    created = plan(
+        d,
+        peers=["p3", "p1", "p2"],
+        training={"rounds": 3, "seed": 7},
+        sharding={"strategy": "dirichlet", "alpha": 0.3},
+    )
+    assert created.job_id == "j1"
+    assert created.owner_id == "u1"
+    assert created.dataset_id == "d1"
+    assert created.peers == ("p3", "p1", "p2")
+    assert created.sharding == ShardingSpec(strategy="dirichlet", alpha=0.3, seed=7)
+
+
+def test_an_admin_may_use_anyones_dataset_and_unshared_peers() -> None:
+    d = directory(peer("p1", "stranger"), owner_id="stranger")
+    assert plan(d, ADMIN, peers=["p1"]).peers == ("p1",)
+    assert plan(d, ADMIN, selection={"count": 1}).peers == ("p1",)
+
+
+def test_a_selection_skips_peers_that_cannot_work_and_ranks_the_callers_own_first() -> None:
+    d = directory(
+        peer("a-offline", online=False),
+        peer("b-unregistered", registered=False),
+        peer("c-disabled", disabled=True),
+        peer("d-strangers-unshared", "stranger"),
+        peer("e-shared", "other", shared=True, memory_gb=32.0),
+        peer("f-own", memory_gb=1.0),
+    )
+    assert plan(d, selection={"count": 2}).peers == ("f-own", "e-shared")
+
+
+def test_selection_filters_pick_by_device_and_memory() -> None:
+    d = directory(
+        peer("cpu-big", device="cpu", memory_gb=64.0),
+        peer("gpu-small", device="cuda", memory_gb=4.0),
+        peer("gpu-big", device="cuda", memory_gb=24.0),
+    )
+    filters = {"device": "cuda", "min_memory_gb": 8}
+    assert plan(d, selection={"count": 1, "filters": filters}).peers == ("gpu-big",)
+    assert plan(d, selection={"count": 2, "filters": {"device": "cuda"}}).peers == (
+        "gpu-big",
+        "gpu-small",
+    )
+
+
+# -- refusals: peers ---------------------------------------------------------------
+
+
+def test_named_peers_that_cannot_take_part_are_all_named_with_the_reason() -> None:
+    d = directory(
+        peer("ok"),
+        peer("strangers", "stranger"),  # exists, but not the caller's to see
+        peer("ghost", None),  # only heard of (online), never enrolled
+        peer("off", online=False),
+        peer("new", registered=False),
+        peer("banned", disabled=True, shared=True),
+    )
+    names = ["ok", "nobody", "strangers", "ghost", "off", "new", "banned"]
+    with pytest.raises(PeersUnavailable) as refused:
+        plan(d, peers=names)
+    assert refused.value.status_code == 409
+    assert refused.value.detail == {
+        "peers": [
+            {"peer_id": "nobody", "problem": "unknown"},
+            {"peer_id": "strangers", "problem": "unknown"},
+            {"peer_id": "ghost", "problem": "unknown"},
+            {"peer_id": "off", "problem": "offline"},
+            {"peer_id": "new", "problem": "not_registered"},
+            {"peer_id": "banned", "problem": "disabled"},
+        ]
+    }
+
+
+def test_a_selection_larger_than_the_usable_matching_peers_is_refused() -> None:
+    d = directory(
+        peer("p1"),
+        peer("p2", device="cuda"),
+        peer("off", online=False),
+        peer("strangers", "stranger"),
+    )
+    with pytest.raises(NotEnoughPeers) as refused:
+        plan(d, selection={"count": 3})
+    assert refused.value.detail == {"requested": 3, "available": 2}
+    with pytest.raises(NotEnoughPeers) as refused:
+        plan(d, selection={"count": 2, "filters": {"device": "cuda"}})
+    assert refused.value.detail == {"requested": 2, "available": 1}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},  # neither peers nor a selection
+        {"peers": ["p1"], "selection": {"count": 1}},  # both
+        {"peers": []},
+        {"peers": ["p1", "p1"]},
+        {"selection": {"count": 0}},
+        {"selection": {"count": 1, "filters": {"device": "tpu"}}},
+        {"selection": {"count": 1, "filters": {"min_memory_gb": -1}}},
+        {"selection": {"count": 1, "filters": {"colour": "red"}}},
+        {"selection": {"count": 1, "extra": True}},
+    ],
+)
+def test_a_malformed_choice_of_peers_is_refused_before_planning(body: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        request(**body)
+
+
+def test_min_peers_above_the_number_of_peers_is_refused() -> None:
+    d = directory(peer("p1"), peer("p2"))
+    with pytest.raises(JobRequestInvalid) as refused:
+        plan(d, peers=["p1", "p2"], aggregation={"min_peers": 3})
+    assert refused.value.status_code == 422
+    assert plan(d, peers=["p1", "p2"], aggregation={"min_peers": 2}).peers == ("p1", "p2")
+
+
+def test_fewer_training_rows_than_peers_is_refused() -> None:
+    d = directory(peer("p1"), peer("p2"), peer("p3"), train_rows=2)
+    with pytest.raises(JobRequestInvalid):
+        plan(d, selection={"count": 3})
+    assert plan(d, selection={"count": 2}).peers == ("p1", "p2")
+
+
+# -- refusals: dataset and specs ---------------------------------------------------
+
+
+@pytest.mark.parametrize("dataset_id", ["d1", "nope"])
+def test_an_unknown_or_someone_elses_dataset_is_not_found(dataset_id: str) -> None:
+    d = directory(peer("p1"), owner_id="stranger")
+    with pytest.raises(DatasetNotFound):
+        plan(d, peers=["p1"], dataset_id=dataset_id)
+
+
+def test_a_dataset_only_heard_of_is_not_found() -> None:
+    d = directory(peer("p1"), owner_id=None)
+    with pytest.raises(DatasetNotFound):
+        plan(d, ADMIN, peers=["p1"])
+
+
+@pytest.mark.parametrize("state", ["validating", "rejected", "deleted"])
+def test_a_dataset_that_is_not_validated_is_not_ready(state: str) -> None:
+    d = directory(peer("p1"), state=state, feature_spec=None)
+    with pytest.raises(DatasetNotReady) as refused:
+        plan(d, peers=["p1"])
+    assert refused.value.detail == {"state": state}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"model": {"arch": "transformer"}},
+        {"model": {"arch": "cnn"}},  # the dataset is a table, not images
+        {"model": {"arch": "mlp", "hidden": [100_000, 100_000]}},  # over the budget
+        {"training": {"rounds": 0}},
+        {"training": {"colour": "red"}},
+        {"aggregation": {"strategy": "nonesuch"}},
+    ],
+)
+def test_a_spec_that_is_invalid_or_does_not_fit_the_data_is_refused(body: dict[str, Any]) -> None:
+    d = directory(peer("p1"))
+    with pytest.raises(SpecInvalid) as refused:
+        plan(d, peers=["p1"], **body)
+    assert refused.value.status_code == 422
+
+
+def test_a_spec_is_checked_before_the_peers() -> None:
+    d = directory()
+    with pytest.raises(SpecInvalid):
+        plan(d, peers=["nobody"], model={"arch": "transformer"})
+
+
+# -- the running-jobs quota --------------------------------------------------------
+
+JOB_NUMBERS = count(1)
+
+
+def job(owner: str, *, ended: bool = False) -> Job:
+    j = Job(f"{owner}-{next(JOB_NUMBERS)}")
+    events: list[Any] = [
+        JobCreated(
+            job_id=j.job_id,
+            owner_id=owner,
+            name="j",
+            dataset_id="d1",
+            peers=("p1",),
+            sharding=ShardingSpec(),
+            model={"arch": "logreg"},
+            training={},
+            aggregation={},
+        )
+    ]
+    if ended:
+        events.append(JobCancelled(job_id=j.job_id, by=owner))
+    for seq, data in enumerate(events, start=1):
+        env = NewEvent.of(data, producer="test").model_dump(exclude={"data"})
+        j.apply(RecordedEvent(**env, data=data, stream=f"job:{j.job_id}", seq=seq, position=seq))
+    return j
+
+
+def test_the_running_jobs_quota_counts_only_the_callers_jobs_not_ended() -> None:
+    jobs = [job("u1"), job("u1", ended=True), job("other"), job("other")]
+    check_running_quota(jobs, USER, limit=2)
+    jobs.append(job("u1"))
+    with pytest.raises(QuotaExceeded) as refused:
+        check_running_quota(jobs, USER, limit=2)
+    assert refused.value.detail == {"quota": "running_jobs", "limit": 2, "used": 2}
+    check_running_quota(jobs, ADMIN, limit=0)  # admins have no quota
