@@ -1,0 +1,380 @@
+"""The orchestrator's projections: peers and datasets folded into the :class:`Directory`,
+jobs folded by ``projections.fold``, the whole log by ``projections.replay``. Replaying
+and consuming may overlap, so every fold must ignore what it has already applied."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime, timedelta
+from itertools import count
+from types import SimpleNamespace
+from typing import Any, cast
+
+from peertrain.common.events import EventData, NewEvent, RecordedEvent
+from peertrain.common.events.datasets import (
+    ArtifactRef,
+    ColumnEncoding,
+    ColumnSchema,
+    DatasetDeleted,
+    DatasetRejected,
+    DatasetSharded,
+    DatasetUploaded,
+    DatasetValidated,
+    FeatureSpec,
+    ShardRef,
+)
+from peertrain.common.events.jobs import JobCreated, ShardingSpec
+from peertrain.common.events.models import UpdateAccepted
+from peertrain.common.events.peers import (
+    DeviceSpecs,
+    GpuSpecs,
+    PeerEnrolled,
+    PeerRegistered,
+    PeerSettingsChanged,
+    PeerSpecsUpdated,
+    PeerWentOffline,
+    PeerWentOnline,
+)
+from peertrain.common.events.training import JOB_EVENT_TYPES, RoundOpened, TaskAssigned
+from peertrain.orchestrator.domain import Directory
+from peertrain.orchestrator.domain.configuration import configure
+from peertrain.orchestrator.projections import FACT_TYPES, fold, replay
+from peertrain.orchestrator.usecases import OrchestratorContext
+
+SHA = "0" * 64
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+POSITIONS = count(1)
+FEATURES = FeatureSpec(
+    kind="table",
+    input_shape=(4,),
+    input_size=4,
+    classes=("a", "b"),
+    columns=(ColumnEncoding(name="x", type="numeric", offset=0, width=4),),
+    label_column="y",
+)
+
+
+def recorded(stream: str, seq: int, data: EventData, *, at: datetime = T0) -> RecordedEvent:
+    envelope = NewEvent.of(data, producer="test").model_dump(exclude={"data", "occurred_at"})
+    return RecordedEvent(
+        **envelope, data=data, occurred_at=at, stream=stream, seq=seq, position=next(POSITIONS)
+    )
+
+
+def specs(device: str = "cpu", gpu_gb: float = 0.0) -> DeviceSpecs:
+    return DeviceSpecs(
+        os="linux",
+        python_version="3.11",
+        cpu_model="x",
+        cpu_cores=4,
+        cpu_threads=8,
+        ram_gb=16.0,
+        disk_free_gb=100.0,
+        device=device,  # type: ignore[arg-type]
+        gpus=(GpuSpecs(name="g", memory_gb=gpu_gb),) if gpu_gb else (),
+        peertrain_version="0",
+    )
+
+
+def peer_life(peer_id: str = "p1") -> list[RecordedEvent]:
+    """Enrolled, registered, online, cuda specs, shared: usable by anyone."""
+    stream = f"peer:{peer_id}"
+    facts: list[EventData] = [
+        PeerEnrolled(peer_id=peer_id, owner_id="u1", name="box"),
+        PeerRegistered(peer_id=peer_id, owner_id="u1", name="box", queue=f"peer.{peer_id}"),
+        PeerWentOnline(peer_id=peer_id, interval_s=1.0),
+        PeerSpecsUpdated(peer_id=peer_id, specs=specs("cuda", 24.0)),
+        PeerSettingsChanged(peer_id=peer_id, shared=True, disabled=False),
+    ]
+    return [recorded(stream, seq, data) for seq, data in enumerate(facts, start=1)]
+
+
+def artifact(key: str) -> ArtifactRef:
+    return ArtifactRef(key=key, sha256=SHA, size=1)
+
+
+def uploaded(dataset_id: str = "d1") -> DatasetUploaded:
+    return DatasetUploaded(
+        dataset_id=dataset_id,
+        owner_id="u1",
+        name="iris",
+        filename="iris.csv",
+        raw=artifact("raw"),
+        holdout_fraction=0.2,
+    )
+
+
+def validated(dataset_id: str = "d1") -> DatasetValidated:
+    return DatasetValidated(
+        dataset_id=dataset_id,
+        kind="table",
+        rows=120,
+        train_rows=100,
+        holdout_rows=20,
+        columns=(ColumnSchema(name="x", type="numeric"), ColumnSchema(name="y", type="label")),
+        label_column="y",
+        classes=("a", "b"),
+        class_counts=(50, 50),
+        feature_spec=FEATURES,
+        train_x=artifact("x"),
+        train_y=artifact("y"),
+        holdout=artifact("h"),
+        preview=artifact("p"),
+        holdout_seed=1,
+    )
+
+
+# -- the directory -----------------------------------------------------------------
+
+
+def test_a_peers_events_fold_into_what_selection_reads() -> None:
+    d = Directory()
+    enrolled, registered, online, specced, shared = peer_life()
+    assert d.apply(enrolled)
+    p = d.peers["p1"]
+    assert (p.owner_id, p.name, p.registered, p.usable) == ("u1", "box", False, False)
+    assert d.apply(registered) and p.registered and not p.usable
+    assert d.apply(online) and p.usable and d.online_peers() == {"p1"}
+    assert d.apply(specced)
+    assert (p.device, p.memory_gb, p.cores) == ("cuda", 24.0, 4)  # the GPU's memory on cuda
+    assert d.apply(shared) and p.shared and not p.disabled
+    assert d.apply(
+        recorded("peer:p1", 6, PeerSettingsChanged(peer_id="p1", shared=True, disabled=True))
+    )
+    assert p.disabled and not p.usable and d.online_peers() == set()
+    assert d.apply(
+        recorded("peer:p1", 7, PeerSettingsChanged(peer_id="p1", shared=False, disabled=False))
+    )
+    assert p.usable and not p.shared
+    gone = PeerWentOffline(peer_id="p1", reason="missed_heartbeats", last_seen=T0)
+    assert d.apply(recorded("peer:p1", 8, gone))
+    assert not p.online and not p.usable and d.online_peers() == set()
+
+
+def test_a_peer_event_already_applied_is_not_applied_again() -> None:
+    d = Directory()
+    events = peer_life()
+    for e in events:
+        d.apply(e)
+    gone = recorded("peer:p1", 6, PeerWentOffline(peer_id="p1", reason="left", last_seen=T0))
+    assert d.apply(gone)
+    before = d.peers["p1"]
+    snapshot = (before.online, before.seq, before.device)
+    # the log replayed over the bus's deliveries: online (seq 3) must not revive it
+    assert [d.apply(e) for e in events] == [False] * len(events)
+    assert not d.apply(gone)
+    assert (before.online, before.seq, before.device) == snapshot == (False, 6, "cuda")
+
+
+def test_an_online_peer_heard_of_before_its_enrollment_is_not_usable_by_anyone() -> None:
+    d = Directory()
+    # the registry's stream is read from its start, but a consumer may see seq 3 first
+    assert d.apply(recorded("peer:p9", 3, PeerWentOnline(peer_id="p9", interval_s=1.0)))
+    p = d.peers["p9"]
+    assert p.owner_id is None and not p.registered and not p.usable
+
+
+def test_a_datasets_events_fold_into_its_state_and_feature_spec() -> None:
+    d = Directory()
+    assert d.apply(recorded("dataset:d1", 1, uploaded()))
+    ds = d.datasets["d1"]
+    assert (ds.owner_id, ds.name, ds.state, ds.feature_spec) == ("u1", "iris", "validating", None)
+    assert d.apply(recorded("dataset:d1", 2, validated()))
+    assert ds.state == "validated"
+    assert ds.feature_spec == FEATURES.model_dump(mode="json")
+    assert (ds.train_rows, ds.classes) == (100, ("a", "b"))
+    assert not d.apply(recorded("dataset:d1", 1, uploaded()))  # a late redelivery
+    assert ds.state == "validated"
+    assert d.apply(recorded("dataset:d1", 3, DatasetDeleted(dataset_id="d1", owner_id="u1")))
+    assert ds.state == "deleted"
+
+    rejected = DatasetRejected(dataset_id="d2", code="single_class", message="one class")
+    assert d.apply(recorded("dataset:d2", 1, uploaded("d2")))
+    assert d.apply(recorded("dataset:d2", 2, rejected))
+    assert d.datasets["d2"].state == "rejected" and d.datasets["d2"].feature_spec is None
+
+
+def test_events_of_other_streams_leave_the_directory_alone() -> None:
+    d = Directory()
+    assert not d.apply(recorded("job:j1", 1, created()))
+    assert d.peers == {} and d.datasets == {}
+
+
+# -- jobs: fold and replay ---------------------------------------------------------
+
+
+def created(job_id: str = "j1", peers: tuple[str, ...] = ("p1",)) -> JobCreated:
+    return JobCreated(
+        job_id=job_id,
+        owner_id="u1",
+        name="j",
+        dataset_id="d1",
+        peers=peers,
+        sharding=ShardingSpec(),
+        model={"arch": "logreg"},
+        training={"rounds": 2, "seed": 1},
+        aggregation={},
+    )
+
+
+class Log:
+    """``read_all`` over a list, remembering which types were asked for."""
+
+    def __init__(self, events: Sequence[RecordedEvent]) -> None:
+        self.events = list(events)
+        self.types: set[str] | None = None
+
+    async def read_all(self, *, types: Sequence[str] | None = None) -> AsyncIterator[RecordedEvent]:
+        self.types = None if types is None else set(types)
+        for e in self.events:
+            if types is None or e.type in types:
+                yield e
+
+
+def context(log: Log | None = None) -> OrchestratorContext:
+    """Working memory only: ``fold`` and ``replay`` touch nothing else."""
+    ctx = SimpleNamespace(log=log or Log([]))
+    return OrchestratorContext(ctx=cast(Any, ctx), settings=cast(Any, None))
+
+
+def test_fold_sends_facts_to_the_directory_and_job_events_to_their_job() -> None:
+    octx = context()
+    for e in peer_life():
+        assert fold(octx, e) is None
+    assert octx.directory.peers["p1"].usable
+    job = fold(octx, recorded("job:j1", 1, created()))
+    assert job is not None and job is octx.jobs["j1"]
+    assert job.created == created() and job.version == 1
+
+
+def test_fold_ignores_facts_of_jobs_it_never_saw_created() -> None:
+    octx = context()
+    sharded = recorded("sharding:jx", 1, sharded_fact("jx"))
+    assert fold(octx, sharded) is None
+    accepted = recorded("model:jx", 1, accepted_fact("jx", "t0", "p1"))
+    assert fold(octx, accepted) is None
+    assert octx.jobs == {}
+
+
+def test_a_redelivered_job_event_returns_its_job_unchanged_so_the_caller_decides_again() -> None:
+    octx = context()
+    first = recorded("job:j1", 1, created())
+    job = fold(octx, first)
+    assert job is not None
+    again = fold(octx, first)
+    assert again is job and job.version == 1
+
+
+def sharded_fact(job_id: str, peers: tuple[str, ...] = ("p1",)) -> DatasetSharded:
+    return DatasetSharded(
+        dataset_id="d1",
+        job_id=job_id,
+        sharding=ShardingSpec(),
+        shards=tuple(
+            ShardRef(key=f"s{k}", sha256=SHA, size=1, rows=50, index=k, peer_id=p)
+            for k, p in enumerate(peers)
+        ),
+        holdout=ArtifactRef(key="h", sha256=SHA, size=1, rows=5),
+        feature_spec=FEATURES,
+    )
+
+
+def accepted_fact(job_id: str, task_id: str, peer_id: str) -> UpdateAccepted:
+    return UpdateAccepted(
+        job_id=job_id,
+        round=1,
+        attempt=1,
+        shard=0,
+        task_id=task_id,
+        peer_id=peer_id,
+        key="u",
+        sha256=SHA,
+        size=1,
+        norm=1.0,
+        weight=50,
+    )
+
+
+def running_job(octx: OrchestratorContext) -> list[RecordedEvent]:
+    """j1 on p1: created, sharded (50 rows), configured, round 1 open, t0 assigned at T0;
+    folded into ``octx``, and returned in log order."""
+    events = [recorded("job:j1", 1, created()), recorded("sharding:j1", 1, sharded_fact("j1"))]
+    for e in events:
+        fold(octx, e)
+    conf = configure(octx.jobs["j1"], bucket="b", exchanges={})
+    later = [
+        recorded("job:j1", 2, conf.event),
+        recorded(
+            "job:j1",
+            3,
+            RoundOpened(
+                job_id="j1",
+                round=1,
+                attempt=1,
+                model_version=0,
+                model_key="m",
+                model_sha256=SHA,
+                deadline=T0 + timedelta(hours=1),
+            ),
+        ),
+        recorded(
+            "job:j1",
+            4,
+            TaskAssigned(
+                job_id="j1",
+                task_id="t0",
+                round=1,
+                attempt=1,
+                shard=0,
+                peer_id="p1",
+                update_key="u",
+                deadline=T0 + timedelta(hours=1),
+            ),
+        ),
+    ]
+    for e in later:
+        fold(octx, e)
+    return events + later
+
+
+def test_an_accepted_update_measures_the_peers_speed_once() -> None:
+    octx = context()
+    for e in peer_life():
+        fold(octx, e)
+    running_job(octx)
+    accepted = recorded(
+        "model:j1", 1, accepted_fact("j1", "t0", "p1"), at=T0 + timedelta(seconds=10)
+    )
+    assert fold(octx, accepted) is octx.jobs["j1"]
+    assert octx.directory.peers["p1"].rows_per_s == 5.0  # 50 rows in 10 s
+    fold(octx, accepted)  # redelivered: not a second observation
+    assert octx.directory.peers["p1"].rows_per_s == 5.0
+
+
+async def test_replay_reads_facts_and_job_events_and_overlaps_consuming_freely() -> None:
+    consumed = context()
+    for e in peer_life():
+        fold(consumed, e)
+    log_events = [*peer_life(), *running_job(consumed)]
+    accepted = recorded(
+        "model:j1", 1, accepted_fact("j1", "t0", "p1"), at=T0 + timedelta(seconds=10)
+    )
+    fold(consumed, accepted)
+    log_events.append(accepted)
+    log_events.insert(0, recorded("dataset:d1", 1, uploaded()))
+    log_events.insert(1, recorded("dataset:d1", 2, validated()))
+
+    fresh = context(Log(log_events))
+    assert await replay(fresh) == len(log_events)
+    asked = cast(Log, fresh.log).types
+    assert asked == {*FACT_TYPES, *JOB_EVENT_TYPES}
+    assert fresh.directory.datasets["d1"].state == "validated"
+    assert fresh.directory.peers["p1"].rows_per_s == 5.0
+    job = fresh.jobs["j1"]
+    assert job.find_task("t0") is not None and job.configured is not None
+
+    # the start-up replay runs while the bus already delivers: folding both gives one state
+    consumed.ctx.log = Log(log_events)  # type: ignore[misc]
+    assert await replay(consumed) == len(log_events)
+    assert consumed.directory.peers == fresh.directory.peers
+    assert consumed.jobs["j1"] == job
