@@ -1,6 +1,6 @@
 """The event store goes away mid-job and comes back: every job completes by itself.
 
-PostgreSQL (FerretDB's backend) is stopped for 30 s at three moments of a job: while
+PostgreSQL (FerretDB's backend) is stopped for 15 s at three moments of a job: while
 its dataset is being sharded, in the middle of a round, and right after its last model
 version. Every append in that time fails. The services keep their messages and wait
 with backoff (an outage does not use up a queue's delivery limit), decide again from
@@ -24,7 +24,9 @@ from peertrain.common.events.models import MODEL_VERSION_CREATED, ModelVersionCr
 
 pytestmark = [pytest.mark.stack, pytest.mark.slow]
 
-OUTAGE_S = 30.0
+OUTAGE_S = 15.0
+"""Three times the longest backoff between retries (5 s): every service meets the outage
+mid-retry, more than once."""
 
 
 async def outage(stack: Any) -> None:
