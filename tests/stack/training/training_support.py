@@ -15,6 +15,7 @@ import os
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -241,8 +242,9 @@ def run_platform(run_id: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
                     _login(p)
                     yield p
                 finally:
-                    for peer in p.peers.values():
-                        peer.stop()
+                    # all at once: each says goodbye and waits for its broker link to close
+                    with ThreadPoolExecutor(max_workers=16) as pool:
+                        list(pool.map(lambda peer: peer.stop(), p.peers.values()))
                     orch.stop()
                     agg.stop()
                     _delete_queues(prefixes, [peer.peer_id for peer in p.peers.values()])
