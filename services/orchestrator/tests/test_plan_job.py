@@ -11,8 +11,7 @@ from pydantic import ValidationError
 
 from peertrain.common.errors import QuotaExceeded
 from peertrain.common.events import NewEvent, RecordedEvent
-from peertrain.common.events.jobs import JobCreated, ShardingSpec
-from peertrain.common.events.training import JobCancelled
+from peertrain.common.events.training import JobCancelled, JobCreated, ShardingSpec
 from peertrain.common.security import Principal
 from peertrain.common.specs.errors import SpecInvalid
 from peertrain.orchestrator.domain import Job
@@ -224,24 +223,36 @@ def test_a_dataset_that_is_not_validated_is_not_ready(state: str) -> None:
     "body",
     [
         {"model": {"arch": "transformer"}},
-        {"model": {"arch": "cnn"}},  # the dataset is a table, not images
-        {"model": {"arch": "mlp", "hidden": [100_000, 100_000]}},  # over the budget
+        {"model": {"arch": "mlp", "hidden": [0]}},
         {"training": {"rounds": 0}},
         {"training": {"colour": "red"}},
         {"aggregation": {"strategy": "nonesuch"}},
     ],
 )
-def test_a_spec_that_is_invalid_or_does_not_fit_the_data_is_refused(body: dict[str, Any]) -> None:
+def test_an_invalid_spec_is_refused_by_the_request_schema(body: dict[str, Any]) -> None:
+    """The job request's specs are typed: the HTTP edge answers 422 before any plan."""
+    with pytest.raises(ValidationError):
+        request(**body)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"model": {"arch": "cnn"}},  # the dataset is a table, not images
+        {"model": {"arch": "mlp", "hidden": [16_384] * 8}},  # over the parameter budget
+    ],
+)
+def test_a_spec_that_does_not_fit_the_data_is_refused(body: dict[str, Any]) -> None:
     d = directory(peer("p1"))
     with pytest.raises(SpecInvalid) as refused:
         plan(d, peers=["p1"], **body)
     assert refused.value.status_code == 422
 
 
-def test_a_spec_is_checked_before_the_peers() -> None:
+def test_the_data_fit_is_checked_before_the_peers() -> None:
     d = directory()
     with pytest.raises(SpecInvalid):
-        plan(d, peers=["nobody"], model={"arch": "transformer"})
+        plan(d, peers=["nobody"], model={"arch": "cnn"})
 
 
 # -- the running-jobs quota --------------------------------------------------------

@@ -23,7 +23,6 @@ from peertrain.common.events.datasets import (
     FeatureSpec,
     ShardRef,
 )
-from peertrain.common.events.jobs import JobCreated, ShardingSpec
 from peertrain.common.events.models import UpdateAccepted
 from peertrain.common.events.peers import (
     DeviceSpecs,
@@ -35,7 +34,13 @@ from peertrain.common.events.peers import (
     PeerWentOffline,
     PeerWentOnline,
 )
-from peertrain.common.events.training import JOB_EVENT_TYPES, RoundOpened, TaskAssigned
+from peertrain.common.events.training import (
+    JOB_EVENT_TYPES,
+    JobCreated,
+    RoundOpened,
+    ShardingSpec,
+    TaskAssigned,
+)
 from peertrain.orchestrator.domain import Directory
 from peertrain.orchestrator.domain.configuration import configure
 from peertrain.orchestrator.projections import FACT_TYPES, fold, replay
