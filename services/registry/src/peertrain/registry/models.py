@@ -51,7 +51,7 @@ class PeerPublic(BaseModel):
             queue=r.queue,
             specs=r.specs,
             last_seen=view.last_seen,
-            heartbeat_interval_s=r.interval_s,
+            heartbeat_interval_s=view.interval_s,
             shared=r.shared,
             disabled=r.disabled,
             enrolled_at=r.enrolled_at,

@@ -22,11 +22,13 @@ Prefer = Literal["memory", "gpu", "random"]
 
 @dataclass(frozen=True, slots=True)
 class PeerView:
-    """A peer as the API shows it: what the log says plus its liveness now."""
+    """A peer as the API shows it: what the log says plus its liveness now (status, last
+    heard from, heartbeat interval: the live figures, which the log's catch up with)."""
 
     record: PeerRecord
     status: Status
     last_seen: datetime | None
+    interval_s: float | None = None
 
     @property
     def usable(self) -> bool:

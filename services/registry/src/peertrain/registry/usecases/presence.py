@@ -135,6 +135,11 @@ class Presence:
         peer = self.tracker.get(peer_id)
         return None if peer is None else self.clock.wall_of(peer.last_seen)
 
+    def interval_s(self, peer_id: str) -> float | None:
+        """The heartbeat interval the peer runs at now (``None``: not since start-up)."""
+        peer = self.tracker.get(peer_id)
+        return None if peer is None else peer.interval_s
+
     def count_by_status(self) -> dict[Status, int]:
         """How many tracked peers are in each status."""
         now = self.clock.mono()

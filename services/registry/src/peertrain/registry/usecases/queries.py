@@ -33,8 +33,10 @@ def now() -> datetime:
 
 def view(reg: RegistryContext, record: PeerRecord) -> PeerView:
     """The record with its liveness now."""
-    last_seen = reg.presence.last_seen(record.peer_id) or record.last_seen
-    return PeerView(record, reg.presence.status(record.peer_id), last_seen)
+    presence = reg.presence
+    last_seen = presence.last_seen(record.peer_id) or record.last_seen
+    interval_s = presence.interval_s(record.peer_id) or record.interval_s
+    return PeerView(record, presence.status(record.peer_id), last_seen, interval_s)
 
 
 def visible(reg: RegistryContext, who: Principal) -> Iterator[PeerView]:
