@@ -10,6 +10,8 @@ from typing import Any
 
 import structlog
 
+from peertrain.common.specs import AggregationSpec
+
 from .data import SimData, load_data
 from .engine import RoundMetrics, SimResult, Simulation
 from .peers import Volunteers
@@ -67,10 +69,8 @@ def run(
     """
     job = parse_job_spec(spec)
     if peers_per_round is not None:
-        aggregation = job.aggregation.model_copy(update={"peers_per_round": peers_per_round})
-        job = job.model_copy(
-            update={"aggregation": type(job.aggregation).model_validate(aggregation.model_dump())}
-        )
+        block = {**job.aggregation.model_dump(), "peers_per_round": peers_per_round}
+        job = job.model_copy(update={"aggregation": AggregationSpec.model_validate(block)})
     prepared = data if isinstance(data, SimData) else load_data(data, label_column=label_column)
     quiet_logs()
     pool = make_pool(workers, threads) if workers > 0 else None
