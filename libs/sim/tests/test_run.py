@@ -78,3 +78,11 @@ def test_a_fixed_split_is_used_as_given() -> None:
     result = sim.run(SPEC, fixed, peers=2, device="cpu")
     sharded = next(e.data for e in result.log.events if e.type == "dataset.sharded")
     assert [s.rows for s in sharded.shards] == [10, len(rows) - 10]
+
+
+def test_worker_processes_train_the_same_tasks_to_the_same_model(small_data) -> None:
+    alone = sim.run(SPEC, small_data, peers=4, device="cpu", threads=1, workers=0)
+    pooled = sim.run(SPEC, small_data, peers=4, device="cpu", threads=1, workers=2)
+    assert pooled.state == "completed"
+    for name, tensor in alone.state_dict.items():
+        assert torch.equal(tensor, pooled.state_dict[name])

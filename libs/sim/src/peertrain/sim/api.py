@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import structlog
+import torch
 
 from peertrain.common.specs import AggregationSpec
 
@@ -74,6 +75,8 @@ def run(
     prepared = data if isinstance(data, SimData) else load_data(data, label_column=label_column)
     quiet_logs()
     pool = make_pool(workers, threads) if workers > 0 else None
+    if pool is None and threads is not None:
+        torch.set_num_threads(threads)
     try:
         sim = Simulation(
             job,
