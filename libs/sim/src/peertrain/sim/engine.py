@@ -43,7 +43,12 @@ from peertrain.common.app import ServiceContext
 from peertrain.common.eventlog import VERSION_ONLY, Repository
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.datasets import ArtifactRef, DatasetSharded, ShardRef, sharding_stream
-from peertrain.common.events.models import ModelEvaluated, UpdateRejected, model_key
+from peertrain.common.events.models import (
+    ModelEvaluated,
+    ModelVersionCreated,
+    UpdateRejected,
+    model_key,
+)
 from peertrain.common.events.tasks import UpdateAnnounced
 from peertrain.common.events.training import (
     JobCreated,
@@ -355,6 +360,8 @@ class Simulation:
             self.jobs[self.job_id].apply(event)
             if isinstance(data, ModelEvaluated):
                 self._evaluated(data)
+            elif isinstance(data, ModelVersionCreated) and data.version > 0:
+                await self._forget_updates(data.version)
             elif isinstance(data, UpdateRejected):
                 self._rejected[data.round] = self._rejected.get(data.round, 0) + 1
             return
@@ -372,6 +379,12 @@ class Simulation:
             self._offline.clear()  # who vanished in the round is back for the next
         elif isinstance(data, RoundFailed):
             self._offline.clear()
+
+    async def _forget_updates(self, round_: int) -> None:
+        """Drop a round's uploads and accepted copies once its version exists (nothing
+        reads them again): memory stays O(model x peers per round), not x rounds."""
+        await self.blobs.delete_prefix(f"jobs/{self.job_id}/rounds/{round_}/")
+        await self.blobs.delete_prefix(f"models/{self.job_id}/updates/r{round_}.")
 
     def _evaluated(self, data: ModelEvaluated) -> None:
         if data.version < 1:
