@@ -492,7 +492,7 @@ class Simulation:
             rounds=list(self.rounds),
             state_dict=state_dict,
             final_pt=self.blobs.objects.get(pt_key) if job.terminal == "completed" else None,
-            error=job.error,
+            error=job.error if job.terminal else "stalled: nothing left to happen",
             virtual_s=(self.now - EPOCH).total_seconds(),
             wall_s=wall_s,
             log=self.log,
