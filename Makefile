@@ -8,19 +8,19 @@ ENV := . deploy/local/env.sh &&
 PY_DIRS := libs services peer-runtime tests benchmarks
 # mypy: libs/common strict (pyproject's per-module override), plus the services. With
 # explicit_package_bases, module names come from MYPYPATH: one entry per src folder.
-MYPY_SRCS := libs/common/src $(wildcard libs/ml/src) libs/client/src peer-runtime/src $(sort $(wildcard services/*/src))
+MYPY_SRCS := libs/common/src $(wildcard libs/ml/src) libs/client/src libs/sim/src peer-runtime/src $(sort $(wildcard services/*/src))
 space := $(subst ,, )
 MYPYPATH := $(subst $(space),:,$(MYPY_SRCS))
 PYTEST_ARGS ?=
 
 .PHONY: help venv stack-up stack-down stack-status services-up services-down \
-	services-status up down redrive lint format typecheck test bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-idle bench-flower demo
+	services-status up down redrive lint format typecheck test bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-idle bench-flower bench-sim demo
 
 help:
 	@echo "make test            venv + local stack + ruff + mypy + pytest (PYTEST_ARGS=...)"
 	@echo "make up / down       local stack and every service built so far"
 	@echo "make stack-up | stack-down | stack-status"
-	@echo "make lint | format | typecheck | bench-{eventlog,auth,sharding,heartbeats,aggregate,rounds,idle,flower} | demo"
+	@echo "make lint | format | typecheck | bench-{eventlog,auth,sharding,heartbeats,aggregate,rounds,idle,flower,sim} | demo"
 
 venv:
 	@bash deploy/local/venv.sh >/dev/null
@@ -110,6 +110,12 @@ bench-idle: venv stack-up
 bench-flower: venv
 	@bash deploy/local/flower-venv.sh >/dev/null
 	@$(ENV) python benchmarks/sim/flower.py
+
+# No stack: bench-sim's two tasks on peertrain.sim and on Flower's simulation engine (the
+# same split), one JSON line last (benchmarks/sim/bench.py; BENCH_SIM_FLOWER=0 skips Flower).
+bench-sim: venv
+	@if [ "$${BENCH_SIM_FLOWER:-1}" != 0 ]; then bash deploy/local/flower-venv.sh >/dev/null; fi
+	@$(ENV) python benchmarks/sim/bench.py
 
 # The whole user path with the real CLI: a demo user, 3 peers, MNIST 10k, an MLP job
 # watched round by round, model.pt in the repository root (deploy/local/demo.sh). It

@@ -35,7 +35,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from sklearn.datasets import load_digits
 
 from peertrain.dataset.domain.holdout import stratified_holdout
 from peertrain.dataset.sharding.base import ShardingStrategy
@@ -97,6 +96,8 @@ def _read_idx(path: Path) -> NDArray[np.uint8]:
 def _dataset(name: str, mnist_dir: Path) -> tuple[NDArray[np.float32], NDArray[np.int64]]:
     """Raw features (rows x features, float32) and labels of a task's dataset."""
     if name == "digits":
+        from sklearn.datasets import load_digits  # only to write the anchor task
+
         digits = load_digits()
         return digits.data.astype(np.float32), digits.target.astype(np.int64)
     if name == "mnist-10k":

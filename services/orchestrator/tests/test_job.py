@@ -35,6 +35,7 @@ from peertrain.common.events.training import (
     TaskAssigned,
     TaskLost,
 )
+from peertrain.common.specs import AggregationSpec
 from peertrain.orchestrator.domain import Env, Job, reconcile
 from peertrain.orchestrator.domain.configuration import configure
 from peertrain.orchestrator.domain.errors import JobStateConflict
@@ -48,7 +49,14 @@ PEERS = ("p0", "p1", "p2", "p3")
 class Harness:
     """A job fed events the way the service feeds it (appending what reconcile says)."""
 
-    def __init__(self, *, min_peers: int = 1, rounds: int = 2, deadline_s: float = 60) -> None:
+    def __init__(
+        self,
+        *,
+        min_peers: int = 1,
+        rounds: int = 2,
+        deadline_s: float = 60,
+        peers_per_round: int | None = None,
+    ) -> None:
         self.job = Job("j1")
         self.seq = {"job": 0, "model": 0, "sharding": 0}
         self.positions = count(1)
@@ -65,7 +73,11 @@ class Harness:
                 sharding=ShardingSpec(),
                 model={"arch": "logreg"},
                 training={"rounds": rounds, "seed": 1},
-                aggregation={"min_peers": min_peers, "round_deadline_s": deadline_s},
+                aggregation={
+                    "min_peers": min_peers,
+                    "round_deadline_s": deadline_s,
+                    "peers_per_round": peers_per_round,
+                },
             ),
         )
 
@@ -196,6 +208,38 @@ def test_a_round_opens_on_v0_with_one_task_per_shard_and_closes_when_all_answere
     h.version(1)
     (opened, *_) = h.settle()
     assert isinstance(opened, RoundOpened) and opened.round == 2 and opened.model_version == 1
+
+
+def test_peers_per_round_gives_tasks_to_a_seeded_sample_and_closes_when_it_answered():
+    h = configured(peers_per_round=2, rounds=3)
+    samples = []
+    for round_ in (1, 2, 3):
+        events = h.settle()
+        tasks = [e for e in events if isinstance(e, TaskAssigned)]
+        assert len(tasks) == 2 and all(t.peer_id == PEERS[t.shard] for t in tasks)
+        samples.append(tuple(t.shard for t in tasks))
+        for t in tasks:
+            h.accept(t)
+        (closed,) = h.settle()
+        assert isinstance(closed, RoundClosed) and closed.reason == "complete"
+        assert [u.shard for u in closed.included] == sorted(t.shard for t in tasks)
+        h.version(round_)
+    assert len(set(samples)) > 1  # drawn afresh each round
+    again = configured(peers_per_round=2, rounds=3)
+    first = [e.shard for e in again.settle() if isinstance(e, TaskAssigned)]
+    assert tuple(first) == samples[0]  # seeded: a replay draws the same sample
+
+
+def test_without_peers_per_round_every_peer_trains_every_round():
+    h = configured(peers_per_round=None)
+    assert len([e for e in h.settle() if isinstance(e, TaskAssigned)]) == len(PEERS)
+    h = configured(peers_per_round=len(PEERS) + 3)
+    assert len([e for e in h.settle() if isinstance(e, TaskAssigned)]) == len(PEERS)
+
+
+def test_peers_per_round_below_min_peers_is_refused():
+    with pytest.raises(ValueError, match="below min_peers"):
+        AggregationSpec(min_peers=3, peers_per_round=2)
 
 
 def test_an_offline_peer_has_its_shard_reassigned_to_the_least_busy_online_peer():

@@ -19,6 +19,7 @@ from peertrain.client.errors import ClientError
 from peertrain.client.tokens import CONFIG_DIR_ENV, default_config_dir
 
 from . import account, datasets, jobs, models, peers
+from .simulate import simulate
 from .state import CliState
 
 __all__ = ["app", "main"]
@@ -62,6 +63,7 @@ app.add_typer(datasets.app, name="dataset")
 app.add_typer(jobs.app, name="job")
 app.add_typer(models.app, name="model")
 account.install(app)
+app.command("simulate")(simulate)
 
 
 @app.callback()

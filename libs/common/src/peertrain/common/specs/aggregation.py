@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import SpecInvalid
 from .model import spec_errors
@@ -49,6 +49,10 @@ class AggregationSpec(BaseModel):
         An update whose norm is over ``norm_outlier`` times the median norm of the
         previous round's accepted updates is rejected (``norm_outlier``), and counts
         against its peer; ``None`` leaves only the absolute ``max_update_norm``.
+    peers_per_round
+        How many of the job's peers get a task each round: a seeded sample, drawn afresh
+        every round (McMahan et al.'s ``C * K``); ``None``, every peer every round. Each
+        peer still trains only its own shard; ``min_peers`` counts within the sample.
     exclude_after
         A peer with this many refusals counted against it in a job (invalid updates,
         announcements for tasks not its own) is excluded from the job's later work.
@@ -66,10 +70,20 @@ class AggregationSpec(BaseModel):
     max_update_norm: float = Field(default=100.0, gt=0, le=1e9)
     norm_clip: float | None = Field(default=2.0, gt=0, le=1e6)
     norm_outlier: float | None = Field(default=5.0, gt=1, le=1e6)
+    peers_per_round: int | None = Field(default=None, ge=1, le=100_000)
     exclude_after: int = Field(default=3, ge=1, le=10_000)
     beta1: float = Field(default=0.9, ge=0, lt=1)
     beta2: float = Field(default=0.99, ge=0, lt=1)
     tau: float = Field(default=1e-3, gt=0, le=10)
+
+    @model_validator(mode="after")
+    def _sample_holds_min_peers(self) -> AggregationSpec:
+        if self.peers_per_round is not None and self.peers_per_round < self.min_peers:
+            raise ValueError(
+                f"peers_per_round={self.peers_per_round} is below min_peers={self.min_peers}: "
+                "no round could close"
+            )
+        return self
 
     def configure_train(self, training: TrainingParams) -> TrainingParams:
         """The ``training`` config a task carries to its peer (Flower's ``configure_train``).

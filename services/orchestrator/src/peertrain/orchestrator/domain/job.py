@@ -39,7 +39,7 @@ from peertrain.common.events.training import (
     TaskProgress,
 )
 from peertrain.common.security import Principal
-from peertrain.common.specs import TrainingParams
+from peertrain.common.specs import TrainingParams, derive_seed
 
 from .errors import JobStateConflict
 
@@ -400,6 +400,16 @@ class Dispatch:
     version: ModelVersionCreated
     plan: ShardPlan
     configured: JobConfigured
+
+    @property
+    def training(self) -> TrainingParams:
+        """The ``training`` block the task carries (the strategy's ``configure_train``)."""
+        return self.configured.aggregation.configure_train(self.configured.training)
+
+    @property
+    def seed(self) -> int:
+        """The task's training seed: the job's seed, the round and the shard."""
+        return derive_seed(self.configured.training.seed, self.task.round, self.task.shard)
 
 
 def decide_cancel(job: Job, by: str) -> list[EventData]:

@@ -8,6 +8,7 @@ fact seen twice changes nothing.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Literal
@@ -21,14 +22,16 @@ from peertrain.common.events.training import (
     RoundClosed,
     RoundFailed,
     RoundOpened,
+    ShardPlan,
     TaskAssigned,
     TaskLost,
     update_key,
 )
+from peertrain.common.specs import derive_seed
 
 from .job import Job, Round, Task, withdrawn
 
-__all__ = ["Env", "reconcile"]
+__all__ = ["Env", "reconcile", "round_shards"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,18 @@ def _exclusions(job: Job) -> list[EventData]:
     ]
 
 
+def round_shards(job: Job, round_: int) -> list[ShardPlan]:
+    """The shards trained in ``round_``: every one, or a seeded sample of
+    ``aggregation.peers_per_round`` of them (the same for every attempt and replay)."""
+    assert job.configured is not None
+    plans = list(job.configured.shards)
+    size = job.configured.aggregation.peers_per_round
+    if size is None or size >= len(plans):
+        return plans
+    rng = random.Random(derive_seed(job.configured.training.seed, "peers_per_round", round_))
+    return sorted(rng.sample(plans, size), key=lambda plan: plan.index)
+
+
 def _deadline(job: Job, env: Env) -> datetime:
     assert job.configured is not None
     agg = job.configured.aggregation
@@ -122,7 +137,7 @@ def _open(
     ]
     load: dict[str, int] = {}
     n = job.tasks_assigned
-    for plan in job.configured.shards:
+    for plan in round_shards(job, round_):
         peer = plan.peer_id
         if peer not in env.online:
             spare = _spare(job, load, env, exclude=peer)
@@ -214,7 +229,7 @@ def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
     if events:
         return events
     # 3. close when every shard is resolved, or at the deadline
-    shards = [plan.index for plan in job.configured.shards]
+    shards = [plan.index for plan in round_shards(job, cur.round)]
     everything = all(cur.shard_resolved(s) for s in shards)
     if not everything and env.now < cur.deadline:
         return []

@@ -22,11 +22,7 @@ from peertrain.common.events.tasks import (
     peer_message_key,
 )
 from peertrain.common.events.training import JobCancelled, TaskAssigned
-from peertrain.common.specs import (
-    count_parameters,
-    derive_seed,
-    parse_feature_spec,
-)
+from peertrain.common.specs import count_parameters, parse_feature_spec
 
 from ..metrics import TASKS_DISPATCHED
 from .context import OrchestratorContext
@@ -152,6 +148,6 @@ async def task_message(octx: OrchestratorContext, assigned: TaskAssigned) -> Tas
         ),
         model_spec=conf.model,
         feature_spec=conf.feature_spec.model_dump(mode="json"),
-        training=conf.aggregation.configure_train(conf.training),
-        seed=derive_seed(conf.training.seed, task.round, task.shard),
+        training=found.training,
+        seed=found.seed,
     )

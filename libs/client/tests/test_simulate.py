@@ -1,0 +1,88 @@
+"""``peertrain simulate``: no login, no stack; the simulation is imported on use."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from peertrain.client.cli import app
+from peertrain.client.cli.simulate import INSTALL_HINT
+
+
+def _csv(path: Path) -> Path:
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, size=120)
+    x = rng.normal(0, 1, size=(120, 3)) + y[:, None] * 3
+    lines = ["a,b,c,label"] + [
+        f"{r[0]:.4f},{r[1]:.4f},{r[2]:.4f},k{c}" for r, c in zip(x, y, strict=True)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_simulate_runs_a_job_file_on_a_csv_and_writes_the_platforms_model(tmp_path) -> None:
+    config = tmp_path / "job.yaml"
+    config.write_text(
+        "name: t\ndataset_id: ignored\nmodel: {arch: mlp, hidden: [8]}\n"
+        "training: {rounds: 2, lr: 0.1, seed: 1}\n"
+    )
+    out = tmp_path / "model.pt"
+    result = CliRunner().invoke(
+        app,
+        [
+            "simulate",
+            "--config",
+            str(config),
+            "--data",
+            str(_csv(tmp_path / "d.csv")),
+            "--label-column",
+            "label",
+            "--peers",
+            "3",
+            "--peers-per-round",
+            "2",
+            "-o",
+            str(out),
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout[result.stdout.index("{") :])
+    assert doc["state"] == "completed" and doc["rounds"] == 2
+    assert [r["peers"] for r in doc["per_round"]] == [2, 2]
+    final = torch.load(io.BytesIO(out.read_bytes()), weights_only=True)
+    assert final["spec"]["arch"] == "mlp" and final["spec"]["hidden"] == [8]
+    assert final["state_dict"] and set(final) == {"spec", "feature_spec", "state_dict"}
+
+
+def test_without_the_runtime_simulate_says_how_to_install_it(tmp_path, monkeypatch) -> None:
+    real = importlib.import_module
+
+    def missing(name: str, *args: object) -> object:
+        if name == "peertrain.sim":
+            raise ImportError("No module named 'peertrain.sim'")
+        return real(name, *args)
+
+    monkeypatch.setattr(importlib, "import_module", missing)
+    result = CliRunner().invoke(
+        app, ["simulate", "--data", str(tmp_path / "x.csv"), "--peers", "2"]
+    )
+    assert result.exit_code == 1
+    assert INSTALL_HINT in result.output
+
+
+@pytest.mark.parametrize("bad", ["training: {rounds: 0}\n", "model: {arch: nope}\n"])
+def test_a_bad_job_file_is_a_usage_error(tmp_path, bad) -> None:
+    config = tmp_path / "job.yaml"
+    config.write_text(bad)
+    result = CliRunner().invoke(
+        app, ["simulate", "--config", str(config), "--data", "x.csv", "--peers", "2"]
+    )
+    assert result.exit_code == 2

@@ -1,0 +1,93 @@
+"""``peertrain.sim.run``: one simulated job, from a spec and data to metrics and weights."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import structlog
+import torch
+
+from peertrain.common.specs import AggregationSpec
+
+from .data import SimData, load_data
+from .engine import RoundMetrics, SimResult, Simulation
+from .peers import Volunteers
+from .spec import JobSpec, parse_job_spec
+from .training import make_pool
+
+__all__ = ["quiet_logs", "run"]
+
+
+def quiet_logs(level: int = logging.ERROR) -> None:
+    """Keep the services' per-event logs out of a simulation's output (unless the
+    process configured structlog itself)."""
+    if not structlog.is_configured():
+        structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(level))
+
+
+def run(
+    spec: JobSpec | dict[str, Any] | None,
+    data: SimData | str | Path,
+    *,
+    peers: int,
+    label_column: str | None = None,
+    peers_per_round: int | None = None,
+    volunteers: Volunteers | None = None,
+    workers: int = 0,
+    threads: int | None = None,
+    device: str | None = None,
+    on_round: Callable[[RoundMetrics], None] | None = None,
+) -> SimResult:
+    """Simulate one job on ``peers`` virtual peers; its per-round metrics and weights.
+
+    Parameters
+    ----------
+    spec
+        The job's ``model``, ``training``, ``aggregation`` and ``sharding`` blocks (a
+        platform job file's other keys are ignored).
+    data
+        A ``.csv`` or ``.zip`` (prepared as the dataset service prepares an upload), or
+        :class:`SimData`.
+    peers
+        Virtual peers, one shard each.
+    label_column
+        For a file: the label column (default: the last one).
+    peers_per_round
+        Overrides ``aggregation.peers_per_round``.
+    volunteers
+        Dropout, speeds, hostile peers (default: all honest, reliable and equal).
+    workers
+        Worker processes for training (0: in this process), each with ``threads``
+        torch threads (default: the CPUs shared out).
+    device
+        Training device (default: CUDA when present, as a peer picks).
+    on_round
+        Called with each round's metrics as soon as it is evaluated.
+    """
+    job = parse_job_spec(spec)
+    if peers_per_round is not None:
+        block = {**job.aggregation.model_dump(), "peers_per_round": peers_per_round}
+        job = job.model_copy(update={"aggregation": AggregationSpec.model_validate(block)})
+    prepared = data if isinstance(data, SimData) else load_data(data, label_column=label_column)
+    quiet_logs()
+    pool = make_pool(workers, threads) if workers > 0 else None
+    if pool is None and threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        sim = Simulation(
+            job,
+            prepared,
+            peers=peers,
+            volunteers=volunteers,
+            pool=pool,
+            device=device,
+            on_round=on_round,
+        )
+        return asyncio.run(sim.run())
+    finally:
+        if pool is not None:
+            pool.shutdown()

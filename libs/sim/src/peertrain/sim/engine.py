@@ -1,0 +1,503 @@
+"""The simulation: the platform's services' own code, wired to in-memory adapters.
+
+One job, in one process, on a virtual clock:
+
+* the orchestrator's aggregate repository and pure core: ``configure``, then
+  ``reconcile(job, Env(now, online))`` after every fact, as its ``advance`` does;
+* the dataset service's sharding strategy and shard writer;
+* the aggregator's use cases as they are: ``versions.reconcile`` for every job event
+  it subscribes to (v0, aggregation, evaluation, export) and ``receive_update`` for
+  every announced update (decide, fetch, check, fold, record);
+* virtual peers that train each ``task.assigned`` with the peer runtime's call
+  (:mod:`.training`) and announce their update when their speed says they are done.
+
+Every event goes through :class:`~.adapters.MemoryEventLog`; whoever subscribes to it
+on the platform gets it here, in log order. Deadlines are virtual: a round that waits
+for a straggler costs no wall time.
+"""
+
+from __future__ import annotations
+
+import heapq
+import io
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+import torch
+
+from peertrain.aggregator.config import AggregatorSettings
+from peertrain.aggregator.subscribers import JOB_EVENTS
+from peertrain.aggregator.usecases import AggregatorContext
+from peertrain.aggregator.usecases.updates import receive_update
+from peertrain.aggregator.usecases.versions import final_keys
+from peertrain.aggregator.usecases.versions import reconcile as aggregate
+from peertrain.common.app import ServiceContext
+from peertrain.common.eventlog import VERSION_ONLY, Repository
+from peertrain.common.events import RecordedEvent
+from peertrain.common.events.datasets import ArtifactRef, DatasetSharded, ShardRef, sharding_stream
+from peertrain.common.events.models import (
+    ModelEvaluated,
+    ModelVersionCreated,
+    UpdateRejected,
+    model_key,
+)
+from peertrain.common.events.tasks import UpdateAnnounced
+from peertrain.common.events.training import (
+    JobCreated,
+    RoundClosed,
+    RoundFailed,
+    RoundOpened,
+    TaskAssigned,
+    job_stream,
+)
+from peertrain.common.security import PeerMessage, Principal
+from peertrain.common.specs import ShardingSpec
+from peertrain.dataset.prepare.shards import write_shards
+from peertrain.dataset.sharding import strategy_for
+from peertrain.ml.weights import state_from_bytes, state_to_bytes
+from peertrain.orchestrator.domain import Env, Job, reconcile
+from peertrain.orchestrator.domain.configuration import configure
+from peertrain.orchestrator.domain.job import decide_configured
+from peertrain.orchestrator.usecases.context import JOB_FOLD, JobsCache
+
+from .adapters import MemoryBlobStore, MemoryEventLog
+from .data import SimData
+from .peers import Volunteers, hostile_update
+from .spec import JobSpec
+from .training import TaskInput, Trained, train_many
+
+__all__ = ["EPOCH", "RoundMetrics", "SimResult", "Simulation"]
+
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+"""Virtual time 0."""
+MAX_SETTLE_STEPS = 10_000
+
+
+@dataclass(frozen=True)
+class RoundMetrics:
+    """One round's model version, as the aggregator evaluated it on the holdout."""
+
+    round: int
+    loss: float
+    accuracy: float
+    peers: int
+    """Updates the round aggregated."""
+    attempts: int
+    rejected: int
+    """Updates refused in the round (all attempts)."""
+    virtual_s: float
+    """Virtual seconds from the job's start to the evaluation."""
+
+
+@dataclass
+class SimResult:
+    """What a simulated job ends with."""
+
+    state: str
+    """``completed``, ``failed`` or ``cancelled``."""
+    rounds: list[RoundMetrics]
+    state_dict: dict[str, torch.Tensor]
+    """The last model version's weights (the final model when completed)."""
+    final_pt: bytes | None
+    """``final.pt`` as the platform exports it (``None`` unless completed)."""
+    error: str | None
+    virtual_s: float
+    wall_s: float
+    log: MemoryEventLog = field(repr=False)
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-able: state, rounds, last accuracy and loss, times."""
+        last = self.rounds[-1] if self.rounds else None
+        return {
+            "state": self.state,
+            "rounds": len(self.rounds),
+            "accuracy": last.accuracy if last else None,
+            "loss": last.loss if last else None,
+            "virtual_s": round(self.virtual_s, 3),
+            "wall_s": round(self.wall_s, 3),
+            "error": self.error,
+        }
+
+
+def _principal(peer_id: str) -> Principal:
+    """Who a virtual peer's messages come from (verified, as a peer token would be)."""
+    no_token = f"sim-{peer_id}"
+    return Principal(
+        subject=peer_id, roles=frozenset({"peer"}), token_id=no_token, issued_at=0, expires_at=0
+    )
+
+
+class Simulation:
+    """One job on virtual peers (see the module docstring).
+
+    Parameters
+    ----------
+    spec
+        The job's model, training, aggregation and sharding blocks.
+    data
+        The prepared dataset.
+    peers
+        How many virtual peers (one shard each).
+    volunteers
+        Dropout, speeds, hostile peers.
+    pool
+        Worker processes for training (``None``: in this process).
+    device
+        Training device (``None``: CUDA when present, as a peer picks).
+    on_round
+        Called with each round's metrics as soon as it is evaluated.
+    """
+
+    def __init__(
+        self,
+        spec: JobSpec,
+        data: SimData,
+        *,
+        peers: int,
+        volunteers: Volunteers | None = None,
+        pool: Executor | None = None,
+        device: str | None = None,
+        on_round: Callable[[RoundMetrics], None] | None = None,
+        job_id: str = "sim",
+        max_attempts: int = 3,
+        work_dir: Path | None = None,
+    ) -> None:
+        if peers < 1:
+            raise ValueError("peers must be at least 1")
+        self.spec, self.data, self.volunteers = spec, data, volunteers or Volunteers()
+        self.pool, self.device, self.on_round = pool, device, on_round
+        self.job_id, self.max_attempts = job_id, max_attempts
+        self.peer_ids = [f"peer-{i:05d}" for i in range(peers)]
+        self.hostile = self.volunteers.hostile_peers(self.peer_ids)
+        self.speeds = self.volunteers.speeds(self.peer_ids)
+        self.log = MemoryEventLog()
+        self.blobs = MemoryBlobStore()
+        self.now = EPOCH
+        self.jobs: dict[str, Job] = {}
+        self.orchestrator: Repository[Job] = Repository(
+            self.log, JOB_FOLD, producer="orchestrator", cache=JobsCache(self.jobs)
+        )
+        self._tmp = tempfile.TemporaryDirectory(prefix="peertrain-sim-")
+        scratch = work_dir or Path(self._tmp.name)
+        settings = AggregatorSettings(work_dir=scratch / "aggregator")
+        ctx = ServiceContext(
+            settings=settings,
+            mongo=cast(Any, None),
+            log=cast(Any, self.log),
+            db=cast(Any, None),
+            broker=cast(Any, None),
+            blobs=cast(Any, self.blobs),
+        )
+        self.aggregator = AggregatorContext(ctx=ctx, settings=settings)
+        self._scratch = scratch
+        self._inbox: list[RecordedEvent] = []
+        self._assigned: list[TaskAssigned] = []
+        self._timeline: list[tuple[datetime, int, Callable[[], Awaitable[None]]]] = []
+        self._ticks = 0
+        self._offline: set[str] = set()
+        self._busy: dict[str, datetime] = {}
+        self._shards: dict[int, tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]] = {}
+        self._included: dict[int, tuple[int, int]] = {}
+        self._rejected: dict[int, int] = {}
+        self.rounds: list[RoundMetrics] = []
+        self.log.on_append(self._inbox.extend)
+
+    # -- running ----------------------------------------------------------------------
+
+    async def run(self) -> SimResult:
+        """Run the job to its end."""
+        started = time.perf_counter()
+        try:
+            await self._create()
+            await self._shard()
+            await self._settle()
+            job = self.jobs[self.job_id]
+            while job.terminal is None and self._timeline:
+                when, _, action = heapq.heappop(self._timeline)
+                self.now = max(self.now, when)
+                await action()
+                await self._settle()
+                job = self.jobs[self.job_id]
+        finally:
+            self._tmp.cleanup()
+        return self._result(time.perf_counter() - started)
+
+    def _at(self, when: datetime, action: Callable[[], Awaitable[None]]) -> None:
+        self._ticks += 1
+        heapq.heappush(self._timeline, (when, self._ticks, action))
+
+    async def _create(self) -> None:
+        spec = self.spec
+        created = JobCreated(
+            job_id=self.job_id,
+            owner_id="sim",
+            name="simulation",
+            dataset_id="sim",
+            peers=tuple(self.peer_ids),
+            sharding=ShardingSpec(
+                strategy=spec.sharding.strategy,
+                alpha=spec.sharding.alpha,
+                seed=spec.training.seed,
+            ),
+            model=spec.model,
+            training=spec.training,
+            aggregation=spec.aggregation,
+        )
+        if spec.aggregation.min_peers > len(self.peer_ids):
+            raise ValueError(
+                f"min_peers={spec.aggregation.min_peers} is more than the {len(self.peer_ids)} "
+                "peer(s)"
+            )
+        await self.orchestrator.execute(
+            job_stream(self.job_id), lambda _: [created], new=True, correlation_id=self.job_id
+        )
+
+    async def _shard(self) -> None:
+        """What the dataset service does on ``job.created``: shards and the holdout."""
+        job = self.jobs[self.job_id]
+        assert job.created is not None
+        data, n = self.data, len(self.peer_ids)
+        labels = np.asarray(data.train_y)
+        if data.shards is not None:
+            if len(data.shards) != n:
+                raise ValueError(f"the data has {len(data.shards)} shards for {n} peers")
+            assignment = np.empty(len(labels), dtype=np.int32)
+            for k, rows in enumerate(data.shards):
+                assignment[rows] = k
+        else:
+            assignment = strategy_for(job.created.sharding).assign(labels, n)
+        x_path = self._scratch / "train-x.npy"
+        np.save(x_path, np.ascontiguousarray(data.train_x, dtype=np.float32))
+        out = self._scratch / "shards"
+        out.mkdir(exist_ok=True)
+        files = write_shards(x_path, labels, assignment, n, data.num_classes, out)
+        refs = []
+        for shard in files:
+            raw = shard.path.read_bytes()
+            key = f"jobs/{self.job_id}/shards/{shard.index}.npz"
+            put = await self.blobs.put_bytes(key, raw)
+            with np.load(io.BytesIO(raw), allow_pickle=False) as npz:  # as a peer reads it
+                x = np.ascontiguousarray(npz["X"], dtype=np.float32)
+                y = np.ascontiguousarray(npz["y"], dtype=np.int64)
+            self._shards[shard.index] = (x, y)
+            refs.append(
+                ShardRef(
+                    key=key,
+                    sha256=put.sha256,
+                    size=put.size,
+                    rows=shard.rows,
+                    class_counts=shard.class_counts,
+                    index=shard.index,
+                    peer_id=self.peer_ids[shard.index],
+                )
+            )
+            shard.path.unlink()
+        x_path.unlink()
+        buf = io.BytesIO()
+        np.savez(buf, X=data.holdout_x.astype(np.float32), y=data.holdout_y.astype(np.int64))
+        holdout_key = f"jobs/{self.job_id}/holdout.npz"
+        put = await self.blobs.put_bytes(holdout_key, buf.getvalue())
+        sharded = DatasetSharded(
+            dataset_id="sim",
+            job_id=self.job_id,
+            sharding=job.created.sharding,
+            shards=tuple(refs),
+            holdout=ArtifactRef(
+                key=holdout_key, sha256=put.sha256, size=put.size, rows=len(data.holdout_y)
+            ),
+            feature_spec=data.feature_spec,
+        )
+        sharding = Repository(self.log, VERSION_ONLY, producer="dataset")
+        await sharding.execute(
+            sharding_stream(self.job_id), lambda v: [] if v else [sharded], new=True
+        )
+
+    async def _settle(self) -> None:
+        """Deliver what was appended and let the orchestrator decide, until quiet; then
+        start the peers on the tasks just assigned."""
+        for _ in range(MAX_SETTLE_STEPS):
+            while self._inbox:
+                batch = list(self._inbox)
+                self._inbox.clear()
+                for event in batch:
+                    await self._deliver(event)
+            job = self.jobs[self.job_id]
+            if job.needs_configuration:
+                exchanges = {"tasks": "peertrain.peers", "telemetry": "peertrain.telemetry"}
+                conf = configure(job, bucket=self.blobs.bucket, exchanges=exchanges)
+                await self.blobs.put_bytes(conf.key, conf.data)
+                await self._decide(partial(decide_configured, configured=conf.event))
+                continue
+            env = Env(
+                now=self.now,
+                online=frozenset(self.peer_ids) - self._offline,
+                max_attempts=self.max_attempts,
+            )
+            decided = await self._decide(partial(reconcile, env=env))
+            if not decided and not self._inbox:
+                break
+        await self._start_tasks()
+
+    async def _decide(self, decide: Callable[[Job], Any]) -> bool:
+        saved = await self.orchestrator.execute(
+            job_stream(self.job_id), decide, correlation_id=self.job_id
+        )
+        return bool(saved.events)
+
+    async def _deliver(self, event: RecordedEvent) -> None:
+        """Hand one appended event to whoever subscribes to it on the platform."""
+        data = event.data
+        if not event.stream.startswith("job:"):
+            # the orchestrator folds the model and sharding facts it subscribes to
+            self.jobs[self.job_id].apply(event)
+            if isinstance(data, ModelEvaluated):
+                self._evaluated(data)
+            elif isinstance(data, ModelVersionCreated) and data.version > 0:
+                await self._forget_updates(data.version)
+            elif isinstance(data, UpdateRejected):
+                self._rejected[data.round] = self._rejected.get(data.round, 0) + 1
+            return
+        if event.type in JOB_EVENTS:
+            actx = self.aggregator
+            async with actx.lock(self.job_id):
+                state = await actx.load(self.job_id, event)
+                await aggregate(actx, state, event)
+        if isinstance(data, TaskAssigned):
+            self._assigned.append(data)
+        elif isinstance(data, RoundOpened):
+            self._at(data.deadline, _nothing)  # the orchestrator's timer
+        elif isinstance(data, RoundClosed):
+            self._included[data.round] = (len(data.included), data.attempt)
+            self._offline.clear()  # who vanished in the round is back for the next
+        elif isinstance(data, RoundFailed):
+            self._offline.clear()
+
+    async def _forget_updates(self, round_: int) -> None:
+        """Drop a round's uploads and accepted copies once its version exists (nothing
+        reads them again): memory stays O(model x peers per round), not x rounds."""
+        await self.blobs.delete_prefix(f"jobs/{self.job_id}/rounds/{round_}/")
+        await self.blobs.delete_prefix(f"models/{self.job_id}/updates/r{round_}.")
+
+    def _evaluated(self, data: ModelEvaluated) -> None:
+        if data.version < 1:
+            return
+        peers, attempts = self._included.get(data.version, (0, 1))
+        metrics = RoundMetrics(
+            round=data.version,
+            loss=data.loss,
+            accuracy=data.accuracy,
+            peers=peers,
+            attempts=attempts,
+            rejected=self._rejected.get(data.version, 0),
+            virtual_s=(self.now - EPOCH).total_seconds(),
+        )
+        self.rounds.append(metrics)
+        if self.on_round is not None:
+            self.on_round(metrics)
+
+    # -- virtual peers ----------------------------------------------------------------
+
+    async def _start_tasks(self) -> None:
+        """Train every task just assigned (in the pool when there is one) and schedule
+        its announcement at the time its peer finishes; a peer that drops out goes
+        silent and is seen offline a little later."""
+        assigned, self._assigned = self._assigned, []
+        job = self.jobs[self.job_id]
+        work: list[tuple[TaskAssigned, TaskInput]] = []
+        for task in assigned:
+            found = job.dispatch(task.task_id)
+            if found is None:
+                continue
+            if self.volunteers.drops_out(task.peer_id, task.round, task.attempt):
+                self._at(
+                    self.now + timedelta(seconds=self.volunteers.offline_after_s),
+                    partial(self._goes_offline, task.peer_id),
+                )
+                continue
+            x, y = self._shards[task.shard]
+            conf = found.configured
+            work.append(
+                (
+                    task,
+                    TaskInput(
+                        model_bytes=self.blobs.objects[found.round.model_key],
+                        x=x,
+                        y=y,
+                        model_spec=conf.model,
+                        feature_spec=conf.feature_spec,
+                        training=found.training,
+                        seed=found.seed,
+                        device=self.device,
+                    ),
+                )
+            )
+        if not work:
+            return
+        trained = train_many([w[1] for w in work], self.pool)
+        vol = self.volunteers
+        for (task, inputs), result in zip(work, trained, strict=True):
+            epochs = inputs.training.local_epochs
+            busy = vol.seconds_per_sample * len(inputs.y) * epochs / self.speeds[task.peer_id]
+            start = max(self.now, self._busy.get(task.peer_id, self.now))
+            done = start + timedelta(seconds=busy)
+            self._busy[task.peer_id] = done
+            self._at(done, partial(self._announce, task, result))
+
+    async def _goes_offline(self, peer_id: str) -> None:
+        self._offline.add(peer_id)
+
+    async def _announce(self, task: TaskAssigned, result: Trained) -> None:
+        """Upload and announce, as the peer's trainer does (hostile peers send theirs)."""
+        if task.peer_id in self.hostile:
+            data = hostile_update(result.delta, self.volunteers.hostile_mode)
+        else:
+            data = state_to_bytes(result.delta)
+        put = await self.blobs.put_bytes(task.update_key, data)
+        body = UpdateAnnounced(
+            task_id=task.task_id,
+            job_id=task.job_id,
+            round=task.round,
+            attempt=task.attempt,
+            shard=task.shard,
+            key=task.update_key,
+            sha256=put.sha256,
+            size=put.size,
+            samples=result.samples,
+            train_loss=result.loss,
+            train_accuracy=result.accuracy,
+            duration_s=max(0.0, result.duration_s),
+        )
+        message = PeerMessage(task.peer_id, "update", body, _principal(task.peer_id), None)
+        await receive_update(self.aggregator, message)
+
+    # -- the end ----------------------------------------------------------------------
+
+    def _result(self, wall_s: float) -> SimResult:
+        job = self.jobs[self.job_id]
+        versions = [v for v in job.versions if f"{model_key(self.job_id, v)}" in self.blobs.objects]
+        state_dict: dict[str, torch.Tensor] = {}
+        if versions:
+            state_dict = state_from_bytes(self.blobs.objects[model_key(self.job_id, max(versions))])
+        pt_key, _ = final_keys(self.job_id)
+        return SimResult(
+            state=job.terminal or "running",
+            rounds=list(self.rounds),
+            state_dict=state_dict,
+            final_pt=self.blobs.objects.get(pt_key) if job.terminal == "completed" else None,
+            error=job.error if job.terminal else "stalled: nothing left to happen",
+            virtual_s=(self.now - EPOCH).total_seconds(),
+            wall_s=wall_s,
+            log=self.log,
+        )
+
+
+async def _nothing() -> None:
+    """A timer going off: deciding again (``_settle``) is all it takes."""

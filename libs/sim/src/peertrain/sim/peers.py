@@ -1,0 +1,106 @@
+"""Virtual volunteers: who drops out, how fast each one is, who is hostile.
+
+Every draw is seeded (``derive_seed``), so a simulation is repeatable. Hostile peers
+train honestly and then send one of the hostile updates the platform's stack tests
+send (``tests/stack/hostile_peer.py``): the platform's own rules refuse or exclude them.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from peertrain.common.specs import derive_seed
+from peertrain.ml.weights import state_to_bytes
+
+__all__ = ["HOSTILE_MODES", "HostileMode", "Volunteers", "hostile_update"]
+
+HostileMode = Literal["norm", "nan", "shape", "flip"]
+HOSTILE_MODES: tuple[HostileMode, ...] = ("norm", "nan", "shape", "flip")
+
+
+@dataclass(frozen=True)
+class Volunteers:
+    """How the virtual peers behave.
+
+    Attributes
+    ----------
+    dropout
+        Chance that a peer given a task in a round vanishes (it is seen offline
+        ``offline_after_s`` later; its task is lost and given to a spare peer, as on the
+        platform); it comes back for the next round.
+    hostile
+        Share of the peers that are hostile (the first ``round(hostile * peers)`` of a
+        seeded shuffle).
+    hostile_mode
+        ``norm``: the honest delta times 100; ``nan``: one NaN; ``shape``: one tensor a
+        row too long; ``flip``: the delta times -20 (the ``storm`` peer's update).
+    speed_sigma
+        Peer speeds are log-normal with this sigma (0: all equally fast).
+    seconds_per_sample
+        Virtual seconds a peer of speed 1 takes per sample and local epoch.
+    offline_after_s
+        Virtual seconds before a vanished peer is seen offline (the registry's liveness).
+    seed
+        Seeds every draw.
+    """
+
+    dropout: float = 0.0
+    hostile: float = 0.0
+    hostile_mode: HostileMode = "norm"
+    speed_sigma: float = 0.0
+    seconds_per_sample: float = 0.01
+    offline_after_s: float = 30.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.dropout < 1:
+            raise ValueError("dropout must be in [0, 1)")
+        if not 0 <= self.hostile < 1:
+            raise ValueError("hostile must be in [0, 1)")
+        if self.speed_sigma < 0 or self.seconds_per_sample < 0 or self.offline_after_s <= 0:
+            raise ValueError("speed_sigma and seconds_per_sample >= 0, offline_after_s > 0")
+
+    def hostile_peers(self, peers: list[str]) -> frozenset[str]:
+        """Which peers are hostile."""
+        count = round(self.hostile * len(peers))
+        order = list(peers)
+        random.Random(derive_seed(self.seed, "hostile")).shuffle(order)
+        return frozenset(order[:count])
+
+    def speeds(self, peers: list[str]) -> dict[str, float]:
+        """Each peer's speed (1: nominal)."""
+        rng = random.Random(derive_seed(self.seed, "speed"))
+        return {p: math.exp(rng.gauss(0.0, self.speed_sigma)) for p in peers}
+
+    def drops_out(self, peer: str, round_: int, attempt: int) -> bool:
+        """Whether ``peer`` vanishes during this round attempt."""
+        if self.dropout <= 0:
+            return False
+        rng = random.Random(derive_seed(self.seed, "dropout", peer, round_, attempt))
+        return rng.random() < self.dropout
+
+
+def hostile_update(delta: dict[str, torch.Tensor], mode: HostileMode) -> bytes:
+    """The bytes a hostile peer uploads instead of its honest ``delta``."""
+    if mode == "norm":
+        return state_to_bytes(
+            {k: v * 100 if v.is_floating_point() else v for k, v in delta.items()}
+        )
+    if mode == "flip":
+        return state_to_bytes(
+            {k: v * -20 if v.is_floating_point() else v for k, v in delta.items()}
+        )
+    bad = dict(delta)
+    name = next(k for k, v in delta.items() if v.is_floating_point() and v.numel())
+    if mode == "nan":
+        bad[name] = delta[name].clone()
+        bad[name].view(-1)[0] = float("nan")
+    else:  # shape
+        t = delta[name]
+        bad[name] = torch.cat([t, torch.zeros((1, *t.shape[1:]), dtype=t.dtype)])
+    return state_to_bytes(bad)

@@ -1,0 +1,93 @@
+"""A virtual peer's local training: the peer runtime's own call, in or out of process.
+
+:func:`train_task` does what :class:`peertrain.peer.trainer.Trainer` does with a task
+once the model and the shard are fetched: build the zoo model, load the version's
+weights, :func:`peertrain.ml.training.train_local` with the task's ``training`` block
+and seed (``derive_seed(job seed, round, shard)``), and the delta as safetensors. Same
+inputs, same call, same bits.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import Executor, ProcessPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+
+from peertrain.common.events.datasets import FeatureSpec
+from peertrain.common.specs import ModelSpec, TrainingParams
+from peertrain.ml.device import select_device
+from peertrain.ml.training import train_local
+from peertrain.ml.weights import state_from_bytes
+from peertrain.ml.zoo import build_model
+
+__all__ = ["TaskInput", "Trained", "make_pool", "train_many", "train_task"]
+
+
+@dataclass(frozen=True)
+class TaskInput:
+    """What a peer has in hand for one task (picklable, for worker processes)."""
+
+    model_bytes: bytes
+    x: NDArray[np.float32]
+    y: NDArray[np.int64]
+    model_spec: ModelSpec
+    feature_spec: FeatureSpec
+    training: TrainingParams
+    seed: int
+    device: str | None = None
+
+
+@dataclass(frozen=True)
+class Trained:
+    """The outcome: the delta and the metrics a peer announces."""
+
+    delta: dict[str, torch.Tensor]
+    samples: int
+    loss: float
+    accuracy: float
+    duration_s: float
+
+
+def train_task(task: TaskInput, threads: int | None = None) -> Trained:
+    """Train one task as the peer runtime's trainer does."""
+    state = state_from_bytes(task.model_bytes)
+    model = build_model(task.model_spec, task.feature_spec)
+    model.load_state_dict(state, strict=True)
+    result = train_local(
+        model,
+        torch.from_numpy(task.x),
+        torch.from_numpy(task.y),
+        task.training,
+        seed=task.seed,
+        device=select_device(task.device),
+        threads=threads,
+    )
+    final = result.final
+    return Trained(result.delta, result.samples, final.loss, final.accuracy, result.duration_s)
+
+
+def _init_worker(threads: int) -> None:
+    torch.set_num_threads(threads)
+
+
+def make_pool(workers: int, threads: int | None = None) -> Executor:
+    """Worker processes for training, each with a bounded number of torch threads
+    (default: the CPUs shared out, at least one)."""
+    per = threads or max(1, (os.cpu_count() or 1) // workers)
+    return ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(per,))
+
+
+def _train_in_worker(task: TaskInput) -> Trained:
+    return train_task(task)
+
+
+def train_many(tasks: list[TaskInput], pool: Executor | None) -> list[Trained]:
+    """Train ``tasks`` (in order), in ``pool`` when there is one."""
+    if pool is None or len(tasks) < 2:
+        return [train_task(t) for t in tasks]
+    chunk = max(1, len(tasks) // (4 * getattr(pool, "_max_workers", 1)))
+    return list(pool.map(_train_in_worker, tasks, chunksize=chunk))
