@@ -37,9 +37,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from peertrain.dataset.domain.holdout import stratified_holdout
-from peertrain.dataset.sharding.base import ShardingStrategy
-from peertrain.dataset.sharding.dirichlet import DirichletStrategy
-from peertrain.dataset.sharding.iid import IidStrategy
+from peertrain.dataset.domain.sharding.base import ShardingStrategy
+from peertrain.dataset.domain.sharding.dirichlet import DirichletStrategy
+from peertrain.dataset.domain.sharding.iid import IidStrategy
 
 __all__ = ["ANCHOR", "MANY", "MNIST_DIR", "TASKS", "load_task", "write_task", "write_tasks"]
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from peertrain.common.specs import SHARDING_STRATEGIES, ShardingName, ShardingSpec
 from peertrain.dataset.domain.errors import TooFewRows
-from peertrain.dataset.sharding import (
+from peertrain.dataset.domain.sharding import (
     STRATEGIES,
     DirichletStrategy,
     IidStrategy,

@@ -60,8 +60,8 @@ from peertrain.common.events.training import (
 )
 from peertrain.common.security import PeerMessage, Principal
 from peertrain.common.specs import ShardingSpec
+from peertrain.dataset.domain.sharding import strategy_for
 from peertrain.dataset.prepare.shards import write_shards
-from peertrain.dataset.sharding import strategy_for
 from peertrain.ml.weights import state_from_bytes, state_to_bytes
 from peertrain.orchestrator.domain import Env, Job, reconcile
 from peertrain.orchestrator.domain.configuration import configure

@@ -1,4 +1,4 @@
-"""A job's ``sharding`` block (``peertrain.dataset.sharding`` implements the strategies)."""
+"""A job's ``sharding`` block (``peertrain.dataset.domain.sharding`` implements the strategies)."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""The dataset service's pure core: aggregate, holdout, limits, errors."""
+"""The dataset service's pure core: aggregate, holdout, limits, errors, sharding strategies."""

@@ -28,8 +28,8 @@ from peertrain.common.events.datasets import (
 from peertrain.common.events.training import JobCreated
 from peertrain.dataset.domain.dataset import DatasetState
 from peertrain.dataset.domain.errors import DatasetError, DatasetGone, TooFewRows
+from peertrain.dataset.domain.sharding import ShardingStrategy, strategy_for
 from peertrain.dataset.prepare.shards import ShardFile, write_shards
-from peertrain.dataset.sharding import ShardingStrategy, strategy_for
 
 from .artifacts import copy_object, upload_file
 from .context import DatasetContext

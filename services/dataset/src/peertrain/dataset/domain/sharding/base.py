@@ -16,7 +16,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from peertrain.common.specs import ShardingName, ShardingSpec
-from peertrain.dataset.domain.errors import TooFewRows
+
+from ..errors import TooFewRows
 
 __all__ = ["Assignment", "IndexArray", "LabelArray", "ShardingStrategy"]
 
