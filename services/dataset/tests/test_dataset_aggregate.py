@@ -36,10 +36,8 @@ class Log:
         return [self.write(e.data) for e in events]  # type: ignore[arg-type]
 
     def write(self, data: EventData) -> RecordedEvent:
-        new = NewEvent.of(data, producer="dataset")
         seq = len(self.events) + 1
-        fields = new.model_dump(exclude={"data"})
-        self.events.append(RecordedEvent(**fields, data=data, stream=STREAM, seq=seq, position=seq))
+        self.events.append(NewEvent.of(data, producer="dataset").stored_as(STREAM, seq, seq))
         return self.events[-1]
 
 

@@ -83,13 +83,8 @@ class Harness:
 
     def record(self, stream: str, data: EventData) -> None:
         self.seq[stream] += 1
-        event = RecordedEvent(
-            **NewEvent.of(data, producer="test").model_dump(exclude={"data"}),
-            data=data,
-            stream=f"{stream}:j1",
-            seq=self.seq[stream],
-            position=next(self.positions),
-        )
+        new = NewEvent.of(data, producer="test")
+        event = new.stored_as(f"{stream}:j1", self.seq[stream], next(self.positions))
         self.job.apply(event)
 
     def step(self) -> list[EventData]:

@@ -78,9 +78,8 @@ class Log:
     def write(self, stream: str, *data: EventData) -> list[RecordedEvent]:
         taken = self.streams.setdefault(stream, [])
         for d in data:
-            fields = NewEvent.of(d, producer="orchestrator").model_dump(exclude={"data"})
             seq = len(taken) + 1
-            taken.append(RecordedEvent(**fields, data=d, stream=stream, seq=seq, position=seq))
+            taken.append(NewEvent.of(d, producer="orchestrator").stored_as(stream, seq, seq))
         return taken[-len(data) :]
 
 

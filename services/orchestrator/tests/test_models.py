@@ -29,11 +29,8 @@ CREATED = JobCreated(
 
 
 def recorded(stream: str, *data: EventData) -> list[RecordedEvent]:
-    out = []
-    for seq, d in enumerate(data, 1):
-        fields = NewEvent.of(d, producer="orchestrator").model_dump(exclude={"data"})
-        out.append(RecordedEvent(**fields, data=d, stream=stream, seq=seq, position=seq))
-    return out
+    new = [NewEvent.of(d, producer="orchestrator") for d in data]
+    return [e.stored_as(stream, seq, seq) for seq, e in enumerate(new, 1)]
 
 
 def folded(created: JobCreated) -> Job:

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from peertrain.common.errors import QuotaExceeded
-from peertrain.common.events import NewEvent, RecordedEvent
+from peertrain.common.events import NewEvent
 from peertrain.common.events.training import JobCancelled, JobCreated, ShardingSpec
 from peertrain.common.security import Principal
 from peertrain.common.specs.errors import SpecInvalid
@@ -278,8 +278,7 @@ def job(owner: str, *, ended: bool = False) -> Job:
     if ended:
         events.append(JobCancelled(job_id=j.job_id, by=owner))
     for seq, data in enumerate(events, start=1):
-        env = NewEvent.of(data, producer="test").model_dump(exclude={"data"})
-        j.apply(RecordedEvent(**env, data=data, stream=f"job:{j.job_id}", seq=seq, position=seq))
+        j.apply(NewEvent.of(data, producer="test").stored_as(f"job:{j.job_id}", seq, seq))
     return j
 
 

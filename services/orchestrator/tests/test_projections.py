@@ -60,10 +60,8 @@ FEATURES = FeatureSpec(
 
 
 def recorded(stream: str, seq: int, data: EventData, *, at: datetime = T0) -> RecordedEvent:
-    envelope = NewEvent.of(data, producer="test").model_dump(exclude={"data", "occurred_at"})
-    return RecordedEvent(
-        **envelope, data=data, occurred_at=at, stream=stream, seq=seq, position=next(POSITIONS)
-    )
+    new = NewEvent.of(data, producer="test").model_copy(update={"occurred_at": at})
+    return new.stored_as(stream, seq, next(POSITIONS))
 
 
 def specs(device: str = "cpu", gpu_gb: float = 0.0) -> DeviceSpecs:

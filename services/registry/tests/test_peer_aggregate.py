@@ -40,13 +40,7 @@ SPECS = DeviceSpecs(
 
 def recorded(data: object, seq: int, peer: str = "p", position: int | None = None) -> RecordedEvent:
     new = NewEvent.of(data, producer="test")  # type: ignore[arg-type]
-    return RecordedEvent(
-        **new.model_dump(exclude={"data"}),
-        data=new.data,
-        stream=f"peer:{peer}",
-        seq=seq,
-        position=position or seq,
-    )
+    return new.stored_as(f"peer:{peer}", seq, position or seq)
 
 
 def enrolled(peer: str = "p") -> RecordedEvent:

@@ -36,9 +36,8 @@ class Log:
     def write(self, stream: str, events: Sequence[NewEvent]) -> list[RecordedEvent]:
         taken = self.streams.setdefault(stream, [])
         for e in events:
-            fields = e.model_dump(exclude={"data"})
             seq = len(taken) + 1
-            taken.append(RecordedEvent(**fields, data=e.data, stream=stream, seq=seq, position=seq))
+            taken.append(e.stored_as(stream, seq, seq))
         return taken[-len(events) :]
 
 

@@ -63,13 +63,7 @@ class MemoryEventLog:
             raise ConcurrencyError(stream, expected_version)
         recorded = []
         for e in events:
-            r = RecordedEvent(
-                **e.model_dump(exclude={"data"}),
-                data=e.data,
-                stream=stream,
-                seq=len(taken) + 1,
-                position=len(self.events) + 1,
-            )
+            r = e.stored_as(stream, len(taken) + 1, len(self.events) + 1)
             taken.append(r)
             self.events.append(r)
             self._by_id[r.id] = r

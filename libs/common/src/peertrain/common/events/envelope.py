@@ -84,6 +84,12 @@ class NewEvent(BaseModel):
             data=data,
         )
 
+    def stored_as(self, stream: str, seq: int, position: int) -> RecordedEvent:
+        """This event as a log records it at ``seq`` of ``stream``, ``position`` overall
+        (in-memory logs and tests; the real log reads it back from its document)."""
+        fields = self.model_dump(exclude={"data"})
+        return RecordedEvent(**fields, data=self.data, stream=stream, seq=seq, position=position)
+
 
 class RecordedEvent(NewEvent):
     """An event as stored in the log and carried on the bus.
