@@ -49,6 +49,7 @@ up: venv stack-up services-up
 down:
 	@bash deploy/local/services.sh down
 	@bash deploy/local/stack.sh down
+	@$(ENV) if [[ -d $$VAR_DIR-lane100 ]]; then PEERTRAIN_PORT_OFFSET=100 bash deploy/local/stack.sh down; fi
 
 # Dead-lettered messages back into their queues once the cause is fixed (QUEUES="a b"
 # for some; default every non-empty <queue>.dlq).
@@ -67,14 +68,11 @@ typecheck: venv
 	@$(ENV) MYPYPATH=$(MYPYPATH) mypy $(addsuffix /peertrain,$(MYPY_SRCS))
 
 # Lint, typecheck and pytest all run even when one fails, so one CI run reports every
-# problem; the exit status is non-zero when any of them failed. On success pytest's
-# summary stays the last line of the output (CI reads it).
-test: venv stack-up
-	@failed=""; \
-	$(MAKE) --no-print-directory lint || failed="$$failed lint"; \
-	$(MAKE) --no-print-directory typecheck || failed="$$failed typecheck"; \
-	( $(ENV) pytest $(PYTEST_ARGS) ) || failed="$$failed pytest"; \
-	if [[ -n $$failed ]]; then echo "make test: FAILED:$$failed" >&2; exit 1; fi
+# problem; the exit status is non-zero when any of them failed. pytest runs in two lanes
+# at once, each on a local stack of its own (deploy/local/test.sh); PYTEST_ARGS=... runs
+# those tests in one lane. On success pytest's summary is the last line (CI reads it).
+test: venv
+	@PYTEST_ARGS="$(PYTEST_ARGS)" bash deploy/local/test.sh
 
 bench-eventlog: venv stack-up
 	@$(ENV) python benchmarks/eventlog.py

@@ -7,8 +7,24 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 export ROOT
 export PEERTRAIN_CACHE="${PEERTRAIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/peertrain}"
-# Data and logs of the local stack: one git-ignored folder in the clone.
+# A second copy of the stack (make test's second lane) runs beside the first with every
+# port shifted by PEERTRAIN_PORT_OFFSET and data of its own; 0 is the stack of the
+# README (RabbitMQ 5672, FerretDB 27017, MinIO 9000, gateway 8080, services 8001-8005).
+export PEERTRAIN_PORT_OFFSET="${PEERTRAIN_PORT_OFFSET:-0}"
+# port DEFAULT: this stack's port for a component whose default port is DEFAULT.
+port() { echo $(($1 + PEERTRAIN_PORT_OFFSET)); }
+# Data and logs of the local stack: one git-ignored folder in the clone (a second lane's
+# beside it: .var-lane100).
 export VAR_DIR="${PEERTRAIN_VAR:-$ROOT/.var}"
+if ((PEERTRAIN_PORT_OFFSET)); then
+  VAR_DIR="$VAR_DIR-lane$PEERTRAIN_PORT_OFFSET"
+  # What the services' settings and the client default to, moved with the ports
+  # (deploy/local/services.sh passes them on with each service's prefix).
+  export PEERTRAIN_MONGO_URL="mongodb://127.0.0.1:$(port 27017)/"
+  export PEERTRAIN_AMQP_URL="amqp://admin:admin@127.0.0.1:$(port 5672)/"
+  export PEERTRAIN_S3_ENDPOINT_URL="http://127.0.0.1:$(port 9000)"
+  export PEERTRAIN_API="http://127.0.0.1:$(port 8080)"
+fi
 
 UV_VERSION=0.13.9
 FERRETDB_VERSION=v1.24.2

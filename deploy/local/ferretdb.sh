@@ -3,8 +3,8 @@
 # FerretDB component of the local stack (MongoDB wire protocol on PostgreSQL, see
 # postgres.sh); sourced by stack.sh, not run by itself.
 
-FERRETDB_PORT=27017
-FERRETDB_DEBUG_PORT=8088 # /debug/readyz (pings the backend), /debug/metrics
+FERRETDB_PORT=$(port 27017)
+FERRETDB_DEBUG_PORT=$(port 8088) # /debug/readyz (pings the backend), /debug/metrics
 FERRETDB_TIMEOUT=60
 FDB_DIR="$VAR_DIR/ferretdb"
 

@@ -4,7 +4,7 @@
 # run by itself. Runs Debian's nginx with its prefix, config, pid file, logs and temp
 # files under $VAR_DIR/gateway, never /etc/nginx.
 
-GATEWAY_PORT=8080
+GATEWAY_PORT=$(port 8080)
 GATEWAY_TIMEOUT=20
 GW_DIR="$VAR_DIR/gateway"
 
@@ -15,8 +15,9 @@ render_gateway_conf() {
   case $mode in
     local)
       listen="127.0.0.1:$GATEWAY_PORT" access=logs/access.log
-      up_auth=127.0.0.1:8001 up_registry=127.0.0.1:8002 up_dataset=127.0.0.1:8003
-      up_orch=127.0.0.1:8004 up_agg=127.0.0.1:8005 ;;
+      up_auth=127.0.0.1:$(port 8001) up_registry=127.0.0.1:$(port 8002)
+      up_dataset=127.0.0.1:$(port 8003) up_orch=127.0.0.1:$(port 8004)
+      up_agg=127.0.0.1:$(port 8005) ;;
     docker)
       listen=8080 access=/dev/stdout
       up_auth=auth:8000 up_registry=registry:8000 up_dataset=dataset:8000

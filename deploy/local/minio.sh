@@ -3,8 +3,8 @@
 # MinIO component of the local stack (S3 API on 9000, console on 9001); sourced by
 # stack.sh, not run by itself.
 
-MINIO_PORT=9000
-MINIO_CONSOLE_PORT=9001
+MINIO_PORT=$(port 9000)
+MINIO_CONSOLE_PORT=$(port 9001)
 MINIO_TIMEOUT=60
 MINIO_DIR="$VAR_DIR/minio"
 MINIO_BUCKET=peertrain

@@ -10,7 +10,7 @@
 # its own directory, with trust authentication for loopback (the same trust the other
 # development components give: RabbitMQ admin/admin, MinIO minioadmin).
 
-POSTGRES_PORT=54320
+POSTGRES_PORT=$(port 54320)
 POSTGRES_TIMEOUT=60
 POSTGRES_VERSION=15
 PG_BIN="/usr/lib/postgresql/$POSTGRES_VERSION/bin"

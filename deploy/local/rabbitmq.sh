@@ -6,8 +6,12 @@
 # we call the scripts in /usr/lib/rabbitmq/bin directly, as the current user, with
 # every path (database, logs, config, plugins file, Erlang cookie) under $VAR_DIR.
 
-RABBITMQ_PORT=5672
-RABBITMQ_MGMT_PORT=15672
+RABBITMQ_PORT=$(port 5672)
+RABBITMQ_MGMT_PORT=$(port 15672)
+RABBITMQ_PROMETHEUS_PORT=$(port 15692)
+# One node per stack (the second lane's beside the first, sharing epmd), with Erlang
+# distribution on the AMQP port + 20000 (RabbitMQ's own default for 5672).
+if ((PEERTRAIN_PORT_OFFSET)); then RABBITMQ_NODE="peertrain$PEERTRAIN_PORT_OFFSET@localhost"; else RABBITMQ_NODE=peertrain@localhost; fi
 RABBITMQ_TIMEOUT=120
 RMQ_DIR="$VAR_DIR/rabbitmq"
 RMQ_BIN=/usr/lib/rabbitmq/bin
@@ -17,7 +21,8 @@ RMQ_BIN=/usr/lib/rabbitmq/bin
 rabbitmq_env() {
   export HOME="$RMQ_DIR/home" # the Erlang cookie lives in $HOME/.erlang.cookie
   export RABBITMQ_CONF_ENV_FILE="$RMQ_DIR/rabbitmq-env.conf"
-  export RABBITMQ_NODENAME=peertrain@localhost
+  export RABBITMQ_NODENAME=$RABBITMQ_NODE
+  export RABBITMQ_DIST_PORT=$((RABBITMQ_PORT + 20000))
   export RABBITMQ_MNESIA_BASE="$RMQ_DIR/mnesia"
   export RABBITMQ_LOG_BASE="$RMQ_DIR/log"
   export RABBITMQ_PID_FILE="$RMQ_DIR/rabbitmq.pid"
@@ -48,7 +53,7 @@ listeners.tcp.default = 127.0.0.1:$RABBITMQ_PORT
 management.tcp.ip = 127.0.0.1
 management.tcp.port = $RABBITMQ_MGMT_PORT
 prometheus.tcp.ip = 127.0.0.1
-prometheus.tcp.port = 15692
+prometheus.tcp.port = $RABBITMQ_PROMETHEUS_PORT
 default_user = admin
 default_pass = admin
 default_user_tags.administrator = true
@@ -61,7 +66,8 @@ EOF
   cat >"$RMQ_DIR/rabbitmq-env.conf" <<EOF
 # Same settings as deploy/local/rabbitmq.sh exports; for CLI tools run by hand:
 #   HOME=$RMQ_DIR/home RABBITMQ_CONF_ENV_FILE=$RMQ_DIR/rabbitmq-env.conf $RMQ_BIN/rabbitmqctl status
-NODENAME=peertrain@localhost
+NODENAME=$RABBITMQ_NODE
+DIST_PORT=$((RABBITMQ_PORT + 20000))
 MNESIA_BASE=$RMQ_DIR/mnesia
 LOG_BASE=$RMQ_DIR/log
 PID_FILE=$RMQ_DIR/rabbitmq.pid

@@ -14,7 +14,8 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$HERE/lib.sh"
 
 SERVICES=(auth registry dataset orchestrator aggregator)
-declare -A PORT=([auth]=8001 [registry]=8002 [dataset]=8003 [orchestrator]=8004 [aggregator]=8005)
+declare -A PORT=([auth]=$(port 8001) [registry]=$(port 8002) [dataset]=$(port 8003)
+  [orchestrator]=$(port 8004) [aggregator]=$(port 8005))
 SVC_DIR="$VAR_DIR/services"
 HEALTH_TIMEOUT=60
 
@@ -37,6 +38,13 @@ svc_launch() {
   (
     cd "$ROOT" || exit 1
     export "PEERTRAIN_${name^^}_PORT=${PORT[$name]}" "PEERTRAIN_${name^^}_HOST=127.0.0.1"
+    if ((PEERTRAIN_PORT_OFFSET)); then # a second lane: its stack's addresses (env.sh)
+      export "PEERTRAIN_${name^^}_MONGO_URL=$PEERTRAIN_MONGO_URL" \
+        "PEERTRAIN_${name^^}_AMQP_URL=$PEERTRAIN_AMQP_URL" \
+        "PEERTRAIN_${name^^}_S3_ENDPOINT_URL=$PEERTRAIN_S3_ENDPOINT_URL" \
+        "PEERTRAIN_REGISTRY_PEER_AMQP_URL=amqp://127.0.0.1:$(port 5672)/" \
+        "PEERTRAIN_REGISTRY_RABBITMQ_MANAGEMENT_URL=http://127.0.0.1:$(port 15672)"
+    fi
     spawn "$SVC_DIR/$name.log" python -m "peertrain.$name" >"$SVC_DIR/$name.pid"
   )
 }

@@ -66,7 +66,7 @@ await() {
 
 tail_log() {
   case $1 in
-    rabbitmq) tail -n 20 "$RMQ_DIR/log/startup.log" "$RMQ_DIR/log/peertrain@localhost.log" 2>/dev/null ;;
+    rabbitmq) tail -n 20 "$RMQ_DIR/log/startup.log" "$RMQ_DIR/log/$RABBITMQ_NODE.log" 2>/dev/null ;;
     postgres) tail -n 20 "$PG_DIR/postgres.log" ;;
     ferretdb) tail -n 20 "$FDB_DIR/ferretdb.log" ;;
     minio) tail -n 20 "$MINIO_DIR/minio.log" ;;

@@ -14,6 +14,7 @@ from fastapi import APIRouter
 
 from peertrain.common.app import create_app
 from peertrain.common.settings import ServiceSettings
+from peertrain.common.testing import PLATFORM_PORTS
 
 router = APIRouter()
 
@@ -26,7 +27,10 @@ async def echo(payload: dict[str, Any]) -> dict[str, Any]:
 
 if __name__ == "__main__":
     settings = ServiceSettings(
-        service_name="probe", port=8004, api_prefix="/api/jobs", relay_enabled=False
+        service_name="probe",
+        port=PLATFORM_PORTS["orchestrator"],
+        api_prefix="/api/jobs",
+        relay_enabled=False,
     )
     app = create_app(settings, routers=[router], use_blobs=False)
     uvicorn.run(app, host="127.0.0.1", port=settings.port, log_config=None)

@@ -25,12 +25,13 @@ from peertrain.common.eventlog import EventLog
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.diagnostics import DIAGNOSTIC_PINGED
 from peertrain.common.settings import ServiceSettings
+from peertrain.common.testing import RABBIT_API
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 STACK = ROOT / "deploy" / "local" / "stack.sh"
 RUN_ID = uuid.uuid4().hex[:8]
-MANAGEMENT = "http://127.0.0.1:15672/api"
+MANAGEMENT = RABBIT_API
 
 
 def stack_ctl(action: str, name: str | None = None, *, timeout: float = 180) -> str:

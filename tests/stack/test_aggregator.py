@@ -56,11 +56,12 @@ from peertrain.common.events.training import (
 )
 from peertrain.common.security import peer_headers
 from peertrain.common.settings import ServiceSettings
+from peertrain.common.testing import GATEWAY
 from peertrain.ml.weights import state_from_bytes, state_to_bytes
 
 pytestmark = pytest.mark.stack
 
-AUTH = "http://127.0.0.1:8080/api/auth"
+AUTH = f"{GATEWAY}/api/auth"
 FEATURES = FeatureSpec(
     kind="table",
     input_shape=(6,),

@@ -36,6 +36,7 @@ from peertrain.common.security import (
     peer_headers,
     verify_message,
 )
+from peertrain.common.testing import RABBIT_API
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +59,7 @@ def _delete_queues(*names: str) -> None:
     """Best effort: leave no queue of the probe behind (it would collect events)."""
     for name in names:
         with contextlib.suppress(httpx.HTTPError):
-            url = f"http://127.0.0.1:15672/api/queues/%2F/{name}"
+            url = f"{RABBIT_API}/queues/%2F/{name}"
             httpx.delete(url, auth=("admin", "admin"), timeout=5)
 
 

@@ -17,10 +17,9 @@ from typer.testing import CliRunner
 
 from peertrain.auth.testing import AuthUnderTest, free_port, shared_auth_service
 from peertrain.client.cli import app
+from peertrain.common.testing import GATEWAY
 
 pytestmark = pytest.mark.stack
-
-GATEWAY = "http://127.0.0.1:8080"
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ unknown job is one line on stderr and exit status 1 for ``show``, ``watch`` and
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).parent / "training"))
 
 from training_support import GATEWAY, Platform, run_platform, start_peer
 
+from peertrain.common.testing import child_env
 from peertrain.peer.testing import PeerProcess
 
 pytestmark = pytest.mark.stack
@@ -48,7 +48,7 @@ class Cli:
     """``peertrain --api GATEWAY ...`` as a subprocess, with credentials of its own."""
 
     def __init__(self, config_dir: Path) -> None:
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("PEERTRAIN_")}
+        self.env = child_env("cli")
         self.env.update({"PEERTRAIN_CONFIG_DIR": str(config_dir), "COLUMNS": "200"})
 
     def __call__(

@@ -34,10 +34,11 @@ from peertrain.common.events.datasets import (
     sharding_stream,
 )
 from peertrain.common.events.training import JOB_CREATED, JobCreated, ShardingSpec, job_stream
+from peertrain.common.testing import GATEWAY
 from peertrain.dataset.config import DatasetSettings
 from peertrain.dataset.testing import GATEWAY_URL, DatasetService, running_dataset_service
 
-AUTH_URL = "http://127.0.0.1:8080/api/auth"
+AUTH_URL = f"{GATEWAY}/api/auth"
 
 
 @pytest.fixture(scope="module")

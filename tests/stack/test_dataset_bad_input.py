@@ -20,10 +20,11 @@ import pytest
 
 from peertrain.auth.testing import AuthUnderTest, shared_auth_service
 from peertrain.common.blobs import BlobStore
+from peertrain.common.testing import GATEWAY
 from peertrain.dataset.config import DatasetSettings
 from peertrain.dataset.testing import GATEWAY_URL, DatasetService, running_dataset_service
 
-AUTH_URL = "http://127.0.0.1:8080/api/auth"
+AUTH_URL = f"{GATEWAY}/api/auth"
 CAP = 16 * 1024 * 1024
 CSV = b"a,b,label\n1,2,x\n3,4,y\n5,6,x\n7,8,y\n9,10,x\n11,12,y\n"
 BOUNDARY = "peertrain-test-boundary"

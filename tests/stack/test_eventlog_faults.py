@@ -24,6 +24,7 @@ from peertrain.common.bus import Inbox, OutboxRelay, make_broker
 from peertrain.common.eventlog import EventLog
 from peertrain.common.events import NewEvent, RecordedEvent
 from peertrain.common.events.diagnostics import DiagnosticPinged
+from peertrain.common.testing import stack_port
 
 
 def ping(n: int, note: str) -> NewEvent:
@@ -157,9 +158,9 @@ async def test_a_hung_link_to_rabbitmq_loses_nothing_and_recovers_in_seconds(
 
     # The consumer talks to RabbitMQ directly; only the relay's link goes through the proxy.
     await consume(unique("test.hang"), on_event, inbox=inbox, delivery_limit=20)
-    proxy = HangingProxy(5672)
+    proxy = HangingProxy(stack_port(5672))
     await proxy.start()
-    url = settings.amqp_url.get_secret_value().replace(":5672/", f":{proxy.port}/")
+    url = settings.amqp_url.get_secret_value().replace(f":{stack_port(5672)}/", f":{proxy.port}/")
     relay_broker = make_broker(url)
     await relay_broker.connect()
     relay = OutboxRelay(event_log, relay_broker, producer="test", publish_timeout_s=5.0)

@@ -41,6 +41,8 @@ from training_support import (
     wait_for,
 )
 
+from peertrain.common.testing import stack_port
+
 pytestmark = [pytest.mark.stack]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,6 +86,12 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     config["global"] = {"scrape_interval": "1s", "evaluation_interval": "1s"}
     config["scrape_configs"] = [j for j in config["scrape_configs"] if j["job_name"] in SCRAPED]
     assert {j["job_name"] for j in config["scrape_configs"]} == SCRAPED
+    for job in config["scrape_configs"]:  # this lane's ports (make test runs two)
+        for group in job["static_configs"]:
+            group["targets"] = [
+                f"{host}:{stack_port(int(port))}"
+                for host, port in (t.rsplit(":", 1) for t in group["targets"])
+            ]
     (base / "prometheus.yml").write_text(yaml.safe_dump(config))
     port = free_port()
     url = f"http://127.0.0.1:{port}"

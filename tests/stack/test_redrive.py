@@ -11,8 +11,9 @@ from peertrain.common.bus.redrive import dead_letter_queues, redrive
 from peertrain.common.eventlog import EventLog
 from peertrain.common.events import NewEvent, RecordedEvent
 from peertrain.common.events.diagnostics import DiagnosticPinged
+from peertrain.common.testing import RABBIT_API
 
-MANAGEMENT = "http://127.0.0.1:15672"
+MANAGEMENT = RABBIT_API.removesuffix("/api")
 
 
 def ping(note: str) -> NewEvent:

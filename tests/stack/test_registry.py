@@ -41,12 +41,13 @@ from peertrain.common.events.peers import (
 )
 from peertrain.common.security import peer_headers
 from peertrain.common.settings import ServiceSettings
+from peertrain.common.testing import PLATFORM_PORTS, RABBIT_API, stack_port
 from peertrain.peer.testing import PeerProcess
 from peertrain.registry.testing import GATEWAY, registry_process
 
 REGISTRY = f"{GATEWAY}/api/registry"
 AUTH = f"{GATEWAY}/api/auth"
-MGMT = "http://127.0.0.1:15672/api"
+MGMT = RABBIT_API
 ADMIN = ("admin", "admin")
 INTERVAL_S = 1.0
 
@@ -212,7 +213,7 @@ async def all_active(http: httpx.AsyncClient, s: Stack) -> bool:
 
 
 async def metric(http: httpx.AsyncClient, name: str, **labels: str) -> float:
-    r = await http.get("http://127.0.0.1:8002/metrics")
+    r = await http.get(f"http://127.0.0.1:{PLATFORM_PORTS['registry']}/metrics")
     want = ",".join(f'{k}="{v}"' for k, v in labels.items())
     pattern = re.compile(rf"^{re.escape(name)}(\{{[^}}]*\}})? ([0-9.e+-]+)$", re.M)
     total = 0.0
@@ -419,7 +420,7 @@ async def test_peer_broker_credentials_allow_only_its_own_queue_and_telemetry(
     assert creds["queue"] == f"peer.{spare.peer_id}"
     url = (
         f"amqp://{quote(creds['username'], safe='')}:{quote(creds['password'], safe='')}"
-        f"@127.0.0.1:5672/"
+        f"@127.0.0.1:{stack_port(5672)}/"
     )
 
     async def fresh_channel() -> tuple[Any, Any]:

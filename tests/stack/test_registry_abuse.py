@@ -44,6 +44,7 @@ from peertrain.common.events.peers import (
 )
 from peertrain.common.security import peer_headers
 from peertrain.common.settings import ServiceSettings
+from peertrain.common.testing import stack_port
 from peertrain.peer.testing import PeerProcess
 from peertrain.registry.testing import GATEWAY, registry_process
 
@@ -390,7 +391,7 @@ async def test_a_removed_peer_loses_its_broker_login_at_once(
     )
     assert r.status_code == 200, r.text
     grant = r.json()
-    url = f"amqp://{grant['username']}:{grant['password']}@127.0.0.1:5672/"
+    url = f"amqp://{grant['username']}:{grant['password']}@127.0.0.1:{stack_port(5672)}/"
     live = await aiormq.connect(url)  # the credentials work, and stay connected
     try:
         r = await http.delete(f"{REGISTRY}/peers/{spare.peer_id}", headers=bearer(s.owner_token))
@@ -438,7 +439,7 @@ async def test_a_disabled_users_peers_lose_their_broker_users(
             return dict(r.json()) if r.status_code == 200 else None
 
         grant = await eventually(granted, timeout=30, what="broker credentials")
-        url = f"amqp://{grant['username']}:{grant['password']}@127.0.0.1:5672/"
+        url = f"amqp://{grant['username']}:{grant['password']}@127.0.0.1:{stack_port(5672)}/"
         live = await aiormq.connect(url)
         r = await http.post(
             f"{AUTH}/users/{user_id}/disable", headers=bearer(s.admin_token), json={"reason": "t"}

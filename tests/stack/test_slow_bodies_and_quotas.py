@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -24,12 +23,12 @@ import pytest
 
 from peertrain.auth.testing import AuthUnderTest, shared_auth_service
 from peertrain.common.blobs import BlobStore
-from peertrain.common.testing import ServiceProcess
+from peertrain.common.testing import GATEWAY, PLATFORM_PORTS, ServiceProcess, child_env
 from peertrain.dataset.config import DatasetSettings
 from peertrain.dataset.testing import GATEWAY_URL, DatasetService, running_dataset_service
 
-AUTH_URL = "http://127.0.0.1:8080/api/auth"
-DIRECT_URL = "http://127.0.0.1:8003/api/datasets"
+AUTH_URL = f"{GATEWAY}/api/auth"
+DIRECT_URL = f"http://127.0.0.1:{PLATFORM_PORTS['dataset']}/api/datasets"
 DEADLINE_S = 3
 MAX_DATASETS = 2
 MAX_BYTES = 64 * 1024
@@ -179,13 +178,12 @@ async def test_a_trickle_upload_is_cut_off_with_408_and_nothing_is_stored(
 @pytest.fixture
 def json_probe(tmp_path: Path) -> Iterator[ServiceProcess]:
     """``body_probe_app.py`` on the orchestrator's port, behind ``/api/jobs/``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PEERTRAIN_")}
-    env["PEERTRAIN_REQUEST_BODY_TIMEOUT_S"] = str(DEADLINE_S)
+    env = child_env(None, {"PEERTRAIN_REQUEST_BODY_TIMEOUT_S": str(DEADLINE_S)})
     probe = ServiceProcess(
         name="probe",
         args=[str(PROBE)],
         env=env,
-        port=8004,
+        port=PLATFORM_PORTS["orchestrator"],
         log_path=tmp_path / "probe.log",
         ready_path="/healthz",
     )
@@ -199,7 +197,7 @@ async def test_any_services_json_body_through_the_gateway_gets_the_deadline_too(
 ) -> None:
     """The gateway streams every body through (no buffering that only times out per
     read), so a trickle to any service ends with that service's 408."""
-    url = "http://127.0.0.1:8080/api/jobs/echo"
+    url = f"{GATEWAY}/api/jobs/echo"
     async with httpx.AsyncClient(timeout=60) as http:
         assert (await http.post(url, json={"a": 1})).json() == {"a": 1}
     head = b'{"a": "'

@@ -31,14 +31,13 @@ from safetensors.torch import load as load_safetensors
 from peertrain.auth.testing import shared_auth_service
 from peertrain.client import TokenAuth, Tokens
 from peertrain.common.settings import ServiceSettings
-from peertrain.common.testing import ServiceProcess
+from peertrain.common.testing import GATEWAY, PLATFORM_PORTS, RABBIT_API, ServiceProcess, child_env
 from peertrain.dataset.testing import running_dataset_service
 from peertrain.orchestrator.testing import orchestrator_process
 from peertrain.peer.testing import PeerProcess
 from peertrain.registry.testing import registry_process
 
-GATEWAY = "http://127.0.0.1:8080"
-MGMT = "http://127.0.0.1:15672/api"
+MGMT = RABBIT_API
 ROOT = Path(__file__).resolve().parents[3]
 HEARTBEAT_S = 1.0
 
@@ -149,23 +148,24 @@ def start_peer(
 
 
 def aggregator_process(*, mongo_db: str, bucket: str, log_dir: Path, prefix: str) -> ServiceProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PEERTRAIN_")}
-    env.update(
+    port = PLATFORM_PORTS["aggregator"]
+    env = child_env(
+        "aggregator",
         {
-            "PEERTRAIN_AGGREGATOR_PORT": "8005",
+            "PEERTRAIN_AGGREGATOR_PORT": str(port),
             "PEERTRAIN_AGGREGATOR_HOST": "127.0.0.1",
             "PEERTRAIN_AGGREGATOR_MONGO_DB": mongo_db,
             "PEERTRAIN_AGGREGATOR_S3_BUCKET": bucket,
             "PEERTRAIN_AGGREGATOR_QUEUE_PREFIX": prefix,
             "PEERTRAIN_AGGREGATOR_ENVIRONMENT": "test",
             "PEERTRAIN_AGGREGATOR_WORK_DIR": str(log_dir / "aggregator-work"),
-        }
+        },
     )
     return ServiceProcess(
         "aggregator",
         ["-m", "peertrain.aggregator"],
         env,
-        8005,
+        port,
         log_dir / f"aggregator-{mongo_db}.log",
         ready_path="/api/models/readyz",
     )

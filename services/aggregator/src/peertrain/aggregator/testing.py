@@ -13,12 +13,12 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from peertrain.common.testing import ServiceProcess
+from peertrain.common.testing import GATEWAY, PLATFORM_PORTS, ServiceProcess
 from peertrain.common.testing.isolated import running_service
 
 __all__ = ["GATEWAY_URL", "running_aggregator_service"]
 
-GATEWAY_URL = "http://127.0.0.1:8080/api/models"
+GATEWAY_URL = f"{GATEWAY}/api/models"
 
 
 def running_aggregator_service(
@@ -27,7 +27,7 @@ def running_aggregator_service(
     run: str,
     base_dir: Path,
     extra: dict[str, str] | None = None,
-    port: int = 8005,
+    port: int = PLATFORM_PORTS["aggregator"],
 ) -> AbstractContextManager[tuple[ServiceProcess, str]]:
     """An aggregator with a bucket, queues and scratch folder of its own, removed
     afterwards; yields the process and its bucket's name."""

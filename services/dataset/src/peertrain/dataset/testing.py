@@ -13,12 +13,12 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from peertrain.common.testing import ServiceProcess
+from peertrain.common.testing import GATEWAY, PLATFORM_PORTS, ServiceProcess
 from peertrain.common.testing.isolated import running_service
 
 __all__ = ["GATEWAY_URL", "DatasetService", "running_dataset_service"]
 
-GATEWAY_URL = "http://127.0.0.1:8080/api/datasets"
+GATEWAY_URL = f"{GATEWAY}/api/datasets"
 
 DatasetService = ServiceProcess
 """A dataset service process (``python -m peertrain.dataset``) and its log."""
@@ -30,7 +30,7 @@ def running_dataset_service(
     run: str,
     base_dir: Path,
     extra: dict[str, str] | None = None,
-    port: int = 8003,
+    port: int = PLATFORM_PORTS["dataset"],
 ) -> AbstractContextManager[tuple[ServiceProcess, str]]:
     """A dataset service with a bucket, queues and scratch folder of its own, removed
     afterwards (with its read-model database); yields the process and its bucket."""

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from peertrain.common.testing import ServiceProcess
+from peertrain.common.testing import PLATFORM_PORTS, ServiceProcess, child_env
 
 __all__ = ["orchestrator_process"]
 
@@ -15,12 +14,12 @@ def orchestrator_process(
     mongo_db: str,
     log_dir: Path,
     queue_prefix: str,
-    port: int = 8004,
+    port: int = PLATFORM_PORTS["orchestrator"],
     extra_env: dict[str, str] | None = None,
 ) -> ServiceProcess:
     """The orchestrator on ``port``, sharing the log in ``mongo_db``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PEERTRAIN_")}
-    env.update(
+    env = child_env(
+        "orchestrator",
         {
             "PEERTRAIN_ORCHESTRATOR_PORT": str(port),
             "PEERTRAIN_ORCHESTRATOR_HOST": "127.0.0.1",
@@ -28,7 +27,7 @@ def orchestrator_process(
             "PEERTRAIN_ORCHESTRATOR_ENVIRONMENT": "test",
             "PEERTRAIN_ORCHESTRATOR_QUEUE_PREFIX": queue_prefix,
             **(extra_env or {}),
-        }
+        },
     )
     return ServiceProcess(
         "orchestrator",

@@ -13,20 +13,11 @@ service code never imports another service).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from peertrain.common.testing import ServiceProcess
+from peertrain.common.testing import GATEWAY, PLATFORM_PORTS, ServiceProcess, child_env
 
 __all__ = ["GATEWAY", "registry_process"]
-
-GATEWAY = "http://127.0.0.1:8080"
-
-
-def _env(extra: dict[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PEERTRAIN_")}
-    env.update(extra)
-    return env
 
 
 def registry_process(
@@ -34,14 +25,15 @@ def registry_process(
     mongo_db: str,
     log_dir: Path,
     namespace: str,
-    port: int = 8002,
+    port: int = PLATFORM_PORTS["registry"],
     extra_env: dict[str, str] | None = None,
 ) -> ServiceProcess:
     """The registry on ``port`` (behind the gateway), sharing the log in ``mongo_db``.
 
     ``namespace`` names its queues, so that runs sharing one RabbitMQ stay apart.
     """
-    env = _env(
+    env = child_env(
+        "registry",
         {
             "PEERTRAIN_REGISTRY_PORT": str(port),
             "PEERTRAIN_REGISTRY_HOST": "127.0.0.1",
@@ -50,7 +42,7 @@ def registry_process(
             "PEERTRAIN_REGISTRY_QUEUE_NAMESPACE": namespace,
             "PEERTRAIN_REGISTRY_RECONNECT_MAX_S": "2",
             **(extra_env or {}),
-        }
+        },
     )
     return ServiceProcess(
         "registry",

@@ -1,5 +1,6 @@
 """Helpers for tests and benchmarks: services as subprocesses, and the ports they need."""
 
+from .lane import GATEWAY, OFFSET, PROMETHEUS, RABBIT_API, child_env, stack_port
 from .ports import (
     PLATFORM_PORTS,
     PortBusy,
@@ -13,13 +14,19 @@ from .ports import (
 from .process import ServiceProcess
 
 __all__ = [
+    "GATEWAY",
+    "OFFSET",
     "PLATFORM_PORTS",
+    "PROMETHEUS",
+    "RABBIT_API",
     "PortBusy",
     "PortHolder",
     "ServiceProcess",
+    "child_env",
     "ensure_port_free",
     "free_port",
     "platform_services",
     "port_holder",
     "port_in_use",
+    "stack_port",
 ]

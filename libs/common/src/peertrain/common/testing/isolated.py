@@ -18,7 +18,6 @@ from it).
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,11 +30,10 @@ from pymongo import MongoClient
 from peertrain.common.blobs import BlobStore
 from peertrain.common.settings import ServiceSettings
 
+from .lane import RABBIT_API, child_env
 from .process import ServiceProcess
 
 __all__ = ["RABBIT_API", "delete_bucket", "ensure_bucket", "running_service", "service_env"]
-
-RABBIT_API = "http://127.0.0.1:15672/api"
 
 
 def service_env(
@@ -50,7 +48,6 @@ def service_env(
 ) -> dict[str, str]:
     """The environment of ``python -m peertrain.<service>`` for one run (no other
     ``PEERTRAIN_*`` variable leaks in from the caller's)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PEERTRAIN_")}
     prefix = f"PEERTRAIN_{service.upper()}_"
     values = {
         "PORT": str(port),
@@ -61,9 +58,7 @@ def service_env(
         "WORK_DIR": str(work_dir),
         "ENVIRONMENT": "test",
     }
-    env.update({prefix + k: v for k, v in values.items()})
-    env.update(extra or {})
-    return env
+    return child_env(service, {**{prefix + k: v for k, v in values.items()}, **(extra or {})})
 
 
 async def _bucket(bucket: str, *, delete: bool) -> None:

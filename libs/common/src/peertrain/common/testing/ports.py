@@ -14,6 +14,8 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from .lane import stack_port
+
 __all__ = [
     "PLATFORM_PORTS",
     "PortBusy",
@@ -26,13 +28,14 @@ __all__ = [
 ]
 
 PLATFORM_PORTS = {
-    "auth": 8001,
-    "registry": 8002,
-    "dataset": 8003,
-    "orchestrator": 8004,
-    "aggregator": 8005,
+    "auth": stack_port(8001),
+    "registry": stack_port(8002),
+    "dataset": stack_port(8003),
+    "orchestrator": stack_port(8004),
+    "aggregator": stack_port(8005),
 }
-"""Each service's port, as ``deploy/local/services.sh`` and the gateway have them."""
+"""Each service's port in this lane, as ``deploy/local/services.sh`` and the gateway have
+them (see :mod:`.lane`)."""
 
 _ROOT = Path(__file__).resolve().parents[6]  # the checkout (libs/common/src/peertrain/...)
 _LISTEN = "0A"

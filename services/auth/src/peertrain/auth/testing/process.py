@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,7 +12,14 @@ from typing import Any
 from pymongo import MongoClient
 
 from peertrain.common.settings import ServiceSettings
-from peertrain.common.testing import ServiceProcess, free_port, port_in_use
+from peertrain.common.testing import (
+    GATEWAY,
+    PLATFORM_PORTS,
+    ServiceProcess,
+    child_env,
+    free_port,
+    port_in_use,
+)
 
 __all__ = [
     "GATEWAY_URL",
@@ -28,13 +34,7 @@ __all__ = [
 ]
 
 PROBE_PREFIX = "/probe"
-GATEWAY_URL = "http://127.0.0.1:8080/api/auth"
-
-
-def _base_env(extra: dict[str, str] | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PEERTRAIN_")}
-    env.update(extra or {})
-    return env
+GATEWAY_URL = f"{GATEWAY}/api/auth"
 
 
 def auth_process(
@@ -43,12 +43,13 @@ def auth_process(
     key_dir: Path,
     admin_password: str,
     log_dir: Path,
-    port: int = 8001,
+    port: int = PLATFORM_PORTS["auth"],
     environment: str = "test",
     extra_env: dict[str, str] | None = None,
 ) -> ServiceProcess:
     """The auth service on ``port`` with its log and own data in ``mongo_db``."""
-    env = _base_env(
+    env = child_env(
+        "auth",
         {
             "PEERTRAIN_AUTH_PORT": str(port),
             "PEERTRAIN_AUTH_HOST": "127.0.0.1",
@@ -57,7 +58,7 @@ def auth_process(
             "PEERTRAIN_AUTH_SIGNING_KEY_DIR": str(key_dir),
             "PEERTRAIN_AUTH_ADMIN_PASSWORD": admin_password,
             **(extra_env or {}),
-        }
+        },
     )
     return ServiceProcess(
         "auth", ["-m", "peertrain.auth"], env, port, log_dir / f"auth-{mongo_db}.log"
@@ -72,7 +73,7 @@ def probe_process(*, mongo_db: str, log_dir: Path, name: str = "authprobe") -> S
     return ServiceProcess(
         name,
         args,
-        _base_env(None),
+        child_env(None),
         port,
         log_dir / f"{name}-{mongo_db}.log",
         ready_path=f"{PROBE_PREFIX}/readyz",
