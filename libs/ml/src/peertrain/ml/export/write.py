@@ -1,9 +1,14 @@
-"""The final model as users download it: ``final.pt`` and ``final.safetensors``.
+"""Writing the final model as users download it: ``final.pt`` and ``final.safetensors``.
 
-``final.pt`` is ``{"spec", "feature_spec", "state_dict"}`` written with ``torch.save``;
-it holds only plain containers, strings, numbers and tensors, so plain torch loads it with
-``torch.load(path, weights_only=True)`` (no code from the file runs). ``final.safetensors``
-holds the state dict, with both specs as JSON in its metadata.
+``final.pt`` is ``{"format", "spec", "feature_spec", "architecture", "state_dict"}``
+written with ``torch.save``; it holds only plain containers, strings, numbers and
+tensors, so plain torch loads it with ``torch.load(path, weights_only=True)`` (no code
+from the file runs). ``feature_spec`` is the dataset's whole feature spec (column order,
+per-column preprocessing, image encoding, class names, the holdout rule) and
+``architecture`` the model in plain form (:mod:`.plain`), so :func:`peertrain.ml.export.load`
+needs only torch and numpy. ``final.safetensors`` holds the state dict, with the rest as
+JSON in its metadata. Files of format 1 (``{"spec", "feature_spec", "state_dict"}``, the
+feature spec reduced to shapes) still load here.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from peertrain.common.events.datasets import FeatureSpec as DatasetFeatureSpec
 from peertrain.common.specs import (
     CNNSpec,
     FeatureSpec,
@@ -28,11 +34,13 @@ from peertrain.common.specs import (
     parse_model_spec,
 )
 
-from .weights.codec import read_header, state_from_bytes, state_to_bytes
-from .zoo.build import build_model
+from ..weights.codec import read_header, state_from_bytes, state_to_bytes
+from ..zoo.build import build_model
+from .plain import describe
 
 __all__ = [
     "FORMAT",
+    "FORMAT_1",
     "FinalModel",
     "final_pt_bytes",
     "final_safetensors_bytes",
@@ -41,8 +49,12 @@ __all__ = [
     "save_final",
 ]
 
-FORMAT = "peertrain-final/1"
-"""Format tag stored in ``final.safetensors`` metadata."""
+FORMAT = "peertrain-final/2"
+"""Format tag of ``final.pt`` (its ``format`` entry) and ``final.safetensors`` (metadata)."""
+FORMAT_1 = "peertrain-final/1"
+"""The first format: specs and state only (``final.pt`` had no ``format`` entry)."""
+_KEYS_1 = {"spec", "feature_spec", "state_dict"}
+_KEYS = {"format", "spec", "feature_spec", "architecture", "state_dict"}
 
 
 @dataclass(frozen=True)
@@ -54,18 +66,33 @@ class FinalModel:
     feature_spec: FeatureSpec
 
 
-def _plain(spec: Any, features: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    model_spec = parse_model_spec(spec).model_dump(mode="json")
-    feature_spec = parse_feature_spec(features).model_dump(mode="json", exclude_none=True)
-    return model_spec, feature_spec
+def _features_json(features: Any) -> dict[str, Any]:
+    """The dataset's whole feature spec when given one, else the shapes-only form."""
+    if isinstance(features, DatasetFeatureSpec):
+        return features.model_dump(mode="json")
+    if isinstance(features, Mapping) and {"classes", "label_column"} <= set(features):
+        return DatasetFeatureSpec.model_validate(features).model_dump(mode="json")
+    return parse_feature_spec(features).model_dump(mode="json", exclude_none=True)
+
+
+def _documents(spec: Any, features: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Model spec, feature spec and plain architecture, as JSON-like documents."""
+    model_spec = parse_model_spec(spec)
+    shapes = parse_feature_spec(features)
+    model = build_model(model_spec, shapes, seed=0)
+    input_shape = shapes.image_shape or (shapes.flat_size,)
+    architecture = describe(model, input_shape, flatten_first=model_spec.arch != "cnn")
+    return model_spec.model_dump(mode="json"), _features_json(features), architecture
 
 
 def final_pt_bytes(spec: Any, feature_spec: Any, state: Mapping[str, torch.Tensor]) -> bytes:
-    """``final.pt``: ``{"spec", "feature_spec", "state_dict"}`` (CPU tensors, JSON-like specs)."""
-    model_spec, features = _plain(spec, feature_spec)
+    """``final.pt``: specs, plain architecture and state dict (CPU tensors)."""
+    model_spec, features, architecture = _documents(spec, feature_spec)
     payload = {
+        "format": FORMAT,
         "spec": model_spec,
         "feature_spec": features,
+        "architecture": architecture,
         "state_dict": {k: v.detach().cpu().contiguous() for k, v in state.items()},
     }
     buf = io.BytesIO()
@@ -76,9 +103,14 @@ def final_pt_bytes(spec: Any, feature_spec: Any, state: Mapping[str, torch.Tenso
 def final_safetensors_bytes(
     spec: Any, feature_spec: Any, state: Mapping[str, torch.Tensor]
 ) -> bytes:
-    """``final.safetensors``: the state dict, specs as JSON in its metadata."""
-    model_spec, features = _plain(spec, feature_spec)
-    meta = {"format": FORMAT, "spec": json.dumps(model_spec), "feature_spec": json.dumps(features)}
+    """``final.safetensors``: the state dict, the rest as JSON in its metadata."""
+    model_spec, features, architecture = _documents(spec, feature_spec)
+    meta = {
+        "format": FORMAT,
+        "spec": json.dumps(model_spec),
+        "feature_spec": json.dumps(features),
+        "architecture": json.dumps(architecture),
+    }
     return state_to_bytes(state, metadata=meta)
 
 
@@ -111,7 +143,7 @@ def load_final(source: str | Path | bytes) -> FinalModel:
     """
     data = io.BytesIO(source) if isinstance(source, bytes) else source
     payload = torch.load(data, map_location="cpu", weights_only=True)
-    if not isinstance(payload, dict) or set(payload) != {"spec", "feature_spec", "state_dict"}:
+    if not isinstance(payload, dict) or set(payload) not in (_KEYS, _KEYS_1):
         raise SpecInvalid("not a final.pt: expected spec, feature_spec and state_dict")
     return _rebuild(payload["spec"], payload["feature_spec"], payload["state_dict"])
 
@@ -119,7 +151,7 @@ def load_final(source: str | Path | bytes) -> FinalModel:
 def load_final_safetensors(data: bytes) -> FinalModel:
     """Rebuild the model from ``final.safetensors`` bytes."""
     meta = read_header(data, len(data)).metadata
-    if meta.get("format") != FORMAT:
+    if meta.get("format") not in (FORMAT, FORMAT_1):
         raise SpecInvalid("not a final.safetensors: no peertrain format tag")
     specs = json.loads(meta["spec"]), json.loads(meta["feature_spec"])
     return _rebuild(*specs, state_from_bytes(data))
