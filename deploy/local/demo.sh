@@ -152,6 +152,9 @@ main() {
   step "model"
   pt model download "$job" -o "$ROOT/model.pt"
 
+  step "peertrain predict on the raw CSV, the job's holdout rows"
+  pt predict "$csv" --model "$ROOT/model.pt" --holdout -o "$DEMO/predictions.csv"
+
   cat >&2 <<EOF
 
 PeerTrain is running ($(pt whoami --json | json_get username) logged in; CLI: PEERTRAIN_CONFIG_DIR=$DEMO/cli):

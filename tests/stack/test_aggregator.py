@@ -428,7 +428,7 @@ async def test_a_job_through_two_rounds(
         r = await api.get(f"/{job.id}/final", params={"format": "pt"}, headers=bearer(owner_token))
         assert r.status_code == 200, r.text
         payload = torch.load(io.BytesIO(r.content), weights_only=True)
-        assert set(payload) == {"spec", "feature_spec", "state_dict"}
+        assert set(payload) == {"format", "spec", "feature_spec", "architecture", "state_dict"}
         v2 = state_from_bytes(await blobs.get_bytes(f"models/{job.id}/v2.safetensors"))
         assert all(torch.equal(payload["state_dict"][k], v2[k]) for k in v2)
         r = await api.get(

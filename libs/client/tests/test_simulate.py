@@ -59,7 +59,13 @@ def test_simulate_runs_a_job_file_on_a_csv_and_writes_the_platforms_model(tmp_pa
     assert [r["peers"] for r in doc["per_round"]] == [2, 2]
     final = torch.load(io.BytesIO(out.read_bytes()), weights_only=True)
     assert final["spec"]["arch"] == "mlp" and final["spec"]["hidden"] == [8]
-    assert final["state_dict"] and set(final) == {"spec", "feature_spec", "state_dict"}
+    assert final["state_dict"] and set(final) == {
+        "format",
+        "spec",
+        "feature_spec",
+        "architecture",
+        "state_dict",
+    }
 
 
 def test_without_the_runtime_simulate_says_how_to_install_it(tmp_path, monkeypatch) -> None:

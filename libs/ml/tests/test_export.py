@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from peertrain.ml.errors import NotSafetensors
-from peertrain.ml.export import (
+from peertrain.ml.export.write import (
     final_pt_bytes,
     load_final,
     load_final_safetensors,
@@ -33,7 +33,7 @@ def test_final_pt_loads_in_plain_torch_in_a_fresh_process(tmp_path):
         f"""
         import torch
         final = torch.load({str(pt)!r}, weights_only=True)
-        assert set(final) == {{"spec", "feature_spec", "state_dict"}}, final.keys()
+        assert set(final) == {{"format", "spec", "feature_spec", "architecture", "state_dict"}}
         assert final["spec"]["arch"] == "cnn" and final["feature_spec"]["num_classes"] == 4
         print(sorted(final["state_dict"]))
         """

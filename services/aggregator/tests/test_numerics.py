@@ -101,6 +101,7 @@ def test_final_files_load_with_weights_only():
     state = load_state(initial_state(cfg))
     pt, st = final_files(cfg, state)
     payload = torch.load(io.BytesIO(pt), weights_only=True)
-    assert set(payload) == {"spec", "feature_spec", "state_dict"}
+    assert set(payload) == {"format", "spec", "feature_spec", "architecture", "state_dict"}
+    assert payload["feature_spec"]["classes"] == list(cfg.feature_spec.classes)
     assert all(torch.equal(payload["state_dict"][k], state[k]) for k in state)
     assert load_state(st).keys() == state.keys()

@@ -19,6 +19,7 @@ from peertrain.client.errors import ClientError
 from peertrain.client.tokens import CONFIG_DIR_ENV, default_config_dir
 
 from . import account, datasets, jobs, models, peers
+from .predict import convert, predict
 from .simulate import simulate
 from .state import CliState
 
@@ -64,6 +65,8 @@ app.add_typer(jobs.app, name="job")
 app.add_typer(models.app, name="model")
 account.install(app)
 app.command("simulate")(simulate)
+app.command("predict")(predict)
+app.command("convert")(convert)
 
 
 @app.callback()

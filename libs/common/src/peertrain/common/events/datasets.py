@@ -56,6 +56,7 @@ __all__ = [
     "DatasetUploaded",
     "DatasetValidated",
     "FeatureSpec",
+    "HoldoutRule",
     "ImageEncoding",
     "ShardRef",
     "dataset_stream",
@@ -191,6 +192,22 @@ class ImageEncoding(BaseModel):
     std: tuple[float, ...]
 
 
+class HoldoutRule(BaseModel):
+    """How the holdout was chosen, so a downloaded model can find the same rows again.
+
+    The rows are those of :func:`peertrain.common.features.stratified_holdout` applied
+    to the class index of every row of the upload (``rows`` of them, in file order),
+    with ``fraction`` and ``seed``.
+    """
+
+    model_config = _Frozen
+
+    method: Literal["stratified"] = "stratified"
+    fraction: float = Field(gt=0, le=0.5)
+    seed: int = Field(ge=0)
+    rows: int = Field(ge=1)
+
+
 class FeatureSpec(BaseModel):
     """What a model needs to consume a dataset's shards: shape, classes, encoding.
 
@@ -215,6 +232,8 @@ class FeatureSpec(BaseModel):
         The column (tables) or folder level (images) the labels came from.
     missing_tokens
         Cell values read as missing.
+    holdout
+        How the holdout was chosen (absent in specs from before it was recorded).
     """
 
     model_config = _Frozen
@@ -230,6 +249,7 @@ class FeatureSpec(BaseModel):
     image: ImageEncoding | None = None
     label_column: str
     missing_tokens: tuple[str, ...] = MISSING_TOKENS
+    holdout: HoldoutRule | None = None
 
     @property
     def num_classes(self) -> int:

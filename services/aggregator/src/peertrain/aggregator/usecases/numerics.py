@@ -18,7 +18,7 @@ from peertrain.aggregator.domain import UpdateRefused, codes
 from peertrain.common.events.training import JobConfigured
 from peertrain.ml.aggregation import RoundAccumulator, Strategy, make_strategy
 from peertrain.ml.errors import NotSafetensors, UpdateInvalid
-from peertrain.ml.export import final_pt_bytes, final_safetensors_bytes
+from peertrain.ml.export.write import final_pt_bytes, final_safetensors_bytes
 from peertrain.ml.training import EvalMetrics, evaluate
 from peertrain.ml.weights import l2_norm, load_update, state_from_bytes, state_to_bytes
 from peertrain.ml.zoo import build_model

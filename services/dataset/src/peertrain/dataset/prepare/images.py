@@ -21,7 +21,13 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
-from peertrain.common.events.datasets import ColumnSchema, FeatureSpec, ImageEncoding
+from peertrain.common.events.datasets import (
+    ColumnSchema,
+    FeatureSpec,
+    HoldoutRule,
+    ImageEncoding,
+)
+from peertrain.common.features import encode_pixels, to_pixels
 from peertrain.dataset.domain.errors import (
     BadArchiveEntry,
     InvalidDataset,
@@ -127,22 +133,19 @@ def _decode_all(
     out_path: Path,
 ) -> None:
     budget = upload.budget()
+    target = {"mode": mode, "width": size[0], "height": size[1]}
     with out_path.open("wb") as out:
         for item in images:
             image = _open_image(_read_entry(upload, item.entry, budget), item.entry, limits)
             try:
-                converted = image.convert(mode)
-                if converted.size != size:
-                    converted = converted.resize(size, Image.Resampling.BILINEAR)
-                pixels = np.asarray(converted, dtype=np.uint8)
+                pixels = to_pixels(image, target)
             except (OSError, ValueError, SyntaxError) as exc:
                 raise BadArchiveEntry(
                     f"{item.entry.name!r} cannot be decoded ({exc})", entry=item.entry.name
                 ) from None
             finally:
                 image.close()
-            pixels = pixels[None, :, :] if pixels.ndim == 2 else pixels.transpose(2, 0, 1)
-            out.write(np.ascontiguousarray(pixels).tobytes())
+            out.write(pixels.tobytes())
 
 
 def _pixel_blocks(
@@ -209,12 +212,11 @@ def prepare_images(
     pixels_path = scratch / "pixels.u8"
     _decode_all(upload, images, (width, height), mode, limits, pixels_path)
     mean, std = _channel_stats(pixels_path, shape, ~holdout)
-    mean_a = np.array(mean, dtype=np.float32)[None, :, None, None]
-    std_a = np.array(std, dtype=np.float32)[None, :, None, None]
+    stats = {"mean": mean, "std": std}
 
     def encoded() -> Iterator[NDArray[np.float32]]:
         for block in _pixel_blocks(pixels_path, shape, len(images)):
-            yield ((block.astype(np.float32) / np.float32(255.0)) - mean_a) / std_a
+            yield encode_pixels(block, stats)
 
     train_x, train_y, holdout_path = write_split(encoded(), labels, holdout, shape, scratch)
     pixels_path.unlink(missing_ok=True)
@@ -227,6 +229,9 @@ def prepare_images(
             mode=mode, channels=channels, height=height, width=width, mean=mean, std=std
         ),
         label_column="class",
+        holdout=HoldoutRule(
+            fraction=options.holdout_fraction, seed=options.holdout_seed, rows=len(images)
+        ),
     )
     counts = np.bincount(labels, minlength=len(classes))
     held = np.bincount(labels[holdout], minlength=len(classes))

@@ -16,13 +16,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 from numpy.typing import NDArray
 
-from peertrain.common.events.datasets import ColumnEncoding, ColumnSchema, FeatureSpec
+from peertrain.common.events.datasets import (
+    ColumnEncoding,
+    ColumnSchema,
+    FeatureSpec,
+    HoldoutRule,
+)
+from peertrain.common.features import encode_column
 from peertrain.dataset.domain.errors import SingleClass, TooManyCategories, TooManyColumns
 from peertrain.dataset.domain.holdout import stratified_holdout
 from peertrain.dataset.domain.limits import Limits
@@ -45,6 +52,11 @@ class _Encoder:
     spec: ColumnEncoding
     path: Path
     remap: NDArray[np.int32] | None = None
+
+    @cached_property
+    def column(self) -> dict[str, Any]:
+        """The encoding in its JSON form, as :func:`encode_column` takes it."""
+        return self.spec.model_dump(mode="json")
 
 
 def _labels(scan: TableScan, limits: Limits) -> tuple[list[str], NDArray[np.int32]]:
@@ -151,15 +163,12 @@ def _blocks(encoders: list[_Encoder], rows: int, width: int) -> Iterator[NDArray
             n = min(block_rows, rows - start)
             block = np.zeros((n, width), dtype=np.float32)
             for enc, f in zip(encoders, files, strict=True):
-                spec = enc.spec
                 if enc.remap is None:
-                    v = np.fromfile(f, dtype=np.float32, count=n)
-                    v = np.where(np.isnan(v), np.float32(spec.fill), v)
-                    block[:, spec.offset] = (v - np.float32(spec.mean)) / np.float32(spec.std)
-                else:
+                    values = np.fromfile(f, dtype=np.float32, count=n)
+                else:  # first-seen codes -> sorted category index (-1: missing)
                     codes = np.fromfile(f, dtype=np.int32, count=n)
-                    index = np.where(codes < 0, spec.width - 1, enc.remap[np.maximum(codes, 0)])
-                    block[np.arange(n), spec.offset + index] = 1.0
+                    values = np.where(codes < 0, -1, enc.remap[np.maximum(codes, 0)])
+                encode_column(block, enc.column, values)
             yield block
     finally:
         for f in files:
@@ -186,6 +195,9 @@ def encode_table(
         classes=tuple(classes),
         columns=tuple(e.spec for e in encoders),
         label_column=scan.label_column,
+        holdout=HoldoutRule(
+            fraction=options.holdout_fraction, seed=options.holdout_seed, rows=scan.rows
+        ),
     )
     counts = np.bincount(labels, minlength=len(classes))
     held = np.bincount(labels[holdout], minlength=len(classes))

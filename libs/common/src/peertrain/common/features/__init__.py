@@ -1,0 +1,30 @@
+"""Raw rows to model input, and the holdout rule: numpy only (no pydantic, no service).
+
+The one encoder of PeerTrain's data: the dataset service encodes uploads with it, and
+:mod:`peertrain.ml.export` encodes raw rows for a downloaded model with it, so a model
+sees at prediction time exactly what it saw in training. Specs are taken in their JSON
+form (``FeatureSpec.model_dump(mode="json")``), so a process that has only numpy (and
+torch, for the model) can use this package: it imports nothing else from PeerTrain.
+"""
+
+from .encode import (
+    UNSEEN,
+    column_values,
+    encode_column,
+    encode_pixels,
+    encode_table,
+    to_pixels,
+)
+from .holdout import NoHoldout, holdout_counts, stratified_holdout
+
+__all__ = [
+    "UNSEEN",
+    "NoHoldout",
+    "column_values",
+    "encode_column",
+    "encode_pixels",
+    "encode_table",
+    "holdout_counts",
+    "stratified_holdout",
+    "to_pixels",
+]
