@@ -18,11 +18,17 @@ port() { echo $(($1 + PEERTRAIN_PORT_OFFSET)); }
 export VAR_DIR="${PEERTRAIN_VAR:-$ROOT/.var}"
 if ((PEERTRAIN_PORT_OFFSET)); then
   VAR_DIR="$VAR_DIR-lane$PEERTRAIN_PORT_OFFSET"
-  # What the services' settings and the client default to, moved with the ports
-  # (deploy/local/services.sh passes them on with each service's prefix).
-  export PEERTRAIN_MONGO_URL="mongodb://127.0.0.1:$(port 27017)/"
-  export PEERTRAIN_AMQP_URL="amqp://admin:admin@127.0.0.1:$(port 5672)/"
-  export PEERTRAIN_S3_ENDPOINT_URL="http://127.0.0.1:$(port 9000)"
+  # What the services' settings and the client default to, moved with the ports: the
+  # shared ServiceSettings (PEERTRAIN_*) and each service's own (PEERTRAIN_<NAME>_*).
+  for _prefix in PEERTRAIN PEERTRAIN_AUTH PEERTRAIN_REGISTRY PEERTRAIN_DATASET \
+    PEERTRAIN_ORCHESTRATOR PEERTRAIN_AGGREGATOR; do
+    export "${_prefix}_MONGO_URL=mongodb://127.0.0.1:$(port 27017)/"
+    export "${_prefix}_AMQP_URL=amqp://admin:admin@127.0.0.1:$(port 5672)/"
+    export "${_prefix}_S3_ENDPOINT_URL=http://127.0.0.1:$(port 9000)"
+  done
+  unset _prefix
+  export PEERTRAIN_REGISTRY_PEER_AMQP_URL="amqp://127.0.0.1:$(port 5672)/"
+  export PEERTRAIN_REGISTRY_RABBITMQ_MANAGEMENT_URL="http://127.0.0.1:$(port 15672)"
   export PEERTRAIN_API="http://127.0.0.1:$(port 8080)"
 fi
 

@@ -38,13 +38,6 @@ svc_launch() {
   (
     cd "$ROOT" || exit 1
     export "PEERTRAIN_${name^^}_PORT=${PORT[$name]}" "PEERTRAIN_${name^^}_HOST=127.0.0.1"
-    if ((PEERTRAIN_PORT_OFFSET)); then # a second lane: its stack's addresses (env.sh)
-      export "PEERTRAIN_${name^^}_MONGO_URL=$PEERTRAIN_MONGO_URL" \
-        "PEERTRAIN_${name^^}_AMQP_URL=$PEERTRAIN_AMQP_URL" \
-        "PEERTRAIN_${name^^}_S3_ENDPOINT_URL=$PEERTRAIN_S3_ENDPOINT_URL" \
-        "PEERTRAIN_REGISTRY_PEER_AMQP_URL=amqp://127.0.0.1:$(port 5672)/" \
-        "PEERTRAIN_REGISTRY_RABBITMQ_MANAGEMENT_URL=http://127.0.0.1:$(port 15672)"
-    fi
     spawn "$SVC_DIR/$name.log" python -m "peertrain.$name" >"$SVC_DIR/$name.pid"
   )
 }
