@@ -69,21 +69,21 @@ func main() {
 		len(project.Services), *gateway, strings.Join(open, " "))
 }
 
-// load merges the files once without interpolation to learn which variables are
-// required, then loads them for real with a placeholder for each required one unset.
+// load sets a placeholder for every variable some file requires (compose interpolates
+// each file before merging them, so a requirement counts even where a later file
+// overrides the value), then loads the files as `docker compose` would.
 func load(ctx context.Context, paths []string) (*types.Project, error) {
 	var env []string // the files alone decide, not the shell the check runs in
-	raw, err := cli.NewProjectOptions(paths, cli.WithOsEnv, cli.WithInterpolation(false), cli.WithName("peertrain"))
-	if err != nil {
-		return nil, err
-	}
-	model, err := raw.LoadModel(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for name, v := range template.ExtractVariables(model, template.DefaultPattern) {
-		if v.Required {
-			env = append(env, name+"="+placeholder+name)
+	for _, path := range paths {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		found := template.ExtractVariables(map[string]any{"file": string(text)}, template.DefaultPattern)
+		for name, v := range found {
+			if v.Required {
+				env = append(env, name+"="+placeholder+name)
+			}
 		}
 	}
 	opts, err := cli.NewProjectOptions(paths, cli.WithEnv(env), cli.WithName("peertrain"))
