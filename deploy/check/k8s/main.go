@@ -81,7 +81,7 @@ func main() {
 		for i, doc := range docs {
 			obj, gvk, err := decoder.Decode(doc, nil, nil)
 			if err != nil {
-				c.add("%s, document %d: %s", in, i+1, firstLine(err.Error()))
+				c.add("%s, document %d: %s", in, i+1, oneLine(err.Error()))
 				continue
 			}
 			count++
@@ -135,11 +135,9 @@ func hasContent(doc []byte) bool {
 	return false
 }
 
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
+// oneLine: a decoding error on one line (strict errors list one field a line).
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }
 
 type workload struct {
