@@ -559,3 +559,15 @@ def test_compose_check_refuses_files_that_do_not_load(go_tools: GoTools, tmp_pat
     broken.write_text("services:\n  auth:\n    ports: [{published: 1, target: nope}]\n")
     done = compose_check(go_tools, COMPOSE, broken)
     assert done.returncode == 2, done.stdout + done.stderr
+
+
+def test_production_gateway_serves_https_with_the_deployers_certificate() -> None:
+    prod = yaml.load(PROD.read_text(), Loader=ComposeLoader)
+    gateway = prod["services"]["gateway"]
+    assert environment(gateway)["GATEWAY_LISTEN"] == "8443 ssl"
+    conf = mounts(gateway)["/etc/nginx/conf.d/tls.conf"].read_text()
+    for secret, directive in (("tls_cert", "ssl_certificate"), ("tls_key", "ssl_certificate_key")):
+        assert secret in gateway["secrets"]
+        assert re.search(rf"^{directive}\s+/run/secrets/{secret};", conf, flags=re.MULTILINE)
+        assert REQUIRED.fullmatch(prod["secrets"][secret]["file"]), secret
+    assert "https://127.0.0.1:8443/healthz" in gateway["healthcheck"]["test"]
