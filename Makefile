@@ -14,12 +14,13 @@ MYPYPATH := $(subst $(space),:,$(MYPY_SRCS))
 PYTEST_ARGS ?=
 
 .PHONY: help venv stack-up stack-down stack-status services-up services-down \
-	services-status up down redrive lint format typecheck test bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-idle bench-flower bench-sim demo
+	services-status up down redrive lint format typecheck test check-helm bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-idle bench-flower bench-sim demo
 
 help:
 	@echo "make test            venv + local stack + ruff + mypy + pytest (PYTEST_ARGS=...)"
 	@echo "make up / down       local stack and every service built so far"
 	@echo "make stack-up | stack-down | stack-status"
+	@echo "make check-helm      helm lint + template (default, production) + strict k8s.io/api decoding"
 	@echo "make lint | format | typecheck | bench-{eventlog,auth,sharding,heartbeats,aggregate,rounds,idle,flower,sim} | demo"
 
 venv:
@@ -66,6 +67,11 @@ format: venv
 
 typecheck: venv
 	@$(ENV) MYPYPATH=$(MYPYPATH) mypy $(addsuffix /peertrain,$(MYPY_SRCS))
+
+# No cluster, no stack: deploy/helm/check.sh (tests/static/test_helm.py runs it in
+# `make test`). Builds helm and the checker on first use (cached).
+check-helm:
+	@bash deploy/helm/check.sh
 
 # Lint, typecheck and pytest all run even when one fails, so one CI run reports every
 # problem; the exit status is non-zero when any of them failed. pytest runs in two lanes

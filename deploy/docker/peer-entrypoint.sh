@@ -13,9 +13,42 @@
 #
 #   PEERTRAIN_PEER_API    the gateway (default http://gateway:8080)
 #   PEERTRAIN_PEER_NAME   the peer's name (default: the container's hostname)
+#   PEERTRAIN_PEER_SLOTS_DIR  a volume shared by the replicas (a compose named volume):
+#       each replica takes the first slot directory <dir>/<n> that no running replica
+#       holds (flock on <dir>/<n>.lock, held by the runtime until it exits) and keeps
+#       its identity there, so identities survive `docker compose down` then `up`.
+#
+# `peer-entrypoint --healthcheck`: healthy while the runtime of this container's slot
+# reports itself running (the container's healthcheck).
 set -eu
 
 CONFIG_DIR=${PEERTRAIN_PEER_CONFIG_DIR:?PEERTRAIN_PEER_CONFIG_DIR is not set}
+SLOT_FILE=/tmp/peertrain-peer-slot
+
+if [ "${1:-}" = "--healthcheck" ]; then
+  if [ -s "$SLOT_FILE" ]; then PEERTRAIN_PEER_CONFIG_DIR=$(cat "$SLOT_FILE"); fi
+  export PEERTRAIN_PEER_CONFIG_DIR
+  exec python -c "import json, subprocess, sys; out = subprocess.run(['peertrain-peer', 'status', '--json'], capture_output=True, text=True, timeout=8).stdout; sys.exit(0 if json.loads(out or '{}').get('running') else 1)"
+fi
+
+if [ -n "${PEERTRAIN_PEER_SLOTS_DIR:-}" ]; then
+  n=1
+  while :; do
+    if [ "$n" -gt 1024 ]; then
+      echo "peer-entrypoint: every slot in $PEERTRAIN_PEER_SLOTS_DIR is held" >&2
+      exit 75
+    fi
+    exec 9>>"$PEERTRAIN_PEER_SLOTS_DIR/$n.lock"
+    if flock -n 9; then break; fi
+    exec 9>&-
+    n=$((n + 1))
+  done
+  CONFIG_DIR="$PEERTRAIN_PEER_SLOTS_DIR/$n"
+  mkdir -p "$CONFIG_DIR" && chmod 0700 "$CONFIG_DIR"
+  echo "$CONFIG_DIR" >"$SLOT_FILE"
+  PEERTRAIN_PEER_CONFIG_DIR=$CONFIG_DIR
+  export PEERTRAIN_PEER_CONFIG_DIR
+fi
 API=${PEERTRAIN_PEER_API:-http://gateway:8080}
 NAME=${PEERTRAIN_PEER_NAME:-$(hostname)}
 TOKENS=$(printf '%s %s' "${PEERTRAIN_PEER_ENROLLMENT_TOKENS:-}" "${PEERTRAIN_PEER_ENROLLMENT_TOKEN:-}" | tr ',' ' ')

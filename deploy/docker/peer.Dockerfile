@@ -1,5 +1,9 @@
 # The PeerTrain peer runtime (`peertrain-peer`), CPU training:
 #   docker build -f deploy/docker/peer.Dockerfile -t peertrain-peer .
+# and on NVIDIA GPUs, the same file with torch from a CUDA wheel index (the wheel brings
+# its CUDA libraries; the host needs only the driver and the NVIDIA container toolkit):
+#   docker build -f deploy/docker/peer.Dockerfile -t peertrain-peer-cuda \
+#     --build-arg TORCH_INDEX=https://download.pytorch.org/whl/cu128 --build-arg PEER_DEVICE=cuda .
 # Multi-stage; torch from PyTorch's CPU wheel index, as in aggregator.Dockerfile. The
 # entrypoint (deploy/docker/peer-entrypoint.sh) enrolls the container on its first start
 # with a one-time enrollment token from the environment, then runs the peer.
@@ -24,22 +28,25 @@ RUN uv venv /opt/venv --python /usr/local/bin/python3 \
  && uv pip install --python /opt/venv/bin/python --no-deps -r /tmp/requirements.txt
 
 FROM python:${PYTHON}
+ARG PEER_DEVICE=cpu
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 \
     PEERTRAIN_PEER_CONFIG_DIR=/var/lib/peertrain/peer \
-    PEERTRAIN_PEER_DEVICE=cpu
+    PEERTRAIN_PEER_DEVICE=${PEER_DEVICE}
 RUN useradd --create-home --uid 10001 peertrain \
- && mkdir -p /var/lib/peertrain/peer \
+ && mkdir -p /var/lib/peertrain/peer /var/lib/peertrain/identities \
  && chown -R peertrain /var/lib/peertrain \
- && chmod 0700 /var/lib/peertrain/peer
+ && chmod 0700 /var/lib/peertrain/peer /var/lib/peertrain/identities
 COPY --from=build /opt/venv /opt/venv
 COPY --chmod=0755 deploy/docker/peer-entrypoint.sh /usr/local/bin/peer-entrypoint
 USER peertrain
 WORKDIR /home/peertrain
 # The identity (peer id and secret) survives container re-creation: an anonymous volume
 # per container, which `docker compose up` carries over to the replacement container.
+# With PEERTRAIN_PEER_SLOTS_DIR on a named volume (docker-compose.yml), it survives
+# `down` too (see peer-entrypoint.sh).
 VOLUME /var/lib/peertrain/peer
 # Healthy while the runtime reports itself running (its status.json, pid alive).
 HEALTHCHECK --interval=15s --timeout=10s --start-period=60s --retries=4 \
-  CMD ["python", "-c", "import json, subprocess, sys; out = subprocess.run(['peertrain-peer', 'status', '--json'], capture_output=True, text=True, timeout=8).stdout; sys.exit(0 if json.loads(out or '{}').get('running') else 1)"]
+  CMD ["peer-entrypoint", "--healthcheck"]
 ENTRYPOINT ["peer-entrypoint"]
 CMD ["run"]

@@ -35,11 +35,22 @@ fi
 UV_VERSION=0.13.9
 FERRETDB_VERSION=v1.24.2
 MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
-export UV_VERSION FERRETDB_VERSION MINIO_VERSION
+# helm for `make check-helm` (helm lint / template); its k8s.io modules (v0.37.0) are the
+# ones deploy/check/go.mod pins for the checkers.
+HELM_VERSION=v3.22.0
+export UV_VERSION FERRETDB_VERSION MINIO_VERSION HELM_VERSION
 
 export UV="$PEERTRAIN_CACHE/uv-$UV_VERSION/bin/uv"
 export FERRETDB_BIN="$PEERTRAIN_CACHE/bin/ferretdb-$FERRETDB_VERSION/ferretdb"
 export MINIO_BIN="$PEERTRAIN_CACHE/bin/minio-$MINIO_VERSION/minio"
+export HELM_BIN="$PEERTRAIN_CACHE/bin/helm-$HELM_VERSION/helm"
+# The deployment checkers (deploy/check: compose-check, k8s-check), keyed on their
+# sources and go.sum, so an edit rebuilds them and clones with the same sources share.
+checkers_key() {
+  (cd "$ROOT/deploy/check" && find . -name '*.go' -o -name 'go.mod' -o -name 'go.sum' | LC_ALL=C sort |
+    xargs sha256sum) | sha256sum | cut -c1-16
+}
+export CHECKERS_DIR="$PEERTRAIN_CACHE/bin/peertrain-check-$(checkers_key)"
 
 lock_key() { sha256sum "$ROOT/uv.lock" | cut -c1-16; }
 export UV_PROJECT_ENVIRONMENT="$PEERTRAIN_CACHE/venvs/py311-$(lock_key)"

@@ -6,6 +6,9 @@
 #   for the scripts).
 # - FerretDB and MinIO: built from the Go module proxy at the versions pinned in env.sh,
 #   into $PEERTRAIN_CACHE/bin, so clones and CI runs on this machine share them.
+# - helm (pinned in env.sh) and the deployment checkers (deploy/check, keyed on their
+#   sources): the same way, for `make check-helm` and tests/static (`install.sh tools`
+#   builds only these).
 
 # Debian's maintainer scripts would start the system's own rabbitmq/nginx/prometheus
 # on the very ports we want; policy-rc.d exit 101 tells invoke-rc.d "not allowed".
@@ -39,7 +42,8 @@ missing_debian_packages() {
   command -v ps >/dev/null || want+=(procps)
   # Debian's golang-go is older than MinIO needs; with it, Go's own toolchain switch
   # (GOTOOLCHAIN=auto) fetches the version go.mod asks for from the module proxy.
-  command -v go >/dev/null || [[ -x $MINIO_BIN && -x $FERRETDB_BIN ]] || want+=(golang-go)
+  command -v go >/dev/null || { [[ -x $MINIO_BIN && -x $FERRETDB_BIN ]] && go_tools_built; } ||
+    want+=(golang-go)
   echo "${want[@]}"
 }
 
@@ -87,6 +91,47 @@ build_minio() {
   rm -rf "$tmpbin"
 }
 
+# helm from its module at HELM_VERSION: `go install` of cmd/helm is the whole build (a
+# few minutes of CPU on 2 cores, once). Its version string comes from the module's
+# build info.
+build_helm() {
+  local tmpbin
+  log "building helm $HELM_VERSION (one-time, a few minutes, cached in $PEERTRAIN_CACHE/bin)"
+  tmpbin=$(mktemp -d)
+  GOBIN=$tmpbin go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" \
+    >>"$PEERTRAIN_CACHE/logs/go-build.log" 2>&1 || {
+    tail -n 30 "$PEERTRAIN_CACHE/logs/go-build.log" >&2; rm -rf "$tmpbin"; return 1
+  }
+  mkdir -p "$(dirname "$HELM_BIN")"
+  mv "$tmpbin/helm" "$HELM_BIN"
+  rm -rf "$tmpbin"
+}
+
+# The checkers in deploy/check (their go.mod pins compose-go and k8s.io/api).
+build_checkers() {
+  local tmp cmd
+  log "building the deployment checkers (deploy/check) into $CHECKERS_DIR"
+  tmp=$(mktemp -d)
+  for cmd in compose k8s; do
+    (cd "$ROOT/deploy/check" && go build -mod=readonly -trimpath -o "$tmp/$cmd-check" "./$cmd") \
+      >>"$PEERTRAIN_CACHE/logs/go-build.log" 2>&1 || {
+      tail -n 30 "$PEERTRAIN_CACHE/logs/go-build.log" >&2; rm -rf "$tmp"; return 1
+    }
+  done
+  mkdir -p "$(dirname "$CHECKERS_DIR")"
+  rm -rf "$CHECKERS_DIR" && mv "$tmp" "$CHECKERS_DIR"
+}
+
+go_tools_built() {
+  [[ -x $HELM_BIN && -x $CHECKERS_DIR/compose-check && -x $CHECKERS_DIR/k8s-check ]]
+}
+
+install_go_tools() {
+  mkdir -p "$PEERTRAIN_CACHE/logs"
+  [[ -x $HELM_BIN ]] || build_helm
+  [[ -x $CHECKERS_DIR/compose-check && -x $CHECKERS_DIR/k8s-check ]] || build_checkers
+}
+
 install_missing() {
   mkdir -p "$PEERTRAIN_CACHE/logs"
   local pkgs
@@ -97,9 +142,16 @@ install_missing() {
   fi
   ferretdb_works || build_ferretdb
   [[ -x $MINIO_BIN ]] || build_minio
+  install_go_tools
 }
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
   . "$(dirname "$0")/env.sh"
-  install_missing
+  if [[ ${1:-} == tools ]]; then
+    mkdir -p "$PEERTRAIN_CACHE/logs"
+    if ! command -v go >/dev/null; then apt_install golang-go ca-certificates; fi
+    install_go_tools
+  else
+    install_missing
+  fi
 fi

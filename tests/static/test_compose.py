@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import tomllib
 from pathlib import Path
@@ -19,6 +18,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from .conftest import GoTools
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
@@ -32,6 +33,22 @@ ML_IMAGES = ("aggregator", "peer")
 DEFAULT = re.compile(r"\$\{([A-Z0-9_]+)(:?-)([^}]*)\}")
 REQUIRED = re.compile(r"\$\{([A-Z0-9_]+):\?[^}]+\}")
 SECRET = re.compile(r"PASSWORD|PASS$|SECRET|AMQP_URL|MC_HOST")
+
+
+class ComposeLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, plus compose's merge tags (``!reset``, ``!override``)."""
+
+
+def _untagged(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    return loader.construct_scalar(node)  # type: ignore[arg-type]
+
+
+for _tag in ("!reset", "!override"):
+    ComposeLoader.add_constructor(_tag, _untagged)
 
 
 @pytest.fixture(scope="module")
@@ -243,6 +260,82 @@ def test_peer_enrolls_from_the_environment_and_scales(
     assert peer["depends_on"]["gateway"]["condition"] == "service_healthy"
 
 
+def test_services_are_healthy_when_ready(compose: dict[str, Any]) -> None:
+    """Dependents wait for /readyz (connected to the stack), not just a live process."""
+    assert "http://127.0.0.1:8000/readyz" in " ".join(compose["x-service"]["healthcheck"]["test"])
+
+
+def test_cuda_peer_image_beside_the_cpu_one(services: dict[str, dict[str, Any]]) -> None:
+    cpu, cuda = services["peer"], services["peer-cuda"]
+    for peer in (cpu, cuda):
+        assert peer["build"]["dockerfile"] == "deploy/docker/peer.Dockerfile"
+    args = cuda["build"]["args"]
+    assert re.fullmatch(r"https://download\.pytorch\.org/whl/cu\d+", args["TORCH_INDEX"])
+    assert args["PEER_DEVICE"] == "cuda"
+    assert cuda["image"].startswith("peertrain/peer-cuda:")
+    [gpus] = cuda["deploy"]["resources"]["reservations"]["devices"]
+    assert gpus["capabilities"] == ["gpu"]
+    text = dockerfile("peer")
+    assert re.search(r"^ARG TORCH_INDEX=", text, flags=re.MULTILINE)
+    assert "ARG PEER_DEVICE=cpu" in final_stage(text)
+    assert "PEERTRAIN_PEER_DEVICE=${PEER_DEVICE}" in final_stage(text)
+
+
+def test_peer_identities_live_on_named_volumes(
+    compose: dict[str, Any], services: dict[str, dict[str, Any]]
+) -> None:
+    """`down` removes containers and their anonymous volumes, never named ones."""
+    declared = set(compose["volumes"])
+    sources = set()
+    for name in ("peer", "peer-cuda"):
+        [volume] = services[name]["volumes"]
+        source, target = str(volume).split(":")
+        assert source in declared, f"{name}: {source} is not a named volume"
+        assert environment(services[name])["PEERTRAIN_PEER_SLOTS_DIR"] == target
+        sources.add(source)
+    assert len(sources) == 2, "the CPU and CUDA peers share their identities"
+
+
+def test_peer_replicas_take_distinct_identity_slots_and_keep_them(tmp_path: Path) -> None:
+    """Two replicas at once hold slots 1 and 2; after both stop, a new one gets slot 1."""
+    bin_dir, slots = tmp_path / "bin", tmp_path / "slots"
+    bin_dir.mkdir()
+    slots.mkdir()
+    release = tmp_path / "release"
+    stub = bin_dir / "peertrain-peer"
+    # The runtime stand-in: says which config directory it got, then runs until released.
+    stub.write_text(
+        "#!/bin/sh\n"
+        'echo "$PEERTRAIN_PEER_CONFIG_DIR"\n'
+        f"while [ ! -e {release} ]; do sleep 0.05; done\n"
+    )
+    stub.chmod(0o755)
+    for n in (1, 2):
+        (slots / str(n)).mkdir()
+        (slots / str(n) / "identity.json").write_text("{}")  # enrolled: no token needed
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "PEERTRAIN_PEER_CONFIG_DIR": str(tmp_path / "unused"),
+        "PEERTRAIN_PEER_SLOTS_DIR": str(slots),
+    }
+    entrypoint = [str(DOCKER / "peer-entrypoint.sh"), "run"]
+
+    def start() -> subprocess.Popen[str]:
+        return subprocess.Popen(["sh", *entrypoint], env=env, stdout=subprocess.PIPE, text=True)
+
+    first = start()
+    assert first.stdout is not None
+    assert first.stdout.readline().strip() == str(slots / "1")
+    second = start()
+    assert second.stdout is not None
+    assert second.stdout.readline().strip() == str(slots / "2")
+    release.touch()
+    assert first.wait(timeout=60) == 0 and second.wait(timeout=60) == 0
+    again = subprocess.run(["sh", *entrypoint], env=env, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == str(slots / "1")
+
+
 # -- secrets -----------------------------------------------------------------------------
 
 
@@ -266,7 +359,7 @@ def test_no_literal_secrets_in_compose(services: dict[str, dict[str, Any]]) -> N
 def test_production_override_requires_every_secret(
     services: dict[str, dict[str, Any]],
 ) -> None:
-    prod = yaml.safe_load(PROD.read_text())["services"]
+    prod = yaml.load(PROD.read_text(), Loader=ComposeLoader)["services"]
     required: set[str] = set()
     for where, value in secret_values(prod).items():
         assert not DEFAULT.search(value), f"{where} has a default in the production override"
@@ -402,31 +495,79 @@ def test_grafana_provisioning_resolves(services: dict[str, dict[str, Any]]) -> N
         assert Path(home).parent.as_posix() in mounted and Path(home).name in dashboards()
 
 
-def docker_compose_unavailable() -> str | None:
-    """Why `docker compose` cannot run here, or None when it can."""
-    if shutil.which("docker") is None:
-        return "the docker client is not installed"
-    try:
-        done = subprocess.run(
-            ["docker", "compose", "version"], capture_output=True, text=True, timeout=30
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"`docker compose version` failed: {exc}"
-    if done.returncode != 0:
-        return f"`docker compose version` failed: {(done.stderr or done.stdout).strip()}"
-    return None
+# -- the production compose, through the loader `docker compose` uses --------------------
+#
+# deploy/check/compose (compose-go v2.16.2) merges the files, applies !reset/!override and
+# interpolates; then only the gateway may publish a port, no image may float, and every
+# credential must come from a required variable or a secret.
 
 
-def test_docker_compose_config() -> None:
-    """`docker compose config -q` validates the file (needs the client, not an engine)."""
-    reason = docker_compose_unavailable()
-    if reason:
-        pytest.skip(reason)
-    done = subprocess.run(
-        ["docker", "compose", "-f", str(COMPOSE), "config", "-q"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
+def compose_check(tools: GoTools, *files: Path) -> subprocess.CompletedProcess[str]:
+    args = [str(tools.compose_check)]
+    for f in files:
+        args += ["-f", str(f)]
+    # The shell's variables are ignored by the checker; a bare environment shows it.
+    return subprocess.run(
+        args, capture_output=True, text=True, timeout=120, cwd=ROOT, env={"PATH": "/usr/bin:/bin"}
     )
-    assert done.returncode == 0, done.stderr
+
+
+def test_production_compose_opens_only_the_gateway_pins_images_and_takes_secrets(
+    go_tools: GoTools,
+) -> None:
+    done = compose_check(go_tools, COMPOSE, PROD)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip().endswith("only gateway publishes: 443:8443/tcp"), done.stdout
+
+
+def test_the_development_compose_alone_fails_the_production_checks(go_tools: GoTools) -> None:
+    """The check is real: the development file publishes every engine, with defaults."""
+    done = compose_check(go_tools, COMPOSE)
+    assert done.returncode == 1, done.stdout + done.stderr
+    problems = done.stdout.splitlines()
+    assert "mongo: publishes 27017:27017/tcp (only gateway may publish a port)" in problems
+    assert any(p.startswith("rabbitmq: RABBITMQ_DEFAULT_PASS") and "admin" in p for p in problems)
+    assert any(p.startswith('auth: image "peertrain/auth:dev" floats') for p in problems)
+
+
+def test_compose_check_names_each_kind_of_breach(go_tools: GoTools, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yml"
+    bad.write_text(
+        "services:\n"
+        "  mongo:\n    ports: ['127.0.0.1:27017:27017']\n"
+        "  minio:\n    image: minio/minio:latest\n"
+        "  grafana:\n    environment:\n      GF_SECURITY_ADMIN_PASSWORD: hunter2\n"
+        "  auth:\n    environment:\n"
+        "      PEERTRAIN_AUTH_AMQP_URL: amqp://admin:admin@rabbitmq:5672/\n"
+        "  prometheus:\n    network_mode: host\n    ports: !reset []\n"
+    )
+    done = compose_check(go_tools, COMPOSE, PROD, bad)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert sorted(done.stdout.splitlines()) == [
+        "auth: PEERTRAIN_AUTH_AMQP_URL is not from the environment or a secret: "
+        "its password is written in the file",
+        "grafana: GF_SECURITY_ADMIN_PASSWORD is not from the environment or a secret: "
+        "it is written in the file",
+        'minio: image "minio/minio:latest" floats: the tag latest',
+        "mongo: publishes 27017:27017/tcp (only gateway may publish a port)",
+        "prometheus: network_mode host opens every port it listens on",
+    ]
+
+
+def test_compose_check_refuses_files_that_do_not_load(go_tools: GoTools, tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yml"
+    broken.write_text("services:\n  auth:\n    ports: [{published: 1, target: nope}]\n")
+    done = compose_check(go_tools, COMPOSE, broken)
+    assert done.returncode == 2, done.stdout + done.stderr
+
+
+def test_production_gateway_serves_https_with_the_deployers_certificate() -> None:
+    prod = yaml.load(PROD.read_text(), Loader=ComposeLoader)
+    gateway = prod["services"]["gateway"]
+    assert environment(gateway)["GATEWAY_LISTEN"] == "8443 ssl"
+    conf = mounts(gateway)["/etc/nginx/conf.d/tls.conf"].read_text()
+    for secret, directive in (("tls_cert", "ssl_certificate"), ("tls_key", "ssl_certificate_key")):
+        assert secret in gateway["secrets"]
+        assert re.search(rf"^{directive}\s+/run/secrets/{secret};", conf, flags=re.MULTILINE)
+        assert REQUIRED.fullmatch(prod["secrets"][secret]["file"]), secret
+    assert "https://127.0.0.1:8443/healthz" in gateway["healthcheck"]["test"]

@@ -14,13 +14,18 @@ The defaults point at the local native stack started by ``make stack-up``.
 from __future__ import annotations
 
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from peertrain.common.blobs.config import BlobStoreConfig
 
-__all__ = ["ServiceSettings"]
+__all__ = ["DEVELOPMENT_SECRETS", "ServiceSettings"]
+
+DEVELOPMENT_SECRETS = frozenset({"", "admin", "guest", "minioadmin", "peertrain-dev-admin"})
+"""Passwords of the local stack and the development compose file (and the engines' own
+defaults): refused in production."""
 
 
 class ServiceSettings(BaseSettings):
@@ -84,6 +89,34 @@ class ServiceSettings(BaseSettings):
             bucket=self.s3_bucket,
             presign_endpoint_url=self.s3_presign_endpoint_url,
         )
+
+    def startup_problems(self) -> list[str]:
+        """Why this configuration must not run: in production, development secrets.
+
+        The broker's password (in ``amqp_url``), MinIO's keys and a MongoDB without
+        credentials are refused (anyone who can write the event log can mint tokens);
+        services add their own checks. ``create_app`` refuses to build the service when
+        the list is not empty; empty outside production.
+        """
+        if self.environment != "production":
+            return []
+        prefix = str(self.model_config.get("env_prefix", "PEERTRAIN_"))
+        problems = []
+        if (urlsplit(self.amqp_url.get_secret_value()).password or "") in DEVELOPMENT_SECRETS:
+            problems.append(f"{prefix}AMQP_URL has no password or a development one")
+        if self.s3_access_key in DEVELOPMENT_SECRETS:
+            problems.append(f"{prefix}S3_ACCESS_KEY is empty or a development default")
+        if self.s3_secret_key.get_secret_value() in DEVELOPMENT_SECRETS:
+            problems.append(f"{prefix}S3_SECRET_KEY is empty or a development default")
+        mongo = urlsplit(self.mongo_url)
+        if "authMechanism=MONGODB-X509" not in mongo.query and (
+            (mongo.password or "") in DEVELOPMENT_SECRETS
+        ):
+            problems.append(
+                f"{prefix}MONGO_URL has no password or a development one"
+                " (MongoDB must require authentication)"
+            )
+        return problems
 
     @property
     def own_db(self) -> str:

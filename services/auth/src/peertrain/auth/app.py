@@ -44,12 +44,7 @@ def create_auth_app(settings: AuthSettings | None = None) -> FastAPI:
     ValueError
         If the configuration is unsafe outside development mode.
     """
-    settings = settings or AuthSettings()
-    problems = settings.startup_problems()
-    if problems:
-        raise ValueError(
-            f"refusing to start in {settings.environment} mode: " + "; ".join(problems)
-        )
+    settings = settings or AuthSettings()  # create_app refuses unsafe settings
 
     async def setup(ctx: ServiceContext) -> None:
         await setup_auth(ctx, settings)

@@ -63,10 +63,14 @@ class AuthSettings(ServiceSettings):
     housekeeping_interval_s: float = Field(default=30.0, gt=0)
 
     def startup_problems(self) -> list[str]:
-        """Why this configuration must not run (empty in development mode)."""
+        """Why this configuration must not run (empty in development mode).
+
+        The development secrets of :class:`ServiceSettings` in production, and outside
+        development the admin password and the signing key directory.
+        """
         if self.environment == "development":
             return []
-        problems = []
+        problems = super().startup_problems()
         password = self.admin_password.get_secret_value()
         if not password or password == DEFAULT_ADMIN_PASSWORD:
             problems.append("PEERTRAIN_AUTH_ADMIN_PASSWORD is empty or the development default")

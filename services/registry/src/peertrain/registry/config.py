@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
-from peertrain.common.settings import ServiceSettings
+from peertrain.common.settings import DEVELOPMENT_SECRETS, ServiceSettings
 
 from .domain.specs import SpecBounds
 
@@ -103,9 +103,11 @@ class RegistrySettings(ServiceSettings):
         return f"{self.queue_namespace}.{purpose}"
 
     def startup_problems(self) -> list[str]:
-        """Why this configuration must not run in production."""
+        """Why this configuration must not run in production (the shared checks, and
+        the broker admin password the registry creates peer users with)."""
+        problems = super().startup_problems()
         if self.environment != "production":
-            return []
-        if self.rabbitmq_admin_password.get_secret_value() in {"", "admin", "guest"}:
-            return ["PEERTRAIN_REGISTRY_RABBITMQ_ADMIN_PASSWORD is empty or a default"]
-        return []
+            return problems
+        if self.rabbitmq_admin_password.get_secret_value() in DEVELOPMENT_SECRETS:
+            problems.append("PEERTRAIN_REGISTRY_RABBITMQ_ADMIN_PASSWORD is empty or a default")
+        return problems

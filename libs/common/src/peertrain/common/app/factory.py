@@ -148,7 +148,18 @@ def create_app(
         Hook run after connecting and before consumers start.
     use_blobs
         Whether the service needs S3 (and ``/readyz`` checks it).
+
+    Raises
+    ------
+    ValueError
+        If the settings are unsafe (``settings.startup_problems()``: development
+        secrets in production, and each service's own checks).
     """
+    problems = settings.startup_problems()
+    if problems:
+        raise ValueError(
+            f"refusing to start in {settings.environment} mode: " + "; ".join(problems)
+        )
     configure_logging(settings.service_name, level=settings.log_level, json=settings.log_json)
 
     @asynccontextmanager

@@ -1,0 +1,50 @@
+"""The Go-built deployment tools the static tests run: helm and deploy/check's checkers.
+
+They are built once per machine (`bash deploy/local/install.sh tools`: helm at the
+version pinned in deploy/local/env.sh, the checkers keyed on their sources) into
+PEERTRAIN_CACHE, outside the clone; `make test` builds them while it installs the stack.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class GoTools:
+    """Paths of the built tools."""
+
+    helm: Path
+    compose_check: Path
+    k8s_check: Path
+
+
+@pytest.fixture(scope="session")
+def go_tools() -> GoTools:
+    """Build what is missing (a no-op once cached) and say where the tools are."""
+    done = subprocess.run(
+        [
+            "bash",
+            "-c",
+            ". deploy/local/env.sh && bash deploy/local/install.sh tools >&2"
+            ' && echo "$HELM_BIN" && echo "$CHECKERS_DIR"',
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    helm, checkers = done.stdout.split()
+    return GoTools(
+        helm=Path(helm),
+        compose_check=Path(checkers) / "compose-check",
+        k8s_check=Path(checkers) / "k8s-check",
+    )
