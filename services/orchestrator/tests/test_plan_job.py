@@ -13,7 +13,6 @@ from peertrain.common.errors import QuotaExceeded
 from peertrain.common.events import NewEvent
 from peertrain.common.events.training import JobCancelled, JobCreated, ShardingSpec
 from peertrain.common.security import Principal
-from peertrain.common.specs.errors import SpecInvalid
 from peertrain.orchestrator.domain import Job
 from peertrain.orchestrator.domain.directory import DatasetInfo, Directory, PeerInfo
 from peertrain.orchestrator.domain.errors import (
@@ -244,15 +243,35 @@ def test_an_invalid_spec_is_refused_by_the_request_schema(body: dict[str, Any]) 
 )
 def test_a_spec_that_does_not_fit_the_data_is_refused(body: dict[str, Any]) -> None:
     d = directory(peer("p1"))
-    with pytest.raises(SpecInvalid) as refused:
+    with pytest.raises(JobRequestInvalid) as refused:
         plan(d, peers=["p1"], **body)
     assert refused.value.status_code == 422
+    [problem] = refused.value.detail
+    assert problem["loc"] == "model" and problem["msg"]
 
 
-def test_the_data_fit_is_checked_before_the_peers() -> None:
-    d = directory()
-    with pytest.raises(SpecInvalid):
-        plan(d, peers=["nobody"], model={"arch": "cnn"})
+def test_every_problem_is_reported_at_once_with_the_peers_first() -> None:
+    d = directory(peer("p1"), peer("off", online=False), train_rows=1)
+    body: dict[str, Any] = {"model": {"arch": "cnn"}, "aggregation": {"min_peers": 3}}
+    with pytest.raises(PeersUnavailable) as refused:
+        plan(d, peers=["nobody", "off"], **body)
+    detail = refused.value.detail
+    assert detail["peers"] == [
+        {"peer_id": "nobody", "problem": "unknown"},
+        {"peer_id": "off", "problem": "offline"},
+    ]
+    assert [p["loc"] for p in detail["problems"]] == ["model", "aggregation.min_peers", "peers"]
+    with pytest.raises(JobRequestInvalid) as invalid:
+        plan(d, peers=["p1"], **body)
+    assert [p["loc"] for p in invalid.value.detail] == ["model", "aggregation.min_peers"]
+    with pytest.raises(NotEnoughPeers) as short:
+        plan(d, selection={"count": 2}, **body)
+    assert short.value.detail["requested"] == 2
+    assert [p["loc"] for p in short.value.detail["problems"]] == [
+        "model",
+        "aggregation.min_peers",
+        "peers",
+    ]
 
 
 # -- the running-jobs quota --------------------------------------------------------

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.models import UpdateRejected
-from peertrain.common.events.training import ShardingSpec
+from peertrain.common.events.training import JobCreated, ShardingSpec
 from peertrain.common.specs import (
     AggregationSpec,
     MLPSpec,
@@ -27,6 +27,7 @@ __all__ = [
     "InitialMetrics",
     "JobAccepted",
     "JobCancelling",
+    "JobChecked",
     "JobDetail",
     "JobMetrics",
     "JobRequest",
@@ -107,6 +108,33 @@ class JobAccepted(BaseModel):
     """``POST /api/jobs``: the new job's id (sharding follows)."""
 
     job_id: str
+
+
+class JobChecked(BaseModel):
+    """``POST /api/jobs?dry_run=true``: the request passed every check; this is the job
+    it would create (peers in shard order, defaults filled in). Nothing was created."""
+
+    dry_run: Literal[True] = True
+    name: str
+    dataset_id: str
+    peers: list[str] = Field(description="In shard order: shard k is peers[k]'s")
+    model: ModelSpec
+    training: TrainingParams
+    aggregation: AggregationSpec
+    sharding: ShardingSpec
+
+    @classmethod
+    def of(cls, created: JobCreated) -> JobChecked:
+        """From the ``job.created`` the request would have appended."""
+        return cls(
+            name=created.name,
+            dataset_id=created.dataset_id,
+            peers=list(created.peers),
+            model=created.model,
+            training=created.training,
+            aggregation=created.aggregation,
+            sharding=created.sharding,
+        )
 
 
 class JobCancelling(BaseModel):

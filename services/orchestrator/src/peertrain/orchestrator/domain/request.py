@@ -12,9 +12,9 @@ from collections.abc import Iterable
 
 from peertrain.common.errors import QuotaExceeded
 from peertrain.common.events.training import JobCreated, ShardingSpec
-from peertrain.common.peers import RANKED_MEMORY_GB, own_first, pick
+from peertrain.common.peers import RANKED_MEMORY_GB, NotEnoughPeers, own_first, pick
 from peertrain.common.security import Principal
-from peertrain.common.specs import check_budget, parse_feature_spec
+from peertrain.common.specs import FeatureSpec, SpecInvalid, check_budget, parse_feature_spec
 
 from ..models import JobRequest, PeerSelection
 from .directory import Directory, PeerInfo
@@ -52,7 +52,8 @@ def _rank(peer: PeerInfo) -> tuple[float, float, str]:
     return (-(peer.rows_per_s or 0.0), -min(peer.memory_gb, RANKED_MEMORY_GB), peer.peer_id)
 
 
-def _check_named(peers: list[str], who: Principal, directory: Directory) -> None:
+def _named_problems(peers: list[str], who: Principal, directory: Directory) -> list[dict[str, str]]:
+    """Every named peer that cannot take part, with why."""
     problems: list[dict[str, str]] = []
     for peer_id in peers:
         info = directory.peers.get(peer_id)
@@ -64,28 +65,46 @@ def _check_named(peers: list[str], who: Principal, directory: Directory) -> None
             problems.append({"peer_id": peer_id, "problem": "not_registered"})
         elif not info.online:
             problems.append({"peer_id": peer_id, "problem": "offline"})
-    if problems:
-        raise PeersUnavailable(
-            f"{len(problems)} of the named peers cannot take part in a job now",
-            detail={"peers": problems},
-        )
+    return problems
+
+
+def _fit_problems(
+    request: JobRequest, features: FeatureSpec, peer_count: int, train_rows: int
+) -> list[dict[str, str]]:
+    """What does not fit together: the model and the data, ``min_peers`` and the peers,
+    the rows and the peers; one ``{"loc", "msg"}`` item each (none when it all fits)."""
+    problems: list[dict[str, str]] = []
+    try:
+        check_budget(request.model, features)
+    except SpecInvalid as exc:
+        problems.append({"loc": "model", "msg": exc.message})
+    min_peers = request.aggregation.min_peers
+    if min_peers > peer_count:
+        msg = f"min_peers={min_peers} is more than the job's {peer_count} peer(s)"
+        problems.append({"loc": "aggregation.min_peers", "msg": msg})
+    if train_rows < peer_count:
+        msg = f"the dataset has {train_rows} training rows: fewer than one per peer"
+        problems.append({"loc": "peers", "msg": msg})
+    return problems
 
 
 def plan_job(job_id: str, request: JobRequest, who: Principal, directory: Directory) -> JobCreated:
     """Check ``request`` and make its ``job.created`` (peers in shard order).
 
+    Every problem is reported at once: the peers' (409, each peer with why, and the
+    other problems under ``problems``), else the rest (422, one item each).
+
     Raises
     ------
-    SpecInvalid
-        The model does not fit the data, or is over the parameter budget (422); the
-        specs themselves were validated with the request.
     DatasetNotFound, DatasetNotReady
-        404 / 409.
+        404 / 409 (nothing else can be checked without the dataset).
     PeersUnavailable, NotEnoughPeers
-        409, naming the peers and why.
+        409, naming every peer and why (and any other problem, in ``problems``).
     JobRequestInvalid
-        The pieces do not fit together (422): too few rows for the peers, a model that
-        does not fit the data, ``min_peers`` above the number of peers.
+        The pieces do not fit together (422, one ``{"loc", "msg"}`` item each): a model
+        that does not fit the data or is over the parameter budget, too few rows for
+        the peers, ``min_peers`` above the number of peers. The specs themselves were
+        validated with the request.
     """
     model, training, aggregation = request.model, request.training, request.aggregation
     ds = directory.datasets.get(request.dataset_id)
@@ -97,21 +116,30 @@ def plan_job(job_id: str, request: JobRequest, who: Principal, directory: Direct
             detail={"state": ds.state},
         )
     features = parse_feature_spec(ds.feature_spec)
-    check_budget(model, features)
     if request.peers is not None:
-        _check_named(request.peers, who, directory)
         peers = list(request.peers)
+        unusable = _named_problems(peers, who, directory)
+        problems = _fit_problems(request, features, len(peers), ds.train_rows)
+        if unusable:
+            raise PeersUnavailable(
+                f"{len(unusable)} of the named peers cannot take part in a job now",
+                detail={"peers": unusable, **({"problems": problems} if problems else {})},
+            )
     else:
         assert request.selection is not None
+        count = request.selection.count
+        problems = _fit_problems(request, features, count, ds.train_rows)
         usable = [p for p in directory.peers.values() if p.usable and p.usable_by(who)]
-        peers = _select(request.selection, usable, who)
-    if aggregation.min_peers > len(peers):
+        try:
+            peers = _select(request.selection, usable, who)
+        except NotEnoughPeers as exc:
+            if not problems:
+                raise
+            detail = {**(exc.detail or {}), "problems": problems}
+            raise NotEnoughPeers(exc.message, detail=detail) from None
+    if problems:
         raise JobRequestInvalid(
-            f"min_peers={aggregation.min_peers} is more than the job's {len(peers)} peer(s)"
-        )
-    if ds.train_rows < len(peers):
-        raise JobRequestInvalid(
-            f"the dataset has {ds.train_rows} training rows: fewer than one per peer"
+            f"the job cannot run as asked ({len(problems)} problem(s))", detail=problems
         )
     return JobCreated(
         job_id=job_id,
