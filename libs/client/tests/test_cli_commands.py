@@ -65,6 +65,24 @@ def test_create_and_rerun_take_set(api: FakeApi, tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "KEY=VALUE" in bad.output
 
 
+def test_init_from_names_a_jobs_version_or_its_newest(api: FakeApi, tmp_path: Path) -> None:
+    api.route("POST", "/api/jobs", echo())
+    api.route("GET", "/api/jobs/j1", {**JOB, "init_from": {"job_id": "j0", "version": 2}})
+    base = ("job", "create", "-d", "d1", "--arch", "mlp", "--peer", "p1", "--dry-run")
+    for given, wanted in (
+        ("j1:v3", {"job_id": "j1", "version": 3}),
+        ("j1:3", {"job_id": "j1", "version": 3}),
+        ("j1", {"job_id": "j1"}),
+    ):
+        result = run(api, tmp_path, *base, "--init-from", given)
+        assert json.loads(result.stdout)["init_from"] == wanted, result.output
+    assert run(api, tmp_path, *base, "--init-from", "j1:vx").exit_code == 2
+    again = json.loads(run(api, tmp_path, "job", "rerun", "j1", "--dry-run").stdout)
+    assert again["init_from"] == {"job_id": "j0", "version": 2}  # a rerun keeps its start
+    warm = run(api, tmp_path, "job", "rerun", "j1", "--init-from", "j1:v3", "--dry-run")
+    assert json.loads(warm.stdout)["init_from"] == {"job_id": "j1", "version": 3}
+
+
 def test_schema_and_version(api: FakeApi, tmp_path: Path) -> None:
     schema = {"title": "PeerTrain job", "type": "object", "properties": {"name": {}}}
     api.route("GET", "/api/jobs/schema", schema, public=True)

@@ -62,7 +62,7 @@ class RetryPolicy:
 
     def backoff(self, attempt: int) -> float:
         """The wait after try number ``attempt`` (from 1)."""
-        ceiling = min(self.cap_s, self.base_s * 2 ** (attempt - 1))
+        ceiling: float = min(self.cap_s, self.base_s * 2.0 ** (attempt - 1))
         return ceiling * self.rng.uniform(0.5, 1.0)
 
     def after_response(self, response: httpx.Response, attempt: int, *, safe: bool) -> float | None:

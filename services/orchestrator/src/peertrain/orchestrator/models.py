@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.models import UpdateRejected
-from peertrain.common.events.training import JobCreated, ShardingSpec
+from peertrain.common.events.training import JobCreated, ModelSource, ShardingSpec
 from peertrain.common.specs import (
     AggregationSpec,
     MLPSpec,
@@ -24,6 +24,7 @@ from .domain.job import JobState, TaskStateName
 __all__ = [
     "MAX_PEERS",
     "EventPublic",
+    "InitFrom",
     "InitialMetrics",
     "JobAccepted",
     "JobCancelling",
@@ -73,6 +74,17 @@ class ShardingRequest(BaseModel):
     alpha: float = Field(default=0.5, gt=0, le=1000)
 
 
+class InitFrom(BaseModel):
+    """Start from another job's model version (``--init-from JOB[:vR]``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str = Field(min_length=1, max_length=100)
+    version: int | None = Field(
+        default=None, ge=0, description="The version (round); default: the job's newest"
+    )
+
+
 class JobRequest(BaseModel):
     """The body of ``POST /api/jobs``.
 
@@ -91,6 +103,11 @@ class JobRequest(BaseModel):
     training: TrainingParams = TrainingParams()
     aggregation: AggregationSpec = AggregationSpec()
     sharding: ShardingRequest = ShardingRequest()
+    init_from: InitFrom | None = Field(
+        default=None,
+        description="Start from another of your jobs' model version instead of fresh "
+        "weights: the same model spec, on data of the same shape and classes",
+    )
 
     @model_validator(mode="after")
     def _one_way_to_pick_peers(self) -> JobRequest:
@@ -122,6 +139,7 @@ class JobChecked(BaseModel):
     training: TrainingParams
     aggregation: AggregationSpec
     sharding: ShardingSpec
+    init_from: ModelSource | None
 
     @classmethod
     def of(cls, created: JobCreated) -> JobChecked:
@@ -134,6 +152,7 @@ class JobChecked(BaseModel):
             training=created.training,
             aggregation=created.aggregation,
             sharding=created.sharding,
+            init_from=created.init_from,
         )
 
 
@@ -276,6 +295,7 @@ class JobDetail(_JobLine):
     error: str | None
     error_code: str | None
     rejected_updates: list[UpdateRejected]
+    init_from: ModelSource | None = Field(description="The model version it started from")
 
     @classmethod
     def of(cls, job: Job) -> JobDetail:
@@ -304,6 +324,7 @@ class JobDetail(_JobLine):
             error=job.error,
             error_code=job.error_code,
             rejected_updates=list(job.rejected),
+            init_from=created.init_from,
         )
 
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from .jobspec import SECTIONS, apply_sets, build_spec, load_config, rerun_spec
+from .jobspec import SECTIONS, apply_sets, build_spec, init_from, load_config, rerun_spec
 from .output import echo_json
 from .state import CliState, state_of
 
@@ -26,6 +26,14 @@ DryRun = Annotated[
 Sets = Annotated[
     list[str] | None,
     typer.Option("--set", help="KEY=VALUE, e.g. training.lr=0.01 (repeatable)."),
+]
+InitFromOption = Annotated[
+    str | None,
+    typer.Option(
+        "--init-from",
+        metavar="JOB[:vR]",
+        help="Start from that job's model version (default: its newest), not fresh weights.",
+    ),
 ]
 _T = "training"
 _A = "aggregation"
@@ -98,6 +106,7 @@ def create(
     ] = None,
     alpha: Annotated[float | None, typer.Option(rich_help_panel="sharding")] = None,
     sets: Sets = None,
+    init: InitFromOption = None,
     dry_run: DryRun = False,
     json_out: JsonFlag = False,
 ) -> None:
@@ -117,6 +126,8 @@ def create(
         min_memory_gb=min_memory_gb,
         model_opts=model_opt,
     )
+    if init:
+        spec["init_from"] = init_from(init)
     submit(state_of(ctx), spec, dry_run=dry_run, json_out=json_out)
 
 
@@ -125,16 +136,20 @@ def rerun(
     job_id: str,
     sets: Sets = None,
     name: Annotated[str | None, typer.Option(help="Default: <name>-rerun.")] = None,
+    init: InitFromOption = None,
     dry_run: DryRun = False,
     json_out: JsonFlag = False,
 ) -> None:
-    """Create a job like JOB_ID (same dataset, peers and specs), with --set changes."""
+    """Create a job like JOB_ID (same dataset, peers and specs), with --set changes;
+    --init-from JOB_ID continues training from its model."""
     state = state_of(ctx)
     with state.client() as pt:
         job = pt.get_job(job_id)
     spec = apply_sets(rerun_spec(job), sets or [])
     if name:
         spec["name"] = name
+    if init:
+        spec["init_from"] = init_from(init)
     submit(state, spec, dry_run=dry_run, json_out=json_out)
 
 

@@ -16,7 +16,7 @@ import yaml
 # typer 0.29 vendors click; its usage error (exit 2) is not re-exported publicly.
 from typer._click.exceptions import UsageError
 
-__all__ = ["SECTIONS", "apply_sets", "build_spec", "load_config", "rerun_spec"]
+__all__ = ["SECTIONS", "apply_sets", "build_spec", "init_from", "load_config", "rerun_spec"]
 
 # flag name -> (section, field); section "" is the top level.
 SECTIONS: dict[str, tuple[str, str]] = {
@@ -186,7 +186,8 @@ def apply_sets(spec: dict[str, Any], sets: list[str]) -> dict[str, Any]:
 
 def rerun_spec(job: dict[str, Any]) -> dict[str, Any]:
     """The creation body of a job like ``job`` (``GET /api/jobs/{id}``): same dataset,
-    peers, model, training, aggregation and sharding; named ``<name>-rerun``."""
+    peers, model, training, aggregation, sharding and starting model; named
+    ``<name>-rerun``."""
     sharding = job.get("sharding") if isinstance(job.get("sharding"), dict) else {}
     spec: dict[str, Any] = {
         "name": f"{job.get('name') or 'job'}-rerun",
@@ -198,4 +199,19 @@ def rerun_spec(job: dict[str, Any]) -> dict[str, Any]:
         # the sharding seed is the training seed: the request has no field for it
         "sharding": {k: v for k, v in (sharding or {}).items() if k in ("strategy", "alpha")},
     }
+    source = job.get("init_from")
+    if isinstance(source, dict) and source.get("job_id"):
+        spec["init_from"] = {"job_id": source["job_id"], "version": source.get("version")}
     return spec
+
+
+def init_from(text: str) -> dict[str, Any]:
+    """``JOB`` or ``JOB:vR`` (``JOB:R``) as the request's ``init_from``: the job's
+    newest model version, or version ``R``."""
+    job_id, sep, version = text.rpartition(":")
+    if not sep:
+        return {"job_id": text}
+    number = version.removeprefix("v")
+    if not job_id or not number.isdigit():
+        raise typer.BadParameter(f"{text!r} is not JOB or JOB:vR", param_hint="--init-from")
+    return {"job_id": job_id, "version": int(number)}

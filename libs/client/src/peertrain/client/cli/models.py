@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -15,6 +15,19 @@ __all__ = ["app"]
 
 app = typer.Typer(help="Trained models: versions and downloads.", no_args_is_help=True)
 Format = Literal["pt", "safetensors"]
+
+
+def _version_row(v: dict[str, Any]) -> list[Any]:
+    evaluation = v.get("evaluation")
+    metrics: dict[str, Any] = evaluation if isinstance(evaluation, dict) else {}
+    return [
+        v.get("version"),
+        fmt_time(v.get("created_at")),
+        fmt_float(metrics.get("loss")),
+        fmt_float(metrics.get("accuracy")),
+        len(v.get("peers") or []),
+        str(v.get("sha256") or "-")[:12],
+    ]
 
 
 @app.command("ls")
@@ -30,19 +43,7 @@ def versions(
     if json_out:
         echo_json(found)
         return
-    rows = [
-        [
-            v.get("version"),
-            fmt_time(v.get("created_at")),
-            fmt_float(evaluation.get("loss")),
-            fmt_float(evaluation.get("accuracy")),
-            len(v.get("peers") or []),
-            str(v.get("sha256") or "-")[:12],
-        ]
-        for v in found.get("versions") or []
-        if isinstance(v, dict)
-        for evaluation in [v.get("evaluation") if isinstance(v.get("evaluation"), dict) else {}]
-    ]
+    rows = [_version_row(v) for v in found.get("versions") or [] if isinstance(v, dict)]
     columns = ["VERSION", "CREATED", "LOSS", "ACCURACY", "PEERS", "SHA256"]
     table(state.out, columns, rows, empty="no versions yet")
     final = found.get("final_available", found.get("final"))

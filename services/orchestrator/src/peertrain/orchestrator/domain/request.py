@@ -8,10 +8,11 @@ parameter budget), so a job that is accepted can run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from peertrain.common.errors import QuotaExceeded
-from peertrain.common.events.training import JobCreated, ShardingSpec
+from peertrain.common.events.training import JobCreated, ModelSource, ShardingSpec
 from peertrain.common.peers import RANKED_MEMORY_GB, NotEnoughPeers, own_first, pick
 from peertrain.common.security import Principal
 from peertrain.common.specs import FeatureSpec, SpecInvalid, check_budget, parse_feature_spec
@@ -88,8 +89,53 @@ def _fit_problems(
     return problems
 
 
-def plan_job(job_id: str, request: JobRequest, who: Principal, directory: Directory) -> JobCreated:
+def _source(
+    request: JobRequest, who: Principal, jobs: Mapping[str, Job], data: dict[str, Any]
+) -> tuple[ModelSource | None, list[dict[str, str]]]:
+    """The model version the job starts from, or why it cannot (``data``: the new
+    job's dataset feature spec)."""
+    want = request.init_from
+    if want is None:
+        return None, []
+    job = jobs.get(want.job_id)
+    if job is None or job.created is None or not job.visible_to(who):
+        return None, [{"loc": "init_from.job_id", "msg": f"no job {want.job_id!r}"}]
+    problems: list[dict[str, str]] = []
+    version = want.version if want.version is not None else max(job.versions, default=None)
+    created = job.versions.get(version) if version is not None else None
+    if created is None:
+        what = f"no model version {version}" if version is not None else "no model version yet"
+        problems.append({"loc": "init_from.version", "msg": f"job {want.job_id!r} has {what}"})
+    if job.created.model != request.model:
+        theirs = job.created.model.model_dump_json()
+        msg = f"the model spec differs from job {want.job_id!r}'s: {theirs}"
+        problems.append({"loc": "init_from", "msg": msg})
+    known = job.configured.feature_spec.model_dump(mode="json") if job.configured else None
+    if known is None or (known["input_shape"], known["classes"]) != (
+        list(data.get("input_shape") or []),
+        list(data.get("classes") or []),
+    ):
+        msg = f"the data's shape or classes differ from job {want.job_id!r}'s"
+        problems.append({"loc": "init_from", "msg": msg})
+    if created is None or problems:
+        return None, problems
+    source = ModelSource(
+        job_id=job.job_id, version=created.version, key=created.key, sha256=created.sha256
+    )
+    return source, []
+
+
+def plan_job(
+    job_id: str,
+    request: JobRequest,
+    who: Principal,
+    directory: Directory,
+    jobs: Mapping[str, Job] | None = None,
+) -> JobCreated:
     """Check ``request`` and make its ``job.created`` (peers in shard order).
+
+    ``jobs``: those a job may start from (``request.init_from``: one of the caller's,
+    with the same model spec, on data of the same shape and classes).
 
     Every problem is reported at once: the peers' (409, each peer with why, and the
     other problems under ``problems``), else the rest (422, one item each).
@@ -116,10 +162,12 @@ def plan_job(job_id: str, request: JobRequest, who: Principal, directory: Direct
             detail={"state": ds.state},
         )
     features = parse_feature_spec(ds.feature_spec)
+    source, source_problems = _source(request, who, jobs or {}, dict(ds.feature_spec))
     if request.peers is not None:
         peers = list(request.peers)
         unusable = _named_problems(peers, who, directory)
         problems = _fit_problems(request, features, len(peers), ds.train_rows)
+        problems += source_problems
         if unusable:
             raise PeersUnavailable(
                 f"{len(unusable)} of the named peers cannot take part in a job now",
@@ -128,7 +176,7 @@ def plan_job(job_id: str, request: JobRequest, who: Principal, directory: Direct
     else:
         assert request.selection is not None
         count = request.selection.count
-        problems = _fit_problems(request, features, count, ds.train_rows)
+        problems = _fit_problems(request, features, count, ds.train_rows) + source_problems
         usable = [p for p in directory.peers.values() if p.usable and p.usable_by(who)]
         try:
             peers = _select(request.selection, usable, who)
@@ -153,6 +201,7 @@ def plan_job(job_id: str, request: JobRequest, who: Principal, directory: Direct
         model=model,
         training=training,
         aggregation=aggregation,
+        init_from=source,
     )
 
 

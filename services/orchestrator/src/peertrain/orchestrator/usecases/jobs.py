@@ -43,7 +43,7 @@ async def check_job(octx: OrchestratorContext, request: JobRequest, who: Princip
     run). Answers the ``job.created`` it would append (its job id is a placeholder)."""
     async with octx.lock:
         check_running_quota(octx.jobs.values(), who, octx.settings.max_running_jobs)
-        return plan_job(DRY_RUN_ID, request, who, octx.directory)
+        return plan_job(DRY_RUN_ID, request, who, octx.directory, octx.jobs)
 
 
 async def create_job(octx: OrchestratorContext, request: JobRequest, who: Principal) -> Job:
@@ -51,7 +51,7 @@ async def create_job(octx: OrchestratorContext, request: JobRequest, who: Princi
     async with octx.lock:
         check_running_quota(octx.jobs.values(), who, octx.settings.max_running_jobs)
         job_id = new_id()
-        created = plan_job(job_id, request, who, octx.directory)
+        created = plan_job(job_id, request, who, octx.directory, octx.jobs)
         job = Job(job_id)
         octx.jobs[job_id] = job
         try:
