@@ -3,9 +3,13 @@
 Register, log in, enroll three real peers with tokens from ``peers enroll-token``,
 upload scikit-learn's digits as CSV (``dataset upload --wait``), create a small MLP job
 from flags, ``job watch`` it to completion (exit 0), download ``model.pt`` and load it
-with plain torch. Then the error paths a user meets with the orchestrator running: an
-unknown job is one line on stderr and exit status 1 for ``show``, ``watch`` and
-``model download`` (which leaves no file behind).
+with plain torch. Before it, the server's checks through the CLI: a dry run creates
+nothing, a bad request names every problem on one line; after it, the job's logs,
+metrics, config, versions, a rerun's dry run, and a one-round job started from its last
+model version (whose version 0 scores exactly what that version scored). Then the error
+paths a user meets with the orchestrator running: an unknown job is one line on stderr
+and exit status 1 for ``show``, ``watch`` and ``model download`` (which leaves no file
+behind); and a peer disabled, then removed.
 """
 
 from __future__ import annotations
@@ -172,6 +176,7 @@ def test_register_enroll_upload_train_watch_download(
     assert dataset_id in {d.get("dataset_id") or d.get("id") for d in cli.json("dataset", "ls")}
 
     peers = [arg for peer in peer_ids for arg in ("--peer", peer)]
+    server_checks(cli, dataset_id, peers)
     job_id = create_job(
         cli, "--name", "digits-mlp", "--dataset", dataset_id, *peers,
         "--arch", "mlp", "--model-opt", "hidden=[32]", "--rounds", "3", "--local-epochs", "2",
@@ -193,6 +198,8 @@ def test_register_enroll_upload_train_watch_download(
     types = [e["type"] for e in cli.json("job", "events", job_id)]
     assert types.count("round.closed") == 3 and "job.completed" in types, types
 
+    after_the_job(cli, job_id)
+
     model = tmp_path / "model.pt"
     cli.ok("model", "download", job_id, "-o", str(model))
     final = torch.load(model, weights_only=True)
@@ -212,3 +219,70 @@ def test_unknown_job_is_one_line(cli: Cli, tmp_path: Path) -> None:
     line = one_error_line(cli("model", "download", job_id, "-o", str(dest)))
     assert "(404 " in line, line
     assert not dest.exists()
+
+
+def server_checks(cli: Cli, dataset_id: str, peers: list[str]) -> None:
+    """A dry run checks on the server and creates nothing; a bad request names every
+    problem at once, on the CLI's one error line; the job schema is published."""
+    jobs_before = len(cli.json("job", "ls"))
+    base = ("job", "create", "--name", "dry", "--dataset", dataset_id, "--arch", "mlp")
+
+    def checked() -> Any:
+        done = cli(*base, *peers, "--dry-run")
+        if done.returncode != 0 and "peers_unavailable" in done.stderr:
+            return None  # the orchestrator has not yet seen the peers online
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    dry = poll(checked, timeout=60, what="a dry run accepted")
+    assert dry["dry_run"] is True and sorted(dry["peers"]) == sorted(peers[1::2])
+    assert len(cli.json("job", "ls")) == jobs_before  # nothing created
+
+    misspelt = one_error_line(
+        cli(*base, *peers, "--set", "training.lrr=0.1", "--set", "training.rounds=0")
+    )
+    assert "training.lrr: Extra inputs are not permitted" in misspelt, misspelt
+    assert "training.rounds: " in misspelt and "(422 validation_failed)" in misspelt
+
+    ghost = f"ghost-{uuid.uuid4().hex[:6]}"
+    refused = one_error_line(cli(*base, *peers, "--peer", ghost, "--min-peers", "9"))
+    assert f"peer {ghost} is unknown" in refused, refused
+    assert "aggregation.min_peers: " in refused and "(409 peers_unavailable)" in refused
+
+    schema = cli.json("job", "schema")
+    assert {"training", "model", "aggregation"} <= set(schema["properties"]), schema
+
+
+def after_the_job(cli: Cli, job_id: str) -> None:
+    """What a finished job shows through the new read commands (all from the API)."""
+    logs = cli.ok("job", "logs", job_id)
+    assert "round 3 closed" in logs and " epoch 2/2 " in logs and "job completed" in logs, logs
+    metrics = cli.json("job", "metrics", job_id)
+    assert [r["round"] for r in metrics["rounds"]] == [1, 2, 3]
+    assert cli.json("job", "config", job_id)["rounds"] == 3
+    versions = cli.ok("model", "ls", job_id)
+    accuracy = f"{metrics['rounds'][-1]['accuracy']:.4f}"
+    assert accuracy in versions, versions  # the holdout metrics, not "-"
+    rerun = cli.json("job", "rerun", job_id, "--set", "training.lr=0.01", "--dry-run")
+    assert rerun["training"]["lr"] == 0.01 and rerun["name"] == "digits-mlp-rerun"
+    lines = cli.ok("job", "watch", job_id, "--json").splitlines()
+    assert json.loads(lines[-1])["state"] == "completed"
+
+    # a job that starts from this one's last version: its version 0 is that model
+    warm = cli.json(
+        "job", "rerun", job_id, "--init-from", f"{job_id}:v3", "--set", "training.rounds=1",
+        "--name", "digits-warm",
+    )["job_id"]  # fmt: skip
+    assert cli("job", "watch", warm, "--interval", "1", timeout=300).returncode == 0
+    started = cli.json("job", "metrics", warm)["initial"]
+    assert started["accuracy"] == metrics["rounds"][-1]["accuracy"], (started, metrics)
+    assert cli.json("job", "show", warm)["init_from"]["version"] == 3
+
+
+def test_a_peer_disabled_then_removed(cli: Cli, peer_ids: list[str]) -> None:
+    peer = peer_ids[-1]
+    assert cli.json("peers", "disable", peer)["disabled"] is True
+    assert cli.json("peers", "disable", peer, "--enable")["disabled"] is False
+    cli.ok("peers", "rm", peer, "--yes")
+    line = one_error_line(cli("peers", "show", peer))
+    assert "(404 " in line, line

@@ -81,3 +81,15 @@ def test_every_api_route_documents_the_errors_it_can_answer(document: dict[str, 
             assert "401" in statuses, f"{method} {path}: authenticated, 401 not documented"
         if "{" in path:
             assert "404" in statuses, f"{method} {path}: has an id, 404 not documented"
+
+
+def test_job_creation_documents_its_dry_run_and_the_job_schema_is_published() -> None:
+    doc = create_orchestrator_app().openapi()
+    create = doc["paths"]["/api/jobs"]["post"]
+    [param] = [p for p in create["parameters"] if p["name"] == "dry_run"]
+    assert param["in"] == "query" and param["schema"]["default"] is False
+    checked = create["responses"]["200"]["content"]["application/json"]["schema"]
+    assert checked == {"$ref": "#/components/schemas/JobChecked"}
+    assert "201" in create["responses"] and "409" in create["responses"]
+    schema = doc["paths"]["/api/jobs/schema"]["get"]
+    assert not schema.get("security"), "the job schema needs no login"

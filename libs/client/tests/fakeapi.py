@@ -26,13 +26,18 @@ class FakeApi:
         self.valid_refresh = {"refresh-1"}
         self.requests: list[httpx.Request] = []
         self.routes: dict[tuple[str, str], Any] = {}
+        self.public: set[tuple[str, str]] = set()
         self.transport = httpx.MockTransport(self.handle)
 
     def expire(self) -> None:
         self.valid_access.clear()
 
-    def route(self, method: str, path: str, answer: Any, status: int = 200) -> None:
+    def route(
+        self, method: str, path: str, answer: Any, status: int = 200, *, public: bool = False
+    ) -> None:
         self.routes[(method, path)] = answer if callable(answer) else (status, answer)
+        if public:  # answered without a token
+            self.public.add((method, path))
 
     def _pair(self) -> httpx.Response:
         self.generation += 1
@@ -61,7 +66,8 @@ class FakeApi:
         if answer is None:
             return error(404, "not_found", "no such route")
         auth = request.headers.get("authorization", "")
-        if auth.removeprefix("Bearer ") not in self.valid_access:
+        public = (request.method, path) in self.public
+        if not public and auth.removeprefix("Bearer ") not in self.valid_access:
             return error(401, "unauthorized", "token expired")
         if callable(answer):
             result: httpx.Response = answer(request)

@@ -32,6 +32,34 @@ def _delta(
     return {k: torch.randn(v.shape, generator=g, dtype=v.dtype) * scale for k, v in base.items()}
 
 
+def test_a_job_started_from_another_version_begins_with_exactly_its_weights():
+    cfg = configured()
+    trained = {k: v + 1.0 for k, v in load_state(initial_state(cfg)).items()}
+    v0 = load_state(initial_state(cfg, state_to_bytes(trained)))
+    assert v0.keys() == trained.keys()
+    assert all(torch.equal(v0[k], trained[k]) for k in trained)
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        (lambda s: {k: v[..., :1] for k, v in s.items()}, codes.WRONG_TENSORS),
+        (lambda s: {**s, "extra": torch.zeros(1)}, codes.WRONG_TENSORS),
+        (lambda s: {k: v.double() for k, v in s.items()}, codes.WRONG_TENSORS),
+        (lambda s: {k: v * float("nan") for k, v in s.items()}, codes.NON_FINITE),
+    ],
+)
+def test_a_source_version_that_is_not_this_models_tensors_is_refused(change, code):
+    cfg = configured()
+    wrong = change(load_state(initial_state(cfg)))
+    with pytest.raises(UpdateRefused) as refused:
+        initial_state(cfg, state_to_bytes(wrong))
+    assert refused.value.reason_code == code
+    with pytest.raises(UpdateRefused) as refused:
+        initial_state(cfg, b"not safetensors")
+    assert refused.value.reason_code == codes.NOT_SAFETENSORS
+
+
 def test_initial_state_is_seeded_and_reproducible():
     cfg = configured()
     assert initial_state(cfg) == initial_state(cfg)

@@ -4,16 +4,18 @@ accepted request turns into. Pure: a :class:`Directory` filled by hand, no stack
 from __future__ import annotations
 
 from itertools import count
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 from pydantic import ValidationError
 
 from peertrain.common.errors import QuotaExceeded
 from peertrain.common.events import NewEvent
-from peertrain.common.events.training import JobCancelled, JobCreated, ShardingSpec
+from peertrain.common.events.datasets import FeatureSpec as DataFeatures
+from peertrain.common.events.models import ModelVersionCreated
+from peertrain.common.events.training import JobCancelled, JobCreated, ModelSource, ShardingSpec
 from peertrain.common.security import Principal
-from peertrain.common.specs.errors import SpecInvalid
 from peertrain.orchestrator.domain import Job
 from peertrain.orchestrator.domain.directory import DatasetInfo, Directory, PeerInfo
 from peertrain.orchestrator.domain.errors import (
@@ -244,15 +246,35 @@ def test_an_invalid_spec_is_refused_by_the_request_schema(body: dict[str, Any]) 
 )
 def test_a_spec_that_does_not_fit_the_data_is_refused(body: dict[str, Any]) -> None:
     d = directory(peer("p1"))
-    with pytest.raises(SpecInvalid) as refused:
+    with pytest.raises(JobRequestInvalid) as refused:
         plan(d, peers=["p1"], **body)
     assert refused.value.status_code == 422
+    [problem] = refused.value.detail
+    assert problem["loc"] == "model" and problem["msg"]
 
 
-def test_the_data_fit_is_checked_before_the_peers() -> None:
-    d = directory()
-    with pytest.raises(SpecInvalid):
-        plan(d, peers=["nobody"], model={"arch": "cnn"})
+def test_every_problem_is_reported_at_once_with_the_peers_first() -> None:
+    d = directory(peer("p1"), peer("off", online=False), train_rows=1)
+    body: dict[str, Any] = {"model": {"arch": "cnn"}, "aggregation": {"min_peers": 3}}
+    with pytest.raises(PeersUnavailable) as refused:
+        plan(d, peers=["nobody", "off"], **body)
+    detail = refused.value.detail
+    assert detail["peers"] == [
+        {"peer_id": "nobody", "problem": "unknown"},
+        {"peer_id": "off", "problem": "offline"},
+    ]
+    assert [p["loc"] for p in detail["problems"]] == ["model", "aggregation.min_peers", "peers"]
+    with pytest.raises(JobRequestInvalid) as invalid:
+        plan(d, peers=["p1"], **body)
+    assert [p["loc"] for p in invalid.value.detail] == ["model", "aggregation.min_peers"]
+    with pytest.raises(NotEnoughPeers) as short:
+        plan(d, selection={"count": 2}, **body)
+    assert short.value.detail["requested"] == 2
+    assert [p["loc"] for p in short.value.detail["problems"]] == [
+        "model",
+        "aggregation.min_peers",
+        "peers",
+    ]
 
 
 # -- the running-jobs quota --------------------------------------------------------
@@ -290,3 +312,69 @@ def test_the_running_jobs_quota_counts_only_the_callers_jobs_not_ended() -> None
         check_running_quota(jobs, USER, limit=2)
     assert refused.value.detail == {"quota": "running_jobs", "limit": 2, "used": 2}
     check_running_quota(jobs, ADMIN, limit=0)  # admins have no quota
+
+
+# -- starting from another job's model version ----------------------------------------
+
+
+def source_job(owner: str = "u1", model: dict[str, Any] | None = None) -> Job:
+    """Job ``src`` of ``owner``: an MLP on ``FEATURES``, model versions 0 to 3."""
+    job = Job("src")
+    job.created = JobCreated(
+        job_id="src",
+        owner_id=owner,
+        name="src",
+        dataset_id="d0",
+        peers=("p1",),
+        model=model or {"arch": "mlp"},
+    )
+    job.configured = cast(Any, SimpleNamespace(feature_spec=DataFeatures.model_validate(FEATURES)))
+    for v in range(4):
+        job.versions[v] = ModelVersionCreated(
+            job_id="src",
+            version=v,
+            key=f"models/src/v{v}.safetensors",
+            sha256=f"{v}" * 64,
+            size=1,
+            strategy="fedavg",
+        )
+    return job
+
+
+def test_a_job_starts_from_another_jobs_version_its_newest_by_default() -> None:
+    d, jobs = directory(peer("p1")), {"src": source_job()}
+    created = plan_job("j1", request(peers=["p1"], init_from={"job_id": "src"}), USER, d, jobs)
+    assert created.init_from == ModelSource(
+        job_id="src", version=3, key="models/src/v3.safetensors", sha256="3" * 64
+    )
+    older = request(peers=["p1"], init_from={"job_id": "src", "version": 1})
+    assert plan_job("j1", older, USER, d, jobs).init_from.version == 1  # type: ignore[union-attr]
+    assert plan(d, peers=["p1"]).init_from is None
+
+
+@pytest.mark.parametrize(
+    ("jobs", "init_from", "body", "loc"),
+    [
+        ({}, {"job_id": "src"}, {}, "init_from.job_id"),
+        ({"src": source_job("stranger")}, {"job_id": "src"}, {}, "init_from.job_id"),
+        ({"src": source_job()}, {"job_id": "src", "version": 9}, {}, "init_from.version"),
+        ({"src": source_job()}, {"job_id": "src"}, {"model": {"arch": "logreg"}}, "init_from"),
+    ],
+)
+def test_a_source_that_cannot_be_used_is_a_problem_named_with_the_rest(
+    jobs: dict[str, Job], init_from: dict[str, Any], body: dict[str, Any], loc: str
+) -> None:
+    d = directory(peer("p1"))
+    req = request(peers=["p1"], init_from=init_from, aggregation={"min_peers": 2}, **body)
+    with pytest.raises(JobRequestInvalid) as refused:
+        plan_job("j1", req, USER, d, jobs)
+    assert [p["loc"] for p in refused.value.detail] == ["aggregation.min_peers", loc]
+
+
+def test_a_source_on_data_of_another_shape_is_refused() -> None:
+    other = {**FEATURES, "classes": ["a", "b", "c"]}
+    d = directory(peer("p1"), feature_spec=other)
+    with pytest.raises(JobRequestInvalid) as refused:
+        plan_job("j1", request(peers=["p1"], init_from={"job_id": "src"}), USER, d,
+                 {"src": source_job()})  # fmt: skip
+    assert "shape or classes differ" in refused.value.detail[0]["msg"]

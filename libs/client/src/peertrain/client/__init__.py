@@ -20,13 +20,16 @@ from .errors import (
     WaitTimeout,
 )
 from .jobs import JOB_STATES, TERMINAL_STATES, JobProgress
+from .retry import DEFAULT_RETRY, NO_RETRY, RetryPolicy
 from .sync import Client
 from .tokens import FileTokenStore, MemoryTokenStore, Tokens, TokenStore, default_config_dir
 
 __all__ = [
     "API_ENV",
     "DEFAULT_API",
+    "DEFAULT_RETRY",
     "JOB_STATES",
+    "NO_RETRY",
     "TERMINAL_STATES",
     "ApiError",
     "ApiUnreachable",
@@ -39,6 +42,7 @@ __all__ = [
     "JobProgress",
     "MemoryTokenStore",
     "NotLoggedIn",
+    "RetryPolicy",
     "TokenAuth",
     "TokenStore",
     "Tokens",

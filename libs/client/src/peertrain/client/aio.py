@@ -14,8 +14,9 @@ from . import calls
 from .auth import TokenAuth
 from .base import MAX_REDIRECTS, BaseClient
 from .calls import Call
-from .errors import ApiError, ApiUnreachable, DatasetRejected, WaitTimeout
+from .errors import ApiError, ApiUnreachable, ClientError, DatasetRejected, WaitTimeout
 from .jobs import JobProgress, dataset_outcome, rejection_message
+from .retry import RetryPolicy, is_transient
 from .tokens import Tokens, TokenStore
 from .upload import DownloadTarget, Progress, ProgressReader, file_part, upload_fields
 
@@ -31,7 +32,7 @@ class AsyncClient(BaseClient):
 
     Parameters
     ----------
-    api_url, tokens, token_store, timeout
+    api_url, tokens, token_store, timeout, retry
         See :class:`~peertrain.client.base.BaseClient`.
     transport
         An httpx transport (tests pass an ``httpx.MockTransport``).
@@ -51,8 +52,11 @@ class AsyncClient(BaseClient):
         token_store: TokenStore | None = None,
         timeout: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
-        super().__init__(api_url, tokens=tokens, token_store=token_store, timeout=timeout)
+        super().__init__(
+            api_url, tokens=tokens, token_store=token_store, timeout=timeout, retry=retry
+        )
         self._http = httpx.AsyncClient(base_url=self.api_url, timeout=timeout, transport=transport)
 
     async def aclose(self) -> None:
@@ -68,28 +72,52 @@ class AsyncClient(BaseClient):
     # -- plumbing ---------------------------------------------------------------------
 
     async def _send(
-        self, request: httpx.Request, *, auth: TokenAuth | None, stream: bool = False
+        self,
+        request: httpx.Request,
+        *,
+        auth: TokenAuth | None,
+        stream: bool = False,
+        safe: bool = False,
     ) -> httpx.Response:
-        try:
-            response = await self._http.send(request, stream=stream, auth=auth)
-            for _ in range(MAX_REDIRECTS):
-                target = self._redirect_target(response)
-                if target is None:
-                    break
+        """Send, following same-origin redirects, trying again after a transient
+        failure when ``safe`` allows it (see :mod:`peertrain.client.retry`)."""
+        attempt = 1
+        while True:
+            try:
+                response = await self._send_once(request, auth=auth, stream=stream)
+            except httpx.TransportError as exc:
+                delay = self.retry.after_error(exc, attempt, safe=safe)
+                if delay is None:
+                    raise ApiUnreachable.from_exc(self.api_url, exc) from exc
+            else:
+                delay = self.retry.after_response(response, attempt, safe=safe)
+                if delay is None:
+                    return response
                 await response.aclose()
-                request = self._http.build_request(
-                    request.method, target, headers=request.headers, content=request.content
-                )
-                response = await self._http.send(request, stream=stream, auth=auth)
-            if stream and (response.is_error or response.is_redirect):
-                await response.aread()
-            return response
-        except httpx.TransportError as exc:
-            raise ApiUnreachable.from_exc(self.api_url, exc) from exc
+            await asyncio.sleep(delay)
+            attempt += 1
+
+    async def _send_once(
+        self, request: httpx.Request, *, auth: TokenAuth | None, stream: bool
+    ) -> httpx.Response:
+        response = await self._http.send(request, stream=stream, auth=auth)
+        for _ in range(MAX_REDIRECTS):
+            target = self._redirect_target(response)
+            if target is None:
+                break
+            await response.aclose()
+            request = self._http.build_request(
+                request.method, target, headers=request.headers, content=request.content
+            )
+            response = await self._http.send(request, stream=stream, auth=auth)
+        if stream and (response.is_error or response.is_redirect):
+            await response.aread()
+        return response
 
     async def _answer(self, call: Call, *, stream: bool = False) -> httpx.Response:
         request = self._build(self._http, call, call.path)
-        return await self._send(request, auth=self._auth_for(call), stream=stream)
+        auth = self._auth_for(call)
+        return await self._send(request, auth=auth, stream=stream, safe=self._safe(call))
 
     async def call(self, call: Call) -> Any:
         """Send one :class:`~peertrain.client.calls.Call` and return its answer."""
@@ -126,6 +154,16 @@ class AsyncClient(BaseClient):
         finally:
             self._set_tokens(None)
 
+    async def check_reachable(self) -> None:
+        """Raise :class:`ApiUnreachable` unless the API answers (any answer will do)."""
+        call = calls.health()
+        request = self._build(self._http, call, call.path)
+        try:  # once: a wrong address should say so at once
+            response = await self._http.send(request)
+        except httpx.TransportError as exc:
+            raise ApiUnreachable.from_exc(self.api_url, exc) from exc
+        await response.aclose()
+
     async def me(self) -> dict[str, Any]:
         """The logged-in user."""
         result: dict[str, Any] = await self.call(calls.me())
@@ -146,6 +184,18 @@ class AsyncClient(BaseClient):
         """One peer."""
         result: dict[str, Any] = await self.call(calls.get_peer(peer_id))
         return result
+
+    async def update_peer(
+        self, peer_id: str, *, disabled: bool | None = None, shared: bool | None = None
+    ) -> dict[str, Any]:
+        """Disable (or enable) or share one of your peers; answers the peer."""
+        call = calls.update_peer(peer_id, disabled=disabled, shared=shared)
+        result: dict[str, Any] = await self.call(call)
+        return result
+
+    async def remove_peer(self, peer_id: str) -> None:
+        """Remove one of your peers for good (its broker access ends at once)."""
+        await self.call(calls.remove_peer(peer_id))
 
     # -- datasets ---------------------------------------------------------------------
 
@@ -194,6 +244,15 @@ class AsyncClient(BaseClient):
         result: dict[str, Any] = await self.call(calls.get_dataset(dataset_id))
         return result
 
+    async def delete_dataset(self, dataset_id: str) -> None:
+        """Delete a dataset and its objects (jobs keep their shards)."""
+        await self.call(calls.delete_dataset(dataset_id))
+
+    async def preview_dataset(self, dataset_id: str) -> dict[str, Any]:
+        """The first rows as uploaded: ``{"kind", "columns", "rows"}``."""
+        result: dict[str, Any] = await self.call(calls.preview_dataset(dataset_id))
+        return result
+
     async def wait_for_dataset(
         self,
         dataset_id: str,
@@ -229,6 +288,23 @@ class AsyncClient(BaseClient):
         answer = await self.call(calls.create_job(spec))
         return str(answer["job_id"])
 
+    async def check_job(self, spec: Mapping[str, Any]) -> dict[str, Any]:
+        """Have the server check a job without creating it (a dry run): answers the job
+        it would create (peers in shard order, defaults filled in), else raises the
+        error a creation would."""
+        result: dict[str, Any] = await self.call(calls.create_job(spec, dry_run=True))
+        return result
+
+    async def job_schema(self) -> dict[str, Any]:
+        """The JSON Schema of a job request (``job.yaml``)."""
+        result: dict[str, Any] = await self.call(calls.job_schema())
+        return result
+
+    async def job_config(self, job_id: str) -> dict[str, Any]:
+        """The job's ``config.json`` (written once its data is sharded)."""
+        result: dict[str, Any] = await self.call(calls.job_config(job_id))
+        return result
+
     async def list_jobs(self) -> list[dict[str, Any]]:
         """Your jobs."""
         return await self.every(calls.list_jobs())
@@ -243,13 +319,14 @@ class AsyncClient(BaseClient):
         result: dict[str, Any] = await self.call(calls.job_metrics(job_id))
         return result
 
-    async def job_events(self, job_id: str) -> list[dict[str, Any]]:
-        """A job's events, oldest first."""
-        return await self.every(calls.job_events(job_id))
+    async def job_events(self, job_id: str, *, offset: int = 0) -> list[dict[str, Any]]:
+        """A job's events, oldest first (from the ``offset``-th on)."""
+        return await self.every(calls.job_events(job_id, offset=offset or None))
 
-    async def cancel_job(self, job_id: str) -> None:
-        """Ask the job to stop (it ends ``cancelled``)."""
-        await self.call(calls.cancel_job(job_id))
+    async def cancel_job(self, job_id: str) -> dict[str, Any]:
+        """Ask the job to stop (it ends ``cancelled``); answers ``{"job_id", "state"}``."""
+        result: dict[str, Any] = await self.call(calls.cancel_job(job_id))
+        return result
 
     async def poll_job(self, job_id: str) -> JobProgress:
         """The job and its metrics, now (no metrics yet counts as none)."""
@@ -262,10 +339,27 @@ class AsyncClient(BaseClient):
             metrics = {}
         return JobProgress(job, metrics)
 
-    async def watch_job(self, job_id: str, *, interval: float = 2.0) -> AsyncIterator[JobProgress]:
-        """Poll every ``interval`` seconds; yields each poll, the final state last."""
+    async def watch_job(
+        self, job_id: str, *, interval: float = 2.0, patience: float = 300.0
+    ) -> AsyncIterator[JobProgress]:
+        """Poll every ``interval`` seconds; yields each poll, the final state last.
+
+        A transient failure (no answer, a gateway's 502/503/504) that outlasts the
+        client's own retries only skips polls, for up to ``patience`` seconds in a row:
+        a gateway restarting does not end a long watch.
+        """
+        failing_since: float | None = None
         while True:
-            progress = await self.poll_job(job_id)
+            try:
+                progress = await self.poll_job(job_id)
+            except ClientError as exc:
+                now = time.monotonic()
+                failing_since = now if failing_since is None else failing_since
+                if not is_transient(exc) or now - failing_since > patience:
+                    raise
+                await asyncio.sleep(max(interval, 0.05))
+                continue
+            failing_since = None
             yield progress
             if progress.done:
                 return

@@ -10,6 +10,7 @@ import httpx
 from .auth import TokenAuth
 from .calls import AUTH, Call
 from .errors import ApiError, NotLoggedIn
+from .retry import DEFAULT_RETRY, RetryPolicy, is_safe
 from .tokens import Tokens, TokenStore
 
 __all__ = ["API_ENV", "DEFAULT_API", "BaseClient", "resolve_api_url"]
@@ -38,6 +39,9 @@ class BaseClient:
         Where refreshed tokens are saved (default: memory only).
     timeout
         Seconds for connecting and for each read.
+    retry
+        When and how often transient failures are tried again (default:
+        :data:`~peertrain.client.retry.DEFAULT_RETRY`; ``NO_RETRY`` never).
 
     Attributes
     ----------
@@ -53,9 +57,11 @@ class BaseClient:
         tokens: Tokens | None = None,
         token_store: TokenStore | None = None,
         timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self.api_url = resolve_api_url(api_url)
         self.timeout = timeout
+        self.retry = retry or DEFAULT_RETRY
         self.auth = TokenAuth(
             tokens, refresh_url=f"{self.api_url}{AUTH}/refresh", token_store=token_store
         )
@@ -84,6 +90,11 @@ class BaseClient:
             return None
         self._require_tokens()
         return self.auth
+
+    @staticmethod
+    def _safe(call: Call) -> bool:
+        """Whether ``call`` may be sent twice (see :mod:`peertrain.client.retry`)."""
+        return is_safe(call.method, call.retry)
 
     def _build(self, http: httpx.Client | httpx.AsyncClient, call: Call, url: str) -> httpx.Request:
         return http.build_request(

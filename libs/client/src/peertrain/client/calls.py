@@ -31,7 +31,11 @@ Answer = Literal["json", "bytes", "none"]
 
 @dataclass(frozen=True)
 class Call:
-    """One request: method, path, body, and what the answer is."""
+    """One request: method, path, body, and what the answer is.
+
+    ``retry`` marks a request that is safe to send twice although its method is not
+    idempotent (a dry run): see :mod:`peertrain.client.retry`.
+    """
 
     method: str
     path: str
@@ -40,6 +44,7 @@ class Call:
     params: Mapping[str, Any] = field(default_factory=dict)
     auth: bool = True
     answer: Answer = "json"
+    retry: bool = False
 
 
 def next_page(call: Call, answer: Any) -> tuple[list[dict[str, Any]], Call | None]:
@@ -124,6 +129,22 @@ def get_peer(peer_id: str) -> Call:
     return Call("GET", f"{REGISTRY}/peers/{_id(peer_id)}")
 
 
+def update_peer(peer_id: str, *, disabled: bool | None = None, shared: bool | None = None) -> Call:
+    """Disable (or enable) or share a peer (its owner or an admin); answers the peer."""
+    body = _params(disabled=disabled, shared=shared)
+    return Call("PATCH", f"{REGISTRY}/peers/{_id(peer_id)}", json=body)
+
+
+def remove_peer(peer_id: str) -> Call:
+    """Remove a peer for good (204): its broker access ends at once."""
+    return Call("DELETE", f"{REGISTRY}/peers/{_id(peer_id)}", answer="none")
+
+
+def health() -> Call:
+    """The auth service's liveness through the gateway: any answer means it is reachable."""
+    return Call("GET", f"{AUTH}/healthz", auth=False, answer="none")
+
+
 def list_datasets(limit: int | None = None, offset: int | None = None) -> Call:
     """The caller's datasets, newest first; a page."""
     return Call("GET", DATASETS, params=_params(limit=limit, offset=offset))
@@ -134,9 +155,32 @@ def get_dataset(dataset_id: str) -> Call:
     return Call("GET", f"{DATASETS}/{_id(dataset_id)}")
 
 
-def create_job(spec: Mapping[str, Any]) -> Call:
-    """A new training job (201: ``{"job_id"}``)."""
+def delete_dataset(dataset_id: str) -> Call:
+    """Delete a dataset and its objects (204; the owner only)."""
+    return Call("DELETE", f"{DATASETS}/{_id(dataset_id)}", answer="none")
+
+
+def preview_dataset(dataset_id: str) -> Call:
+    """The first rows as uploaded: ``{"kind", "columns", "rows"}``."""
+    return Call("GET", f"{DATASETS}/{_id(dataset_id)}/preview")
+
+
+def create_job(spec: Mapping[str, Any], *, dry_run: bool = False) -> Call:
+    """A new training job (201: ``{"job_id"}``); with ``dry_run`` only checked, nothing
+    created (200: the job it would create), so safe to send twice."""
+    if dry_run:
+        return Call("POST", JOBS, json=dict(spec), params={"dry_run": "true"}, retry=True)
     return Call("POST", JOBS, json=dict(spec))
+
+
+def job_schema() -> Call:
+    """The JSON Schema of a job request (no login needed)."""
+    return Call("GET", f"{JOBS}/schema", auth=False)
+
+
+def job_config(job_id: str) -> Call:
+    """The job's ``config.json`` (404 until its data is sharded)."""
+    return Call("GET", f"{JOBS}/{_id(job_id)}/config")
 
 
 def list_jobs(limit: int | None = None, offset: int | None = None) -> Call:
@@ -154,9 +198,9 @@ def job_metrics(job_id: str) -> Call:
     return Call("GET", f"{JOBS}/{_id(job_id)}/metrics")
 
 
-def job_events(job_id: str) -> Call:
-    """A job's event history, oldest first; a page."""
-    return Call("GET", f"{JOBS}/{_id(job_id)}/events")
+def job_events(job_id: str, offset: int | None = None) -> Call:
+    """A job's event history, oldest first; a page (from the ``offset``-th event)."""
+    return Call("GET", f"{JOBS}/{_id(job_id)}/events", params=_params(offset=offset))
 
 
 def cancel_job(job_id: str) -> Call:

@@ -12,6 +12,8 @@ from typing import Any
 
 import httpx
 
+from .detail import describe_detail
+
 __all__ = [
     "ApiError",
     "ApiUnreachable",
@@ -61,7 +63,8 @@ class ClientError(Exception):
 
 
 class ApiError(ClientError):
-    """The API answered an error (4xx or 5xx).
+    """The API answered an error (4xx or 5xx); ``str()`` is its message, what its
+    ``detail`` says (which field, which peer, why), its status and code, on one line.
 
     Parameters
     ----------
@@ -84,11 +87,13 @@ class ApiError(ClientError):
         self.url = url
 
     def __str__(self) -> str:
-        line = f"{self.message} ({self.status} {self.code})"
+        said = describe_detail(self.detail, self.message)
+        message = f"{self.message}: {said}" if said else self.message
+        line = f"{message} ({self.status} {self.code})"
         if self.status in _GATEWAY_CODES and self.url:
             path = httpx.URL(self.url).path
             service = next((s for p, s in _SERVICES.items() if path.startswith(p)), None)
-            message = f"{self.message}: {service}" if service else self.message
+            message = f"{message}: {service}" if service else message
             line = f"{message} ({self.status} {self.code}: {self.method} {path})"
         return line
 
@@ -110,8 +115,6 @@ class ApiError(ClientError):
             message = body["detail"]
         if not message:
             message = response.reason_phrase or "request failed"
-        if code == "validation_failed" and isinstance(detail, list) and detail:
-            message = f"{message}: {_validation_summary(detail)}"
         request = response.request
         return cls(
             message,
@@ -121,15 +124,6 @@ class ApiError(ClientError):
             method=request.method,
             url=str(request.url),
         )
-
-
-def _validation_summary(detail: list[Any]) -> str:
-    parts = []
-    for item in detail[:3]:
-        if isinstance(item, dict):
-            loc = ".".join(str(x) for x in item.get("loc", []) if x not in ("body", "query"))
-            parts.append(f"{loc}: {item.get('msg')}" if loc else str(item.get("msg")))
-    return "; ".join(parts)
 
 
 class ApiUnreachable(ClientError, ConnectionError):

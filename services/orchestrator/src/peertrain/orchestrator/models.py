@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.models import UpdateRejected
-from peertrain.common.events.training import ShardingSpec
+from peertrain.common.events.training import JobCreated, ModelSource, ShardingSpec
 from peertrain.common.specs import (
     AggregationSpec,
     MLPSpec,
@@ -24,9 +24,11 @@ from .domain.job import JobState, TaskStateName
 __all__ = [
     "MAX_PEERS",
     "EventPublic",
+    "InitFrom",
     "InitialMetrics",
     "JobAccepted",
     "JobCancelling",
+    "JobChecked",
     "JobDetail",
     "JobMetrics",
     "JobRequest",
@@ -72,6 +74,17 @@ class ShardingRequest(BaseModel):
     alpha: float = Field(default=0.5, gt=0, le=1000)
 
 
+class InitFrom(BaseModel):
+    """Start from another job's model version (``--init-from JOB[:vR]``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str = Field(min_length=1, max_length=100)
+    version: int | None = Field(
+        default=None, ge=0, description="The version (round); default: the job's newest"
+    )
+
+
 class JobRequest(BaseModel):
     """The body of ``POST /api/jobs``.
 
@@ -90,6 +103,11 @@ class JobRequest(BaseModel):
     training: TrainingParams = TrainingParams()
     aggregation: AggregationSpec = AggregationSpec()
     sharding: ShardingRequest = ShardingRequest()
+    init_from: InitFrom | None = Field(
+        default=None,
+        description="Start from another of your jobs' model version instead of fresh "
+        "weights: the same model spec, on data of the same shape and classes",
+    )
 
     @model_validator(mode="after")
     def _one_way_to_pick_peers(self) -> JobRequest:
@@ -107,6 +125,35 @@ class JobAccepted(BaseModel):
     """``POST /api/jobs``: the new job's id (sharding follows)."""
 
     job_id: str
+
+
+class JobChecked(BaseModel):
+    """``POST /api/jobs?dry_run=true``: the request passed every check; this is the job
+    it would create (peers in shard order, defaults filled in). Nothing was created."""
+
+    dry_run: Literal[True] = True
+    name: str
+    dataset_id: str
+    peers: list[str] = Field(description="In shard order: shard k is peers[k]'s")
+    model: ModelSpec
+    training: TrainingParams
+    aggregation: AggregationSpec
+    sharding: ShardingSpec
+    init_from: ModelSource | None
+
+    @classmethod
+    def of(cls, created: JobCreated) -> JobChecked:
+        """From the ``job.created`` the request would have appended."""
+        return cls(
+            name=created.name,
+            dataset_id=created.dataset_id,
+            peers=list(created.peers),
+            model=created.model,
+            training=created.training,
+            aggregation=created.aggregation,
+            sharding=created.sharding,
+            init_from=created.init_from,
+        )
 
 
 class JobCancelling(BaseModel):
@@ -248,6 +295,7 @@ class JobDetail(_JobLine):
     error: str | None
     error_code: str | None
     rejected_updates: list[UpdateRejected]
+    init_from: ModelSource | None = Field(description="The model version it started from")
 
     @classmethod
     def of(cls, job: Job) -> JobDetail:
@@ -276,6 +324,7 @@ class JobDetail(_JobLine):
             error=job.error,
             error_code=job.error_code,
             rejected_updates=list(job.rejected),
+            init_from=created.init_from,
         )
 
 

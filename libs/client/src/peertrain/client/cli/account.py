@@ -49,28 +49,35 @@ def login(
     password: Annotated[
         str, typer.Option(prompt=True, hide_input=True, envvar="PEERTRAIN_PASSWORD")
     ],
+    json_out: JsonFlag = False,
 ) -> None:
     """Log in; the tokens are saved (mode 0600) and renewed as they expire."""
     state = state_of(ctx)
     with state.client() as pt:
         pt.login(username, password)
     where = state.token_store().path
+    if json_out:
+        echo_json({"username": username, "api": state.api, "credentials": str(where)})
+        return
     state.err.print(f"logged in as [bold]{username}[/bold] at {state.api} (credentials: {where})")
 
 
-def logout(ctx: typer.Context) -> None:
+def logout(ctx: typer.Context, json_out: JsonFlag = False) -> None:
     """End the session and forget the saved tokens."""
     state = state_of(ctx)
+    told: bool | None = None
+    note = "not logged in"
     with state.client() as pt:
-        if pt.tokens is None:
-            state.err.print("not logged in")
-            return
-        try:
-            pt.logout()
-        except ClientError as exc:  # the tokens are forgotten all the same
-            state.err.print(f"logged out here; the server was not told: {exc}")
-            return
-    state.err.print("logged out")
+        if pt.tokens is not None:
+            try:
+                pt.logout()
+                told, note = True, "logged out"
+            except ClientError as exc:  # the tokens are forgotten all the same
+                told, note = False, f"logged out here; the server was not told: {exc}"
+    if json_out:
+        echo_json({"logged_out": told is not None, "server_told": bool(told)})
+    else:
+        state.err.print(note)
 
 
 def whoami(ctx: typer.Context, json_out: JsonFlag = False) -> None:

@@ -1,7 +1,10 @@
 """The ``peertrain`` command: global options, sub-commands, and one place for errors.
 
 Errors leave as one line on stderr: exit 1 for every failure, 2 for usage errors
-(click's own), never a traceback unless ``--debug``.
+(click's own), never a traceback unless ``--debug``. An API error's line says what its
+``detail`` says (which field, which peer, why); a command that has no credentials for
+the API first checks that the API answers at all, so a wrong ``--api`` says "cannot
+reach", not "not logged in".
 """
 
 from __future__ import annotations
@@ -15,13 +18,13 @@ from typer._click.exceptions import ClickException
 from typer.core import TyperGroup
 
 from peertrain.client.base import API_ENV, DEFAULT_API, resolve_api_url
-from peertrain.client.errors import ClientError
+from peertrain.client.errors import ApiUnreachable, ClientError, NotLoggedIn
 from peertrain.client.tokens import CONFIG_DIR_ENV, default_config_dir
 
 from . import account, datasets, jobs, models, peers
 from .predict import convert, predict
 from .simulate import simulate
-from .state import CliState
+from .state import CliState, client_version
 
 __all__ = ["app", "main"]
 
@@ -34,6 +37,8 @@ class _Group(TyperGroup):
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort, ClickException):
             raise
+        except NotLoggedIn as exc:
+            _fail(ctx, _unreachable_or(ctx, exc), "")
         except ClientError as exc:
             _fail(ctx, exc, str(exc))
         except KeyboardInterrupt:
@@ -47,8 +52,29 @@ def _fail(ctx: ClickContext, exc: Exception, line: str) -> None:
     state = ctx.find_object(CliState)
     if state is not None and state.debug:
         raise exc
-    typer.echo(f"peertrain: error: {line}", err=True)
+    typer.echo(f"peertrain: error: {line or exc}", err=True)
     raise typer.Exit(1) from None
+
+
+def _unreachable_or(ctx: ClickContext, exc: NotLoggedIn) -> ClientError:
+    """``exc``, unless the API does not answer at all: then that is the news."""
+    state = ctx.find_object(CliState)
+    if state is None:
+        return exc
+    try:
+        with state.client() as pt:
+            pt.check_reachable()
+    except ApiUnreachable as unreachable:
+        return unreachable
+    except ClientError:
+        pass
+    return exc
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"peertrain {client_version()}")
+        raise typer.Exit()
 
 
 app = typer.Typer(
@@ -85,6 +111,10 @@ def root(
         ),
     ] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
 ) -> None:
     """Global options."""
     state = ctx.obj if isinstance(ctx.obj, CliState) else CliState()

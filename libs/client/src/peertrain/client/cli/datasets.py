@@ -1,4 +1,4 @@
-"""``peertrain dataset upload | ls | show``."""
+"""``peertrain dataset upload | ls | show | preview | rm``."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from .state import state_of
 
 __all__ = ["app", "transfer_progress"]
 
-app = typer.Typer(help="Datasets: upload, list, inspect.", no_args_is_help=True)
+app = typer.Typer(help="Datasets: upload, list, inspect, preview, delete.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Plain JSON on stdout.")]
 _STATUS_STYLE = {"validated": "green", "validating": "yellow", "rejected": "red"}
 
@@ -147,3 +147,36 @@ def show_dataset(ctx: typer.Context, dataset_id: str, json_out: JsonFlag = False
             if isinstance(c, dict)
         ]
         table(state.out, ["COLUMN", "TYPE"], rows, title="schema")
+
+
+@app.command("preview")
+def preview(ctx: typer.Context, dataset_id: str, json_out: JsonFlag = False) -> None:
+    """The first rows as uploaded (image datasets: their first files)."""
+    state = state_of(ctx)
+    with state.client() as pt:
+        found = pt.preview_dataset(dataset_id)
+    if json_out:
+        echo_json(found)
+        return
+    columns = [str(c) for c in found.get("columns") or []]
+    rows = [r for r in found.get("rows") or [] if isinstance(r, list)]
+    table(state.out, columns or ["ROW"], rows, empty="no rows")
+
+
+@app.command("rm")
+def remove(
+    ctx: typer.Context,
+    dataset_id: str,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    json_out: JsonFlag = False,
+) -> None:
+    """Delete a dataset and its stored objects (jobs keep the shards they were given)."""
+    state = state_of(ctx)
+    if not yes:
+        typer.confirm(f"delete dataset {dataset_id}?", abort=True, err=True)
+    with state.client() as pt:
+        pt.delete_dataset(dataset_id)
+    if json_out:
+        echo_json({"dataset_id": dataset_id, "deleted": True})
+    else:
+        state.err.print(f"deleted dataset {dataset_id}")

@@ -16,7 +16,7 @@ import yaml
 # typer 0.29 vendors click; its usage error (exit 2) is not re-exported publicly.
 from typer._click.exceptions import UsageError
 
-__all__ = ["SECTIONS", "build_spec", "load_config"]
+__all__ = ["SECTIONS", "apply_sets", "build_spec", "init_from", "load_config", "rerun_spec"]
 
 # flag name -> (section, field); section "" is the top level.
 SECTIONS: dict[str, tuple[str, str]] = {
@@ -140,3 +140,78 @@ def _check(spec: dict[str, Any]) -> None:
         raise UsageError("give peers: --peer ID (repeatable) or --count N")
     if not spec.get("name"):
         spec["name"] = f"job-{str(spec['dataset_id'])[:8]}"
+
+
+def _value(raw: str) -> Any:
+    """A ``--set`` value as YAML reads it (``0.01``, ``true``, ``[64, 32]``, ``adam``)."""
+    try:
+        return yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        return raw
+
+
+def apply_sets(spec: dict[str, Any], sets: list[str]) -> dict[str, Any]:
+    """``spec`` with each ``a.b.c=VALUE`` of ``sets`` applied (a deep copy).
+
+    Setting ``peers`` drops a ``selection`` and setting ``selection...`` drops ``peers``:
+    a job names its peers one way.
+
+    Raises
+    ------
+    BadParameter
+        A ``--set`` that is not ``KEY=VALUE``, or a key that goes through a value.
+    """
+    out: dict[str, Any] = json.loads(json.dumps(spec))
+    for text in sets:
+        key, sep, raw = text.partition("=")
+        path = [p.strip() for p in key.split(".")]
+        if not sep or not all(path):
+            raise typer.BadParameter(
+                f"{text!r} is not KEY=VALUE (e.g. training.lr=0.01)", param_hint="--set"
+            )
+        target = out
+        for i, part in enumerate(path[:-1]):
+            nested = target.setdefault(part, {})
+            if not isinstance(nested, dict):
+                where = ".".join(path[: i + 1])
+                raise typer.BadParameter(f"{where} is not a mapping", param_hint="--set")
+            target = nested
+        target[path[-1]] = _value(raw)
+        if path[0] == "peers":
+            out.pop("selection", None)
+        elif path[0] == "selection":
+            out.pop("peers", None)
+    return out
+
+
+def rerun_spec(job: dict[str, Any]) -> dict[str, Any]:
+    """The creation body of a job like ``job`` (``GET /api/jobs/{id}``): same dataset,
+    peers, model, training, aggregation, sharding and starting model; named
+    ``<name>-rerun``."""
+    sharding = job.get("sharding") if isinstance(job.get("sharding"), dict) else {}
+    spec: dict[str, Any] = {
+        "name": f"{job.get('name') or 'job'}-rerun",
+        "dataset_id": job.get("dataset_id"),
+        "peers": list(job.get("peers") or []),
+        "model": job.get("model") or {},
+        "training": job.get("training") or {},
+        "aggregation": job.get("aggregation") or {},
+        # the sharding seed is the training seed: the request has no field for it
+        "sharding": {k: v for k, v in (sharding or {}).items() if k in ("strategy", "alpha")},
+    }
+    source = job.get("init_from")
+    if isinstance(source, dict) and source.get("job_id"):
+        spec["init_from"] = {"job_id": source["job_id"], "version": source.get("version")}
+    return spec
+
+
+def init_from(text: str) -> dict[str, Any]:
+    """``JOB`` or ``JOB:vR`` (``JOB:R``) as the request's ``init_from``: the job's
+    newest model version, or version ``R``."""
+    job_id, sep, version = text.rpartition(":")
+    if not sep:
+        return {"job_id": text}
+    number = version.removeprefix("v")
+    if not job_id or not number.isdigit():
+        raise typer.BadParameter(f"{text!r} is not JOB or JOB:vR", param_hint="--init-from")
+    return {"job_id": job_id, "version": int(number)}

@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 
 from .datasets import transfer_progress
-from .output import echo_json, fmt_time, table
+from .output import echo_json, fmt_float, fmt_time, table
 from .state import state_of
 
 __all__ = ["app"]
 
 app = typer.Typer(help="Trained models: versions and downloads.", no_args_is_help=True)
 Format = Literal["pt", "safetensors"]
+
+
+def _version_row(v: dict[str, Any]) -> list[Any]:
+    evaluation = v.get("evaluation")
+    metrics: dict[str, Any] = evaluation if isinstance(evaluation, dict) else {}
+    return [
+        v.get("version"),
+        fmt_time(v.get("created_at")),
+        fmt_float(metrics.get("loss")),
+        fmt_float(metrics.get("accuracy")),
+        len(v.get("peers") or []),
+        str(v.get("sha256") or "-")[:12],
+    ]
 
 
 @app.command("ls")
@@ -30,13 +43,11 @@ def versions(
     if json_out:
         echo_json(found)
         return
-    rows = [
-        [v.get("version"), fmt_time(v.get("created_at")), v.get("sha256"), v.get("metrics")]
-        for v in found.get("versions") or []
-        if isinstance(v, dict)
-    ]
-    table(state.out, ["VERSION", "CREATED", "SHA256", "METRICS"], rows, empty="no versions yet")
-    state.err.print("final model: " + ("yes" if found.get("final") else "not yet"))
+    rows = [_version_row(v) for v in found.get("versions") or [] if isinstance(v, dict)]
+    columns = ["VERSION", "CREATED", "LOSS", "ACCURACY", "PEERS", "SHA256"]
+    table(state.out, columns, rows, empty="no versions yet")
+    final = found.get("final_available", found.get("final"))
+    state.err.print("final model: " + ("yes" if final else "not yet"))
 
 
 @app.command("download")
@@ -47,6 +58,7 @@ def download(
         Path | None, typer.Option("--output", "-o", help="Default: <job>.<format>")
     ] = None,
     fmt: Annotated[Format, typer.Option("--format", help="pt or safetensors")] = "pt",
+    json_out: Annotated[bool, typer.Option("--json", help="Plain JSON on stdout.")] = False,
 ) -> None:
     """Download the job's final model."""
     state = state_of(ctx)
@@ -58,4 +70,8 @@ def download(
             bar.update(task, completed=received, total=total or None)
 
         pt.download_model(job_id, dest, fmt=fmt, progress=report)
-    state.err.print(f"saved {dest} ({dest.stat().st_size} bytes)")
+    size = dest.stat().st_size
+    if json_out:
+        echo_json({"job_id": job_id, "path": str(dest), "format": fmt, "bytes": size})
+    else:
+        state.err.print(f"saved {dest} ({size} bytes)")

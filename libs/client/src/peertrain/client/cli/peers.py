@@ -1,4 +1,4 @@
-"""``peertrain peers ls | show | enroll-token``."""
+"""``peertrain peers ls | show | enroll-token | disable | rm``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from .state import state_of
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Your peers: list, inspect, enroll new ones.", no_args_is_help=True)
+app = typer.Typer(help="Your peers: list, inspect, enroll, disable, remove.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Plain JSON on stdout.")]
 _STATUS_STYLE = {"active": "green", "stale": "yellow", "offline": "red"}
 
@@ -96,3 +96,40 @@ def enroll_token(
         return
     typer.echo(created.get("enrollment_token", ""))
     state.err.print(f"expires at {fmt_time(created.get('expires_at'))}; it is shown only once")
+
+
+@app.command("disable")
+def disable(
+    ctx: typer.Context,
+    peer_id: str,
+    enable: Annotated[bool, typer.Option("--enable", help="Enable it again instead.")] = False,
+    json_out: JsonFlag = False,
+) -> None:
+    """Stop a peer of yours from being picked for jobs (it stays enrolled)."""
+    state = state_of(ctx)
+    with state.client() as pt:
+        peer = pt.update_peer(peer_id, disabled=not enable)
+    if json_out:
+        echo_json(peer)
+        return
+    state.err.print(f"{'enabled' if enable else 'disabled'} peer {peer_id}")
+
+
+@app.command("rm")
+def remove(
+    ctx: typer.Context,
+    peer_id: str,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    json_out: JsonFlag = False,
+) -> None:
+    """Remove a peer of yours for good: its broker access ends at once (enroll it again
+    with a new token to bring it back)."""
+    state = state_of(ctx)
+    if not yes:
+        typer.confirm(f"remove peer {peer_id} for good?", abort=True, err=True)
+    with state.client() as pt:
+        pt.remove_peer(peer_id)
+    if json_out:
+        echo_json({"peer_id": peer_id, "removed": True})
+    else:
+        state.err.print(f"removed peer {peer_id}")

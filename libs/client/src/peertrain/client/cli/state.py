@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
 import httpx
@@ -12,7 +13,17 @@ from rich.console import Console
 from peertrain.client.sync import Client
 from peertrain.client.tokens import FileTokenStore, default_config_dir
 
-__all__ = ["CliState", "state_of"]
+__all__ = ["CliState", "client_version", "state_of"]
+
+DISTRIBUTION = "peertrain-client"
+
+
+def client_version() -> str:
+    """The installed ``peertrain-client``'s version."""
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:  # run from a source tree
+        return "0+unknown"
 
 
 @dataclass

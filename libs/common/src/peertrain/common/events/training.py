@@ -55,6 +55,7 @@ __all__ = [
     "JobConfigured",
     "JobCreated",
     "JobFailed",
+    "ModelSource",
     "PeerExcluded",
     "RoundClosed",
     "RoundFailed",
@@ -126,6 +127,17 @@ class ShardPlan(BaseModel):
     rows: int = Field(ge=1)
 
 
+class ModelSource(BaseModel):
+    """Another job's model version a job starts from (its version 0 is a copy)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    job_id: str
+    version: int = Field(ge=0)
+    key: str
+    sha256: str
+
+
 def _default_model() -> MLPSpec:
     return MLPSpec(arch="mlp")
 
@@ -146,6 +158,8 @@ class JobCreated(EventData):
     model: ModelSpec = Field(default_factory=_default_model)
     training: TrainingParams = TrainingParams()
     aggregation: AggregationSpec = AggregationSpec()
+    init_from: ModelSource | None = None
+    """Start from this model version instead of fresh weights (same model, same data shape)."""
 
     @field_validator("model", mode="before")
     @classmethod
@@ -174,6 +188,8 @@ class JobConfigured(EventData):
     shards: tuple[ShardPlan, ...] = Field(min_length=1)
     holdout: ArtifactRef
     reference_weight: float = Field(gt=0)
+    init_from: ModelSource | None = None
+    """Version 0 is a copy of this version of another job's model (else fresh weights)."""
 
 
 @event_type(ROUND_OPENED)

@@ -50,10 +50,32 @@ def new_strategy(
     return strategy
 
 
-def initial_state(configured: JobConfigured) -> bytes:
-    """Version 0: the model built from the job's spec with ``training.seed``."""
+def initial_state(configured: JobConfigured, source: bytes | None = None) -> bytes:
+    """Version 0: the model built from the job's spec with ``training.seed``; or, for a
+    job started from another's model version, that version's weights (``source``),
+    once they are checked to be exactly this model's tensors.
+
+    Raises
+    ------
+    UpdateRefused
+        ``source`` is not safetensors, or not this model's tensors (names, shapes,
+        dtypes) with finite values.
+    """
     model = build_model(configured.model, configured.feature_spec, seed=configured.training.seed)
-    return state_to_bytes(model.state_dict())
+    reference = model.state_dict()
+    if source is None:
+        return state_to_bytes(reference)
+    try:
+        weights = state_from_bytes(source)
+    except NotSafetensors as exc:
+        raise UpdateRefused(codes.NOT_SAFETENSORS, f"not a safetensors file: {exc}") from None
+    expected = {k: (tuple(t.shape), t.dtype) for k, t in reference.items()}
+    found = {k: (tuple(t.shape), t.dtype) for k, t in weights.items()}
+    if found != expected:
+        raise UpdateRefused(codes.WRONG_TENSORS, "the source version is not this model's tensors")
+    if not all(bool(torch.isfinite(t).all()) for t in weights.values()):
+        raise UpdateRefused(codes.NON_FINITE, "the source version has non-finite values")
+    return state_to_bytes({k: weights[k] for k in reference})
 
 
 def state_nbytes(state: Mapping[str, torch.Tensor]) -> int:

@@ -14,7 +14,7 @@ import time
 
 import structlog
 
-from peertrain.aggregator.domain import JobState, UpdateRefused, clip_factors
+from peertrain.aggregator.domain import JobState, UpdateRefused, clip_factors, codes
 from peertrain.aggregator.metrics import (
     AGGREGATION_SECONDS,
     EVALUATION_SECONDS,
@@ -23,6 +23,7 @@ from peertrain.aggregator.metrics import (
     observe_evaluation,
     observe_round_bytes,
 )
+from peertrain.common.blobs import BlobNotFound
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.models import (
     Lineage,
@@ -112,10 +113,34 @@ async def _put(actx: AggregatorContext, key: str, data: bytes, content_type: str
     return sha256_hex(data)
 
 
+async def _version_zero(actx: AggregatorContext, cfg: JobConfigured) -> bytes:
+    """Fresh weights, or those of the model version the job starts from (``init_from``).
+
+    The orchestrator checked that version exists and is the same model on data of the
+    same shape; should its object be gone or changed all the same (an operator), the
+    job starts from fresh weights, logged: it must not wait for the aggregator forever.
+    """
+    source = cfg.init_from
+    if source is not None:
+        try:
+            data = await actx.blobs.get_bytes(source.key)
+            if sha256_hex(data) != source.sha256:
+                raise UpdateRefused(codes.WRONG_TENSORS, f"{source.key} changed since")
+            return await asyncio.to_thread(initial_state, cfg, data)
+        except (BlobNotFound, UpdateRefused) as exc:
+            log.error(
+                "the source model version cannot be used: fresh weights instead",
+                job_id=cfg.job_id,
+                source=source.key,
+                error=str(exc),
+            )
+    return await asyncio.to_thread(initial_state, cfg)
+
+
 async def _initial(
     actx: AggregatorContext, state: JobState, cfg: JobConfigured, cause: RecordedEvent
 ) -> None:
-    data = await asyncio.to_thread(initial_state, cfg)
+    data = await _version_zero(actx, cfg)
     key = model_key(state.job_id, 0)
     sha = await _put(actx, key, data, "application/octet-stream")
     strategy = new_strategy(cfg, server_state=None, spill_dir=actx.settings.work_dir)

@@ -77,5 +77,6 @@ def configure(job: Job, *, bucket: str, exchanges: Mapping[str, str]) -> Configu
         shards=shards,
         holdout=sharded.holdout,
         reference_weight=float(sum(s.rows for s in shards)),
+        init_from=created.init_from,
     )
     return Configuration(key, data, event)

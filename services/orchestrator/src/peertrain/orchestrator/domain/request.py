@@ -8,13 +8,14 @@ parameter budget), so a job that is accepted can run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from peertrain.common.errors import QuotaExceeded
-from peertrain.common.events.training import JobCreated, ShardingSpec
-from peertrain.common.peers import RANKED_MEMORY_GB, own_first, pick
+from peertrain.common.events.training import JobCreated, ModelSource, ShardingSpec
+from peertrain.common.peers import RANKED_MEMORY_GB, NotEnoughPeers, own_first, pick
 from peertrain.common.security import Principal
-from peertrain.common.specs import check_budget, parse_feature_spec
+from peertrain.common.specs import FeatureSpec, SpecInvalid, check_budget, parse_feature_spec
 
 from ..models import JobRequest, PeerSelection
 from .directory import Directory, PeerInfo
@@ -52,7 +53,8 @@ def _rank(peer: PeerInfo) -> tuple[float, float, str]:
     return (-(peer.rows_per_s or 0.0), -min(peer.memory_gb, RANKED_MEMORY_GB), peer.peer_id)
 
 
-def _check_named(peers: list[str], who: Principal, directory: Directory) -> None:
+def _named_problems(peers: list[str], who: Principal, directory: Directory) -> list[dict[str, str]]:
+    """Every named peer that cannot take part, with why."""
     problems: list[dict[str, str]] = []
     for peer_id in peers:
         info = directory.peers.get(peer_id)
@@ -64,28 +66,91 @@ def _check_named(peers: list[str], who: Principal, directory: Directory) -> None
             problems.append({"peer_id": peer_id, "problem": "not_registered"})
         elif not info.online:
             problems.append({"peer_id": peer_id, "problem": "offline"})
-    if problems:
-        raise PeersUnavailable(
-            f"{len(problems)} of the named peers cannot take part in a job now",
-            detail={"peers": problems},
-        )
+    return problems
 
 
-def plan_job(job_id: str, request: JobRequest, who: Principal, directory: Directory) -> JobCreated:
+def _fit_problems(
+    request: JobRequest, features: FeatureSpec, peer_count: int, train_rows: int
+) -> list[dict[str, str]]:
+    """What does not fit together: the model and the data, ``min_peers`` and the peers,
+    the rows and the peers; one ``{"loc", "msg"}`` item each (none when it all fits)."""
+    problems: list[dict[str, str]] = []
+    try:
+        check_budget(request.model, features)
+    except SpecInvalid as exc:
+        problems.append({"loc": "model", "msg": exc.message})
+    min_peers = request.aggregation.min_peers
+    if min_peers > peer_count:
+        msg = f"min_peers={min_peers} is more than the job's {peer_count} peer(s)"
+        problems.append({"loc": "aggregation.min_peers", "msg": msg})
+    if train_rows < peer_count:
+        msg = f"the dataset has {train_rows} training rows: fewer than one per peer"
+        problems.append({"loc": "peers", "msg": msg})
+    return problems
+
+
+def _source(
+    request: JobRequest, who: Principal, jobs: Mapping[str, Job], data: dict[str, Any]
+) -> tuple[ModelSource | None, list[dict[str, str]]]:
+    """The model version the job starts from, or why it cannot (``data``: the new
+    job's dataset feature spec)."""
+    want = request.init_from
+    if want is None:
+        return None, []
+    job = jobs.get(want.job_id)
+    if job is None or job.created is None or not job.visible_to(who):
+        return None, [{"loc": "init_from.job_id", "msg": f"no job {want.job_id!r}"}]
+    problems: list[dict[str, str]] = []
+    version = want.version if want.version is not None else max(job.versions, default=None)
+    created = job.versions.get(version) if version is not None else None
+    if created is None:
+        what = f"no model version {version}" if version is not None else "no model version yet"
+        problems.append({"loc": "init_from.version", "msg": f"job {want.job_id!r} has {what}"})
+    if job.created.model != request.model:
+        theirs = job.created.model.model_dump_json()
+        msg = f"the model spec differs from job {want.job_id!r}'s: {theirs}"
+        problems.append({"loc": "init_from", "msg": msg})
+    known = job.configured.feature_spec.model_dump(mode="json") if job.configured else None
+    if known is None or (known["input_shape"], known["classes"]) != (
+        list(data.get("input_shape") or []),
+        list(data.get("classes") or []),
+    ):
+        msg = f"the data's shape or classes differ from job {want.job_id!r}'s"
+        problems.append({"loc": "init_from", "msg": msg})
+    if created is None or problems:
+        return None, problems
+    source = ModelSource(
+        job_id=job.job_id, version=created.version, key=created.key, sha256=created.sha256
+    )
+    return source, []
+
+
+def plan_job(
+    job_id: str,
+    request: JobRequest,
+    who: Principal,
+    directory: Directory,
+    jobs: Mapping[str, Job] | None = None,
+) -> JobCreated:
     """Check ``request`` and make its ``job.created`` (peers in shard order).
+
+    ``jobs``: those a job may start from (``request.init_from``: one of the caller's,
+    with the same model spec, on data of the same shape and classes).
+
+    Every problem is reported at once: the peers' (409, each peer with why, and the
+    other problems under ``problems``), else the rest (422, one item each).
 
     Raises
     ------
-    SpecInvalid
-        The model does not fit the data, or is over the parameter budget (422); the
-        specs themselves were validated with the request.
     DatasetNotFound, DatasetNotReady
-        404 / 409.
+        404 / 409 (nothing else can be checked without the dataset).
     PeersUnavailable, NotEnoughPeers
-        409, naming the peers and why.
+        409, naming every peer and why (and any other problem, in ``problems``).
     JobRequestInvalid
-        The pieces do not fit together (422): too few rows for the peers, a model that
-        does not fit the data, ``min_peers`` above the number of peers.
+        The pieces do not fit together (422, one ``{"loc", "msg"}`` item each): a model
+        that does not fit the data or is over the parameter budget, too few rows for
+        the peers, ``min_peers`` above the number of peers. The specs themselves were
+        validated with the request.
     """
     model, training, aggregation = request.model, request.training, request.aggregation
     ds = directory.datasets.get(request.dataset_id)
@@ -97,21 +162,32 @@ def plan_job(job_id: str, request: JobRequest, who: Principal, directory: Direct
             detail={"state": ds.state},
         )
     features = parse_feature_spec(ds.feature_spec)
-    check_budget(model, features)
+    source, source_problems = _source(request, who, jobs or {}, dict(ds.feature_spec))
     if request.peers is not None:
-        _check_named(request.peers, who, directory)
         peers = list(request.peers)
+        unusable = _named_problems(peers, who, directory)
+        problems = _fit_problems(request, features, len(peers), ds.train_rows)
+        problems += source_problems
+        if unusable:
+            raise PeersUnavailable(
+                f"{len(unusable)} of the named peers cannot take part in a job now",
+                detail={"peers": unusable, **({"problems": problems} if problems else {})},
+            )
     else:
         assert request.selection is not None
+        count = request.selection.count
+        problems = _fit_problems(request, features, count, ds.train_rows) + source_problems
         usable = [p for p in directory.peers.values() if p.usable and p.usable_by(who)]
-        peers = _select(request.selection, usable, who)
-    if aggregation.min_peers > len(peers):
+        try:
+            peers = _select(request.selection, usable, who)
+        except NotEnoughPeers as exc:
+            if not problems:
+                raise
+            detail = {**(exc.detail or {}), "problems": problems}
+            raise NotEnoughPeers(exc.message, detail=detail) from None
+    if problems:
         raise JobRequestInvalid(
-            f"min_peers={aggregation.min_peers} is more than the job's {len(peers)} peer(s)"
-        )
-    if ds.train_rows < len(peers):
-        raise JobRequestInvalid(
-            f"the dataset has {ds.train_rows} training rows: fewer than one per peer"
+            f"the job cannot run as asked ({len(problems)} problem(s))", detail=problems
         )
     return JobCreated(
         job_id=job_id,
@@ -125,6 +201,7 @@ def plan_job(job_id: str, request: JobRequest, who: Principal, directory: Direct
         model=model,
         training=training,
         aggregation=aggregation,
+        init_from=source,
     )
 
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.datasets import sharding_stream
 from peertrain.common.events.models import model_stream
-from peertrain.common.events.training import job_stream
+from peertrain.common.events.training import JobCreated, job_stream
 from peertrain.common.ids import new_id
 from peertrain.common.security import Principal
 
@@ -19,7 +19,9 @@ from ..models import JobRequest
 from .advance import execute, gauge
 from .context import OrchestratorContext
 
-__all__ = ["cancel_job", "create_job", "get_job", "job_events", "visible_jobs"]
+__all__ = ["cancel_job", "check_job", "create_job", "get_job", "job_events", "visible_jobs"]
+
+DRY_RUN_ID = "dry-run"
 
 
 def get_job(octx: OrchestratorContext, job_id: str, who: Principal) -> Job:
@@ -36,12 +38,20 @@ def visible_jobs(octx: OrchestratorContext, who: Principal) -> list[Job]:
     return sorted(jobs, key=lambda j: j.created_at or datetime.now(UTC), reverse=True)
 
 
+async def check_job(octx: OrchestratorContext, request: JobRequest, who: Principal) -> JobCreated:
+    """Every check :func:`create_job` makes, and nothing else: no job, no event (a dry
+    run). Answers the ``job.created`` it would append (its job id is a placeholder)."""
+    async with octx.lock:
+        check_running_quota(octx.jobs.values(), who, octx.settings.max_running_jobs)
+        return plan_job(DRY_RUN_ID, request, who, octx.directory, octx.jobs)
+
+
 async def create_job(octx: OrchestratorContext, request: JobRequest, who: Principal) -> Job:
     """Check and create a job (``job.created``); sharding starts from that event."""
     async with octx.lock:
         check_running_quota(octx.jobs.values(), who, octx.settings.max_running_jobs)
         job_id = new_id()
-        created = plan_job(job_id, request, who, octx.directory)
+        created = plan_job(job_id, request, who, octx.directory, octx.jobs)
         job = Job(job_id)
         octx.jobs[job_id] = job
         try:

@@ -1,10 +1,12 @@
-"""``/api/jobs``: create, list, inspect, cancel."""
+"""``/api/jobs``: create (or check), list, inspect, cancel; the request's JSON Schema."""
 
 from __future__ import annotations
 
 import json
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Query, Response
+from fastapi.responses import JSONResponse
 
 from peertrain.common.app import Page, PagingDep
 from peertrain.common.app.responses import errors
@@ -16,6 +18,7 @@ from ...models import (
     EventPublic,
     JobAccepted,
     JobCancelling,
+    JobChecked,
     JobDetail,
     JobMetrics,
     JobRequest,
@@ -28,6 +31,12 @@ __all__ = ["router"]
 
 router = APIRouter(tags=["jobs"])
 
+JOB_REQUEST_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    **JobRequest.model_json_schema(),
+    "title": "PeerTrain job",
+}
+
 _WHY = {
     403: "A peer's token (this is a user's route)",
     404: "No such job (or not yours)",
@@ -37,25 +46,59 @@ _WHY = {
 @router.post(
     "",
     status_code=201,
-    summary="Create a training job",
-    responses=errors(
-        401,
-        403,
-        404,
-        409,
-        why={
-            403: "A peer's token, or the running-jobs quota is used up (quota_exceeded)",
-            404: "No such dataset (or not yours)",
-            409: "The dataset is not validated, or the peers cannot take part "
-            "(unknown, offline, disabled, too few for the selection)",
-            422: "The request is not valid (a spec, a peer list, the model's size)",
+    response_model=JobAccepted,
+    summary="Create a training job (or only check it: dry_run=true)",
+    responses={
+        200: {
+            "model": JobChecked,
+            "description": "dry_run=true: every check passed; nothing was created",
         },
-    ),
+        **errors(
+            401,
+            403,
+            404,
+            409,
+            why={
+                403: "A peer's token, or the running-jobs quota is used up (quota_exceeded)",
+                404: "No such dataset (or not yours)",
+                409: "The dataset is not validated, or the peers cannot take part "
+                "(unknown, offline, disabled, too few for the selection): each one named "
+                "with why in detail.peers, any other problem in detail.problems",
+                422: "The request is not valid: every problem at once, one "
+                "{loc, msg} item each (a spec, a peer list, the model's size)",
+            },
+        ),
+    },
 )
-async def create_job(body: JobRequest, user: CurrentUser, orch: OrchestratorDep) -> JobAccepted:
+async def create_job(
+    body: JobRequest,
+    user: CurrentUser,
+    orch: OrchestratorDep,
+    dry_run: Annotated[
+        bool,
+        Query(
+            description="Only check the request (every check a creation makes): "
+            "answers 200 with the job it would create; no job, no event"
+        ),
+    ] = False,
+) -> Response | JobAccepted:
     """Checked against the datasets and peers the orchestrator knows; sharding follows."""
+    if dry_run:
+        checked = JobChecked.of(await jobs.check_job(orch, body, user))
+        return JSONResponse(checked.model_dump(mode="json"), status_code=200)
     job = await jobs.create_job(orch, body, user)
     return JobAccepted(job_id=job.job_id)
+
+
+@router.get(
+    "/schema",
+    summary="The JSON Schema of a job request (job.yaml / job.json)",
+    responses=errors(),
+    response_model=dict[str, Any],
+)
+async def job_schema() -> dict[str, Any]:
+    """Public (no login): editors and ``peertrain job schema`` check job files with it."""
+    return JOB_REQUEST_SCHEMA
 
 
 @router.get(

@@ -1,0 +1,181 @@
+"""``peertrain job ls | show | cancel | events | config | metrics``: reading jobs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.text import Text
+
+from .output import echo_json, fmt_float, fmt_time, key_values, table
+from .state import state_of
+from .watchview import STATE_STYLE, fmt_duration
+
+__all__ = ["cancel", "config", "events", "list_jobs", "metrics", "show_job"]
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Plain JSON on stdout.")]
+
+
+def job_state(value: Any) -> Text:
+    """A job or task state, coloured."""
+    return Text(str(value or "-"), style=STATE_STYLE.get(str(value), ""))
+
+
+def list_jobs(ctx: typer.Context, json_out: JsonFlag = False) -> None:
+    """Your jobs."""
+    state = state_of(ctx)
+    with state.client() as pt:
+        found = pt.list_jobs()
+    if json_out:
+        echo_json(found)
+        return
+    rows = [
+        [
+            j.get("job_id") or "-",
+            j.get("name") or "-",
+            job_state(j.get("state")),
+            f"{j.get('current_round', '-')}/{j.get('rounds', '-')}",
+            fmt_float(j.get("accuracy")),
+            fmt_float(j.get("loss")),
+            fmt_time(j.get("created_at")),
+        ]
+        for j in found
+    ]
+    columns = ["JOB", "NAME", "STATE", "ROUND", "ACCURACY", "LOSS", "CREATED"]
+    table(state.out, columns, rows, empty="no jobs yet")
+
+
+def show_job(ctx: typer.Context, job_id: str, json_out: JsonFlag = False) -> None:
+    """One job: state, progress, latest metrics, its tasks (and why any failed)."""
+    state = state_of(ctx)
+    with state.client() as pt:
+        job = pt.get_job(job_id)
+    if json_out:
+        echo_json(job)
+        return
+    key_values(state.out, job, skip=("tasks", "peers", "latest", "error"))
+    latest = job.get("latest")
+    if isinstance(latest, dict):
+        state.out.print(
+            f"latest: round {latest.get('round', '-')}  loss {fmt_float(latest.get('loss'))}"
+            f"  accuracy {fmt_float(latest.get('accuracy'))}"
+        )
+    peers = job.get("peers")
+    if isinstance(peers, list) and peers:
+        state.out.print(Text("peers: " + ", ".join(str(p) for p in peers)))
+    if job.get("error"):
+        state.out.print(Text(f"error: {job['error']}", style="red"))
+    tasks = [t for t in job.get("tasks") or [] if isinstance(t, dict)]
+    rows = [
+        [
+            t.get("task_id"),
+            t.get("round"),
+            t.get("shard"),
+            t.get("peer_id"),
+            job_state(t.get("state")),
+            _first_line(t.get("error")),
+        ]
+        for t in tasks
+    ]
+    if rows:
+        table(state.out, ["TASK", "ROUND", "SHARD", "PEER", "STATE", "ERROR"], rows, title="tasks")
+    for t in tasks:
+        if t.get("traceback"):
+            state.out.print(Text(f"task {t.get('task_id')} traceback:", style="bold red"))
+            state.out.print(Text(str(t["traceback"])))
+
+
+def _first_line(value: Any) -> str:
+    lines = str(value or "").splitlines()
+    return lines[0] if lines else "-"
+
+
+def cancel(ctx: typer.Context, job_id: str, json_out: JsonFlag = False) -> None:
+    """Ask a job to stop; it ends `cancelled`."""
+    state = state_of(ctx)
+    with state.client() as pt:
+        answer = pt.cancel_job(job_id)
+    if json_out:
+        echo_json(answer)
+        return
+    state.err.print(f"cancelling {job_id}")
+
+
+def events(ctx: typer.Context, job_id: str, json_out: JsonFlag = False) -> None:
+    """A job's event history, oldest first (`job logs` tells it in words)."""
+    state = state_of(ctx)
+    with state.client() as pt:
+        items = pt.job_events(job_id)
+    if json_out:
+        echo_json(items)
+        return
+    envelope = {"id", "type", "occurred_at", "stream", "seq", "version", "metadata"}
+    rows = [
+        [
+            e.get("seq"),
+            fmt_time(e.get("occurred_at")),
+            e.get("type") or "-",
+            e.get("data") if "data" in e else {k: v for k, v in e.items() if k not in envelope},
+        ]
+        for e in items
+    ]
+    table(state.out, ["SEQ", "AT", "TYPE", "DATA"], rows, empty="no events")
+
+
+def config(ctx: typer.Context, job_id: str, json_out: JsonFlag = False) -> None:
+    """The job's config.json (what peers and the aggregator train from; written once
+    its data is sharded). Always JSON; --json is accepted for uniformity."""
+    del json_out
+    state = state_of(ctx)
+    with state.client() as pt:
+        echo_json(pt.job_config(job_id))
+
+
+def metrics(
+    ctx: typer.Context,
+    job_id: str,
+    peers: Annotated[bool, typer.Option("--peers", help="Also each peer's epochs.")] = False,
+    json_out: JsonFlag = False,
+) -> None:
+    """Holdout loss and accuracy per round; with --peers, each peer's training epochs."""
+    state = state_of(ctx)
+    with state.client() as pt:
+        found = pt.job_metrics(job_id)
+    if json_out:
+        echo_json(found)
+        return
+    initial = found.get("initial") if isinstance(found.get("initial"), dict) else None
+    rows: list[list[Any]] = []
+    if initial:
+        loss, accuracy = fmt_float(initial.get("loss")), fmt_float(initial.get("accuracy"))
+        rows.append([0, loss, accuracy, "-", "-"])
+    for r in found.get("rounds") or []:
+        if isinstance(r, dict):
+            rows.append(
+                [
+                    r.get("round"),
+                    fmt_float(r.get("loss")),
+                    fmt_float(r.get("accuracy")),
+                    r.get("peers"),
+                    fmt_duration(r.get("duration_s")),
+                ]
+            )
+    columns = ["ROUND", "LOSS", "ACCURACY", "UPDATES", "ROUND TIME"]
+    table(state.out, columns, rows, title="holdout", empty="no rounds evaluated yet")
+    if not peers:
+        return
+    epochs = [
+        [
+            p.get("peer_id"),
+            p.get("round"),
+            f"{p.get('epoch')}/{p.get('epochs')}",
+            fmt_float(p.get("loss")),
+            fmt_float(p.get("accuracy")),
+            p.get("samples"),
+            fmt_duration(p.get("duration_s")),
+        ]
+        for p in found.get("peers") or []
+        if isinstance(p, dict)
+    ]
+    columns = ["PEER", "ROUND", "EPOCH", "LOSS", "ACCURACY", "SAMPLES", "TIME"]
+    table(state.out, columns, epochs, title="peers' epochs", empty="no epochs reported yet")

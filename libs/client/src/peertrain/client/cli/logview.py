@@ -1,0 +1,125 @@
+"""What ``peertrain job logs`` prints for each of a job's events: one line each (a
+failed task adds its traceback, indented).
+
+Pure: an event as ``GET /api/jobs/{id}/events`` answers it in, rich text out. Rounds
+opening and closing, tasks sent, taken, failed and lost, each peer's per-epoch
+progress, updates accepted and rejected, model versions and their holdout metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from rich.text import Text
+
+from .output import fmt_float
+
+__all__ = ["EXIT_STATES", "event_text"]
+
+EXIT_STATES = {"job.completed": "completed", "job.failed": "failed", "job.cancelled": "cancelled"}
+_Render = Callable[[dict[str, Any]], str]
+
+
+def _r(d: dict[str, Any]) -> str:
+    return f"round {d.get('round', '?')}"
+
+
+def _metrics(d: dict[str, Any], loss: str = "loss", accuracy: str = "accuracy") -> str:
+    return f"loss {fmt_float(d.get(loss))} accuracy {fmt_float(d.get(accuracy))}"
+
+
+_LINES: dict[str, _Render] = {
+    "job.created": lambda d: (
+        f"job {d.get('name')!r} created: dataset {d.get('dataset_id')}, "
+        f"{len(d.get('peers') or [])} peer(s): {', '.join(d.get('peers') or [])}"
+    ),
+    "dataset.sharded": lambda d: f"data sharded: {len(d.get('shards') or [])} shard(s)",
+    "dataset.sharding_failed": lambda d: f"sharding FAILED: {d.get('message')} ({d.get('code')})",
+    "job.configured": lambda d: f"configured: {d.get('rounds')} round(s), config.json written",
+    "round.opened": lambda d: (
+        f"{_r(d)} opened (attempt {d.get('attempt')}) from model v{d.get('model_version')}"
+    ),
+    "task.assigned": lambda d: (
+        f"{_r(d)}: shard {d.get('shard')} sent to peer {d.get('peer_id')}"
+        + (f" (reassigned from {d['reassigned_from']})" if d.get("reassigned_from") else "")
+    ),
+    "task.accepted": lambda d: (
+        f"{_r(d)}: peer {d.get('peer_id')} took shard {d.get('shard')}"
+        + (f" on {d['device']}" if d.get("device") else "")
+    ),
+    "task.progress": lambda d: (
+        f"{_r(d)}: peer {d.get('peer_id')} epoch {d.get('epoch')}/{d.get('epochs')} "
+        f"{_metrics(d)} ({d.get('samples')} samples, {fmt_float(d.get('duration_s'), 1)}s)"
+    ),
+    "task.failed": lambda d: (
+        f"{_r(d)}: peer {d.get('peer_id')} FAILED shard {d.get('shard')}: "
+        f"{str(d.get('error') or '').strip()}"
+    ),
+    "task.lost": lambda d: (
+        f"{_r(d)}: peer {d.get('peer_id')} lost shard {d.get('shard')} ({d.get('reason')})"
+    ),
+    "update.accepted": lambda d: (
+        f"{_r(d)}: update of peer {d.get('peer_id')} accepted "
+        f"(train {_metrics(d, 'train_loss', 'train_accuracy')})"
+    ),
+    "update.rejected": lambda d: (
+        f"{_r(d)}: update of peer {d.get('peer_id')} REJECTED: {d.get('reason')} ({d.get('code')})"
+    ),
+    "round.closed": lambda d: (
+        f"{_r(d)} closed ({d.get('reason')}): {len(d.get('included') or [])} update(s)"
+    ),
+    "round.failed": lambda d: (
+        f"{_r(d)} FAILED: {d.get('accepted')} update(s), min_peers {d.get('min_peers')}"
+        + ("; trying again" if d.get("retry") else "")
+    ),
+    "model.version_created": lambda d: f"model v{d.get('version')} written ({d.get('strategy')})",
+    "model.evaluated": lambda d: f"model v{d.get('version')} on the holdout: {_metrics(d)}",
+    "model.exported": lambda d: f"final model exported (v{d.get('version')})",
+    "peer.excluded": lambda d: (
+        f"peer {d.get('peer_id')} excluded after {d.get('strikes')} strike(s): {d.get('reason')}"
+    ),
+    "job.completed": lambda d: (
+        f"job completed: final model v{d.get('final_version')}, {_metrics(d)}"
+    ),
+    "job.failed": lambda d: f"job FAILED: {d.get('reason')} ({d.get('code')})",
+    "job.cancelled": lambda d: f"job cancelled by {d.get('by')}",
+}
+_STYLE = {
+    "task.failed": "red",
+    "dataset.sharding_failed": "red",
+    "update.rejected": "red",
+    "round.failed": "red",
+    "job.failed": "bold red",
+    "peer.excluded": "yellow",
+    "task.lost": "yellow",
+    "job.cancelled": "bold yellow",
+    "job.completed": "bold green",
+    "round.opened": "cyan",
+    "round.closed": "cyan",
+    "model.evaluated": "green",
+}
+
+
+def _clock(value: Any) -> str:
+    try:
+        return datetime.fromisoformat(str(value)).strftime("%H:%M:%S")
+    except ValueError:
+        return "--:--:--"
+
+
+def event_text(event: dict[str, Any]) -> Text:
+    """One event as a log line: ``HH:MM:SS  what happened`` (plus a failed task's
+    traceback, indented); an event type it does not know prints its type."""
+    kind = str(event.get("type") or "?")
+    data = event.get("data") if isinstance(event.get("data"), dict) else {}
+    render = _LINES.get(kind)
+    body = render(data or {}) if render else kind
+    text = Text(f"{_clock(event.get('occurred_at'))}  ", style="dim")
+    text.append(" ".join(body.split()) if "\n" in body else body, style=_STYLE.get(kind, ""))
+    traceback = (data or {}).get("traceback")
+    if kind == "task.failed" and traceback:
+        for line in str(traceback).rstrip().splitlines():
+            text.append(f"\n          {line}", style="dim red")
+    return text
