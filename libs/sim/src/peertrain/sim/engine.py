@@ -188,6 +188,7 @@ class Simulation:
         self._tmp = tempfile.TemporaryDirectory(prefix="peertrain-sim-")
         scratch = work_dir or Path(self._tmp.name)
         settings = AggregatorSettings(work_dir=scratch / "aggregator")
+        settings.work_dir.mkdir(parents=True, exist_ok=True)  # as the aggregator's start-up does
         ctx = ServiceContext(
             settings=settings,
             mongo=cast(Any, None),
