@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -60,12 +62,22 @@ def peer_names(case: Case) -> list[str]:
     return [f"p{k}" if b == "honest" else f"contract-{b}-{k}" for k, b in enumerate(case.peers)]
 
 
+def start_peers(platform: Platform, cases: Iterable[Case]) -> None:
+    """Every peer the cases name, enrolled and started at once: enrolling is a process
+    each, so the suite pays for one start-up, not one per hostile peer."""
+    wanted = {n: b for c in cases for n, b in zip(peer_names(c), c.peers, strict=True)}
+    with ThreadPoolExecutor(max_workers=len(wanted)) as pool:
+        list(pool.map(lambda n: platform.peer(n, mode=_mode(wanted[n])), wanted))
+
+
+def _mode(behaviour: str) -> str | None:
+    return None if behaviour == "honest" else behaviour
+
+
 async def on_platform(platform: Platform, case: Case) -> tuple[str, dict[str, Any]]:
     dataset_id = await digits(platform)
-    peers = [
-        platform.peer(name, mode=None if b == "honest" else b).peer_id
-        for name, b in zip(peer_names(case), case.peers, strict=True)
-    ]
+    await asyncio.to_thread(start_peers, platform, CASES.values())
+    peers = [platform.peers[name].peer_id for name in peer_names(case)]
     await peers_active(platform, peers)
     body = {"name": f"contract-{case.name}", "dataset_id": dataset_id, "peers": peers}
     job_id = await create_job(platform, {**body, **case.spec()})
