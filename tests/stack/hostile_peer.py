@@ -13,6 +13,11 @@ Modes:
     The honest delta with one tensor one row too long.
 ``norm``
     The honest delta times 100.
+``flip``
+    The honest delta times -20 (the ``storm`` peer's update, with nothing else).
+``silent``
+    Never answers its task of round 1, attempt 1 (no ``accepted``, no update) while it
+    keeps heartbeating; honest after. Its round waits for the deadline.
 ``pickle``
     A ``torch.save`` file (a pickle in a zip) that, if ever unpickled, creates the file
     named by ``PEERTRAIN_TEST_CANARY``. Nothing here ever loads it.
@@ -90,6 +95,24 @@ class NormTrainer(Trainer):
         )
 
 
+class FlipTrainer(Trainer):
+    """Uploads the honest delta times -20."""
+
+    def make_update_bytes(self, task: TaskMessage, result: TrainResult) -> bytes:
+        return state_to_bytes(
+            {k: v * -20 if v.is_floating_point() else v for k, v in result.delta.items()}
+        )
+
+
+class SilentTrainer(Trainer):
+    """Takes its task of round 1, attempt 1 off the queue and never answers it."""
+
+    def run(self, task: TaskMessage) -> UpdateAnnounced | None:
+        if (task.round, task.attempt) == (1, 1):
+            return None
+        return super().run(task)
+
+
 class _Canary:
     """Unpickled, it calls ``pathlib.Path.touch(path)``: proof that someone unpickled."""
 
@@ -142,16 +165,11 @@ class CycleTrainer(Trainer):
         return attack.make_update_bytes(self, task, result)
 
 
-class StormTrainer(Trainer):
+class StormTrainer(FlipTrainer):
     """-20x updates, spoofed announcements, a progress flood and an overwritten upload."""
 
     FLOOD = 300
     GUESSES = 8
-
-    def make_update_bytes(self, task: TaskMessage, result: TrainResult) -> bytes:
-        return state_to_bytes(
-            {k: v * -20 if v.is_floating_point() else v for k, v in result.delta.items()}
-        )
 
     def announce(self, task: TaskMessage, announced: UpdateAnnounced) -> None:
         super().announce(task, announced)
@@ -178,6 +196,8 @@ MODES: dict[str, type[Trainer]] = {
     "nan": NanTrainer,
     "shape": ShapeTrainer,
     "norm": NormTrainer,
+    "flip": FlipTrainer,
+    "silent": SilentTrainer,
     "pickle": PickleTrainer,
     "duplicate": DuplicateTrainer,
     "cycle": CycleTrainer,

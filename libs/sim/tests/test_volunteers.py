@@ -69,3 +69,26 @@ def test_stragglers_miss_the_virtual_deadline_and_the_round_closes_without_them(
     assert late
     assert any(c.reason == "deadline" for c in _data(result, RoundClosed))
     assert result.virtual_s >= 3 * 5  # three rounds, each waited for its deadline
+
+
+def test_scripted_hostile_peers_are_named_by_index() -> None:
+    peers = ["a", "b", "c", "d"]
+    assert sim.Volunteers(hostile_indices=(1, 3)).hostile_peers(peers) == {"b", "d"}
+    with pytest.raises(ValueError, match="hostile_indices"):
+        sim.Volunteers(hostile_indices=(4,)).hostile_peers(peers)
+
+
+def test_a_task_left_unanswered_keeps_its_round_open_until_the_deadline(small_data) -> None:
+    spec = {**SPEC, "aggregation": {"round_deadline_s": 7}}
+    volunteers = sim.Volunteers(unanswered=((2, 1, 1),))
+    result = sim.run(spec, small_data, peers=3, volunteers=volunteers, device="cpu")
+    assert result.state == "completed", result.error
+    (lost,) = _data(result, TaskLost)
+    assert (lost.round, lost.peer_id, lost.reason) == (1, "peer-00002", "deadline")
+    closed = _data(result, RoundClosed)
+    assert [(c.round, c.reason, len(c.included)) for c in closed] == [
+        (1, "deadline", 2),
+        (2, "complete", 3),
+        (3, "complete", 3),
+    ]
+    assert result.rounds[0].virtual_s >= 7  # the peer stayed online: nobody took its task

@@ -176,6 +176,7 @@ class Simulation:
         self.pool, self.device, self.on_round = pool, device, on_round
         self.job_id, self.max_attempts = job_id, max_attempts
         self.peer_ids = [f"peer-{i:05d}" for i in range(peers)]
+        self._index = {p: k for k, p in enumerate(self.peer_ids)}
         self.hostile = self.volunteers.hostile_peers(self.peer_ids)
         self.speeds = self.volunteers.speeds(self.peer_ids)
         self.log = MemoryEventLog()
@@ -188,6 +189,7 @@ class Simulation:
         self._tmp = tempfile.TemporaryDirectory(prefix="peertrain-sim-")
         scratch = work_dir or Path(self._tmp.name)
         settings = AggregatorSettings(work_dir=scratch / "aggregator")
+        settings.work_dir.mkdir(parents=True, exist_ok=True)  # as the aggregator's start-up does
         ctx = ServiceContext(
             settings=settings,
             mongo=cast(Any, None),
@@ -416,6 +418,8 @@ class Simulation:
             found = job.dispatch(task.task_id)
             if found is None:
                 continue
+            if not self.volunteers.answers(self._index[task.peer_id], task.round, task.attempt):
+                continue  # online and silent: the round's deadline ends the wait
             if self.volunteers.drops_out(task.peer_id, task.round, task.attempt):
                 self._at(
                     self.now + timedelta(seconds=self.volunteers.offline_after_s),

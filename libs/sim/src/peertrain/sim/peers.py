@@ -36,6 +36,9 @@ class Volunteers:
     hostile
         Share of the peers that are hostile (the first ``round(hostile * peers)`` of a
         seeded shuffle).
+    hostile_indices
+        Peers that are hostile besides, by index (peer ``k`` owns shard ``k``): a
+        script, as the platform's tests start given peers in a hostile mode.
     hostile_mode
         ``norm``: the honest delta times 100; ``nan``: one NaN; ``shape``: one tensor a
         row too long; ``flip``: the delta times -20 (the ``storm`` peer's update).
@@ -45,6 +48,10 @@ class Volunteers:
         Virtual seconds a peer of speed 1 takes per sample and local epoch.
     offline_after_s
         Virtual seconds before a vanished peer is seen offline (the registry's liveness).
+    unanswered
+        ``(peer index, round, attempt)`` of tasks that their peer takes and never
+        answers, while it stays online (a hung trainer, as the platform tests' ``silent``
+        peer): only the round's deadline ends the wait for them.
     seed
         Seeds every draw.
     """
@@ -55,6 +62,8 @@ class Volunteers:
     speed_sigma: float = 0.0
     seconds_per_sample: float = 0.01
     offline_after_s: float = 30.0
+    hostile_indices: tuple[int, ...] = ()
+    unanswered: tuple[tuple[int, int, int], ...] = ()
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -67,15 +76,21 @@ class Volunteers:
 
     def hostile_peers(self, peers: list[str]) -> frozenset[str]:
         """Which peers are hostile."""
+        if any(not 0 <= k < len(peers) for k in self.hostile_indices):
+            raise ValueError(f"hostile_indices must name peers 0..{len(peers) - 1}")
         count = round(self.hostile * len(peers))
         order = list(peers)
         random.Random(derive_seed(self.seed, "hostile")).shuffle(order)
-        return frozenset(order[:count])
+        return frozenset(order[:count]) | {peers[k] for k in self.hostile_indices}
 
     def speeds(self, peers: list[str]) -> dict[str, float]:
         """Each peer's speed (1: nominal)."""
         rng = random.Random(derive_seed(self.seed, "speed"))
         return {p: math.exp(rng.gauss(0.0, self.speed_sigma)) for p in peers}
+
+    def answers(self, peer_index: int, round_: int, attempt: int) -> bool:
+        """Whether peer ``peer_index`` answers its task of this round attempt."""
+        return (peer_index, round_, attempt) not in self.unanswered
 
     def drops_out(self, peer: str, round_: int, attempt: int) -> bool:
         """Whether ``peer`` vanishes during this round attempt."""
