@@ -18,6 +18,7 @@ from ..errors import TrainingCancelled
 from ..weights.delta import compute_delta
 from .data import check_xy, num_outputs
 from .metrics import EpochMetrics, TrainResult
+from .nodynamo import step
 
 __all__ = ["train_local"]
 
@@ -138,7 +139,7 @@ def train_local(
                 total = loss + _proximal(model, anchor, p.proximal_mu) if anchor else loss
                 optimizer.zero_grad(set_to_none=True)
                 total.backward()  # type: ignore[no-untyped-call]
-                optimizer.step()
+                step(optimizer)  # optimizer.step(), without importing torch._dynamo
                 loss_sum += loss.detach().to(torch.float64) * yb.shape[0]
                 correct += (out.detach().argmax(dim=1) == yb).sum()
             metrics = EpochMetrics(
