@@ -108,3 +108,15 @@ def test_evaluate_reports_loss_accuracy_and_per_class():
 def test_derive_seed_is_stable():
     assert derive_seed(7, 1, 2) == derive_seed(7, 1, 2) != derive_seed(7, 2, 1)
     assert 0 <= derive_seed(0) < 2**63
+
+
+def test_cpu_training_seeds_no_backend_that_is_absent(monkeypatch):
+    # torch.manual_seed seeds CUDA, XPU and MTIA too; absent, each queues the seeding
+    # with a formatted stack trace: milliseconds per model built and task trained
+    import traceback
+
+    formatted = []
+    real = traceback.format_stack
+    monkeypatch.setattr(traceback, "format_stack", lambda *a: formatted.append(1) or real(*a))
+    _train(seed=3)
+    assert formatted == []

@@ -13,7 +13,7 @@ from torch import nn
 
 from peertrain.common.specs import TrainingParams, parse_training_params
 
-from ..device import limit_threads, select_device
+from ..device import limit_threads, seed_generators, select_device
 from ..errors import TrainingCancelled
 from ..weights.delta import compute_delta
 from .data import check_xy, num_outputs
@@ -45,7 +45,7 @@ def _seeded(seed: int, device: torch.device) -> Iterator[None]:
         torch.is_deterministic_algorithms_warn_only_enabled(),
     )
     with torch.random.fork_rng(devices=devices):
-        torch.manual_seed(seed)
+        seed_generators(seed, device)
         if cuda:
             torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
             torch.use_deterministic_algorithms(True, warn_only=True)

@@ -16,6 +16,7 @@ from peertrain.common.specs import (
     parse_model_spec,
 )
 
+from ..device import seed_generators
 from .models import MLP, LogisticRegression, SmallCNN
 
 __all__ = ["build_model"]
@@ -49,7 +50,7 @@ def build_model(spec: Any, feature_spec: Any, seed: int = 0) -> nn.Module:
     features: FeatureSpec = parse_feature_spec(feature_spec)
     check_budget(model_spec, features)
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+        seed_generators(seed, torch.device("cpu"))  # modules are built on the CPU
         if isinstance(model_spec, LogRegSpec):
             return LogisticRegression(features.flat_size, features.num_classes)
         if isinstance(model_spec, MLPSpec):
