@@ -243,6 +243,12 @@ class AsyncClient(BaseClient):
         result: dict[str, Any] = await self.call(calls.job_metrics(job_id))
         return result
 
+    async def job_config(self, job_id: str) -> dict[str, Any]:
+        """The job's ``config.json``: its specs, feature spec (columns, preprocessing,
+        classes), shards and holdout; a 404 until the data is sharded."""
+        result: dict[str, Any] = await self.call(calls.job_config(job_id))
+        return result
+
     async def job_events(self, job_id: str) -> list[dict[str, Any]]:
         """A job's events, oldest first."""
         return await self.every(calls.job_events(job_id))

@@ -154,6 +154,11 @@ def job_metrics(job_id: str) -> Call:
     return Call("GET", f"{JOBS}/{_id(job_id)}/metrics")
 
 
+def job_config(job_id: str) -> Call:
+    """The ``config.json`` a sharded job's peers train from (404 before sharding)."""
+    return Call("GET", f"{JOBS}/{_id(job_id)}/config")
+
+
 def job_events(job_id: str) -> Call:
     """A job's event history, oldest first; a page."""
     return Call("GET", f"{JOBS}/{_id(job_id)}/events")

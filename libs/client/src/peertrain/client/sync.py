@@ -235,6 +235,12 @@ class Client(BaseClient):
         result: dict[str, Any] = self.call(calls.job_metrics(job_id))
         return result
 
+    def job_config(self, job_id: str) -> dict[str, Any]:
+        """The job's ``config.json``: its specs, feature spec (columns, preprocessing,
+        classes), shards and holdout; a 404 until the data is sharded."""
+        result: dict[str, Any] = self.call(calls.job_config(job_id))
+        return result
+
     def job_events(self, job_id: str) -> list[dict[str, Any]]:
         """A job's events, oldest first."""
         return self.every(calls.job_events(job_id))

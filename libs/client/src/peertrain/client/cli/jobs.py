@@ -1,4 +1,4 @@
-"""``peertrain job create | ls | show | watch | cancel | events``."""
+"""``peertrain job create | ls | show | watch | cancel | events | export``."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from rich.text import Text
 from peertrain.client.jobs import JobProgress
 
 from .jobspec import SECTIONS, build_spec, load_config
+from .mlflow_export import export_job
 from .output import echo_json, fmt_float, fmt_time, key_values, table
 from .state import state_of
 from .watchview import STATE_STYLE, failure_line, render_watch
@@ -19,6 +20,7 @@ from .watchview import STATE_STYLE, failure_line, render_watch
 __all__ = ["app"]
 
 app = typer.Typer(help="Training jobs: create, follow, inspect, cancel.", no_args_is_help=True)
+app.command("export")(export_job)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Plain JSON on stdout.")]
 EXIT_FAILED = 1
 EXIT_CANCELLED = 3
