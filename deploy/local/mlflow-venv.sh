@@ -13,7 +13,7 @@
 MLFLOW_SERVER_VERSION=3.17.2
 venv="$PEERTRAIN_CACHE/venvs/mlflow-$MLFLOW_SERVER_VERSION"
 mkdir -p "$PEERTRAIN_CACHE/venvs"
-# make test builds it while lane 1 boots, and the test's fixture asks too: one builder.
+# make test builds it while ruff and mypy run, and the test's fixture asks too: one builder.
 exec 9>"$venv.lock"
 flock 9
 if [[ ! -f "$venv/.complete" ]]; then
