@@ -191,3 +191,17 @@ def test_export_logs_a_run_once(
     assert again.exit_code == 1
     assert f"already in experiment 'peertrain' as run {out['run_id']}" in again.stderr
     assert _run(api, tmp_path, "job", "export", "job-1", "--mlflow", uri, "--again").exit_code == 0
+
+
+def test_an_unreachable_tracking_server_is_one_line(
+    api: FakeApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("mlflow")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    _routes(api)
+    result = _run(api, tmp_path, "job", "export", "job-1", "--mlflow", "http://127.0.0.1:9")
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        "peertrain: error: cannot reach the MLflow tracking server at http://127.0.0.1:9 ("
+    )
+    assert result.stderr.count("\n") == 1

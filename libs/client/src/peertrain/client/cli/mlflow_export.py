@@ -78,14 +78,29 @@ def _read_job(pt: Client, job_id: str, api: str, folder: Path) -> tuple[TrackedR
     return run, files
 
 
+def _chain(exc: BaseException) -> list[BaseException]:
+    found: list[BaseException] = []
+    while exc is not None and exc not in found:
+        found.append(exc)
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return found
+
+
 @contextlib.contextmanager
 def _mlflow_errors(mlflow: Any, uri: str) -> Iterator[None]:
     """MLflow's failures as one line; its own notes (it prints run URLs) on stderr."""
+    import requests  # MLflow's HTTP client
+
     try:
         with contextlib.redirect_stdout(sys.stderr):
             yield
-    except mlflow.exceptions.MlflowException as exc:
-        first = str(exc.message if hasattr(exc, "message") else exc).strip().splitlines()
+    except (mlflow.exceptions.MlflowException, requests.RequestException) as exc:
+        chain = _chain(exc)
+        if any(isinstance(e, requests.ConnectionError) for e in chain):
+            raise ClientError(
+                f"cannot reach the MLflow tracking server at {uri} ({chain[-1]})"
+            ) from None
+        first = str(getattr(exc, "message", exc)).strip().splitlines()
         raise ClientError(f"MLflow at {uri}: {first[0] if first else type(exc).__name__}") from None
 
 
