@@ -41,6 +41,10 @@ if ((LANES == 2)); then
   stack1_pid=$!
 fi
 
+# The MLflow server's venv for tests/stack/training/test_mlflow.py, built the first time
+# while the lint runs (a no-op later; the test's fixture waits on the same lock).
+bash "$HERE/mlflow-venv.sh" >"$logs/mlflow-venv.log" 2>&1 &
+
 failed=""
 make --no-print-directory lint || failed="$failed lint"
 make --no-print-directory typecheck || failed="$failed typecheck"

@@ -1,6 +1,7 @@
 """``peertrain predict`` on the raw MNIST CSV gives the job's reported holdout accuracy.
 
-The demo's data and model (MNIST 10k as uploaded, an MLP), kept short: 2 peers, 2 rounds.
+The demo's data and model (MNIST 10k as uploaded, an MLP), kept short: 2 peers, 2 rounds
+(``short_mnist_job``, shared with test_mlflow.py).
 The downloaded ``final.pt`` is used by the real CLI in a fresh process, on the very
 ``.csv.gz`` that was uploaded, with ``--holdout``.
 """
@@ -15,21 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_mnist import mnist, mnist_job
-from training_support import Platform, create_job, finished, mnist_csv_gz, peers_active
+from training_support import mnist_csv_gz
 
 pytestmark = [pytest.mark.stack]
 
 
 async def test_predict_on_the_raw_csv_matches_the_reported_holdout_accuracy(
-    platform: Platform, http: Any, tmp_path: Path
+    short_mnist_job: str, http: Any, tmp_path: Path
 ) -> None:
-    dataset_id = await mnist(platform)
-    peers = [platform.peer(f"p{i}").peer_id for i in range(2)]
-    await peers_active(platform, peers)
-    job_id = await create_job(platform, mnist_job(dataset_id, peers, rounds=2))
-    job = await finished(platform, job_id)
-    assert job["state"] == "completed", job
+    job_id = short_mnist_job
     rounds = (await http.get(f"/api/jobs/{job_id}/metrics")).json()["rounds"]
     reported = rounds[-1]["accuracy"]
 

@@ -1,0 +1,214 @@
+"""A finished job as an experiment-tracking run: what ``peertrain job export --mlflow``
+logs, decided from the API's answers alone (no MLflow here, no I/O).
+
+- **params**: the job's whole spec, flattened (``model.hidden``, ``training.lr``,
+  ``aggregation.strategy``, ``sharding.alpha``, ..., plus ``name``, ``dataset_id``,
+  ``rounds`` and ``peers``); lists as JSON.
+- **metrics**, with the round as the step: the holdout ``loss`` and ``accuracy`` of
+  each model version (step 0: the initial model), ``holdout_samples``,
+  ``round_duration_s``, ``round_peers`` (updates accepted), ``class_accuracy/<class>``;
+  per peer, ``peer/<id>/train_loss``, ``train_accuracy``, ``samples`` and
+  ``duration_s`` of its last local epoch in each round. Each local epoch also goes to
+  ``peer/<id>/epoch_train_loss`` and ``epoch_train_accuracy``, stepped by epochs done
+  since the job began (``(round - 1) * epochs + epoch``).
+- **tags**: ``peertrain.job_id``, ``peertrain.state``, ``peertrain.dataset_id``,
+  ``peertrain.final_version``, ``peertrain.api``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from .errors import ClientError
+from .jobs import TERMINAL_STATES
+
+__all__ = [
+    "JOB_ID_TAG",
+    "RUN_STATUS",
+    "SPEC_FIELDS",
+    "Point",
+    "TrackedRun",
+    "flatten",
+    "metric_key",
+    "peer_points",
+    "round_points",
+    "tracked_run",
+]
+
+JOB_ID_TAG = "peertrain.job_id"
+SPEC_FIELDS = (
+    "name",
+    "dataset_id",
+    "rounds",
+    "peers",
+    "model",
+    "training",
+    "aggregation",
+    "sharding",
+)
+"""The fields of ``GET /api/jobs/{id}`` that make the job's spec (peers as chosen)."""
+RUN_STATUS = {"completed": "FINISHED", "failed": "FAILED", "cancelled": "KILLED"}
+"""A job's final state as an MLflow run status."""
+
+_UNSAFE = re.compile(r"[^\w\-. :]")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One metric value at one step."""
+
+    key: str
+    value: float
+    step: int
+
+
+@dataclass(frozen=True)
+class TrackedRun:
+    """Everything one run gets, in MLflow's terms."""
+
+    name: str
+    status: str
+    params: dict[str, str]
+    tags: dict[str, str]
+    metrics: list[Point] = field(default_factory=list)
+    start_ms: int | None = None
+    end_ms: int | None = None
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, str]:
+    """Nested mappings as dotted keys; lists and scalars as text (lists as JSON)."""
+    if isinstance(value, Mapping):
+        found: dict[str, str] = {}
+        for key, item in value.items():
+            found.update(flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+        return found
+    if isinstance(value, str):
+        return {prefix: value}
+    return {prefix: json.dumps(value)}
+
+
+def metric_key(*parts: Any) -> str:
+    """A metric name of ``parts`` joined by ``/``, each reduced to what MLflow accepts
+    (letters, digits, ``_-. :``)."""
+    cleaned = (_UNSAFE.sub("_", str(p)).strip() or "_" for p in parts)
+    return "/".join("_" if c in (".", "..") else c for c in cleaned)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _class_names(config: Mapping[str, Any] | None, count: int) -> list[str]:
+    feature_spec = (config or {}).get("feature_spec")
+    classes = feature_spec.get("classes") if isinstance(feature_spec, Mapping) else None
+    if isinstance(classes, list) and len(classes) == count:
+        return [str(c) for c in classes]
+    return [str(i) for i in range(count)]
+
+
+def round_points(metrics: Mapping[str, Any], config: Mapping[str, Any] | None) -> list[Point]:
+    """The holdout metrics of each model version, stepped by round (0: initial)."""
+    points: list[Point] = []
+    initial = metrics.get("initial")
+    if isinstance(initial, Mapping):
+        for key in ("loss", "accuracy"):
+            if (v := _number(initial.get(key))) is not None:
+                points.append(Point(key, v, 0))
+    names = {"holdout_samples": "samples", "round_duration_s": "duration_s"}
+    for rnd in metrics.get("rounds") or []:
+        step = int(rnd["round"])
+        values = {"loss": rnd.get("loss"), "accuracy": rnd.get("accuracy")}
+        values |= {ours: rnd.get(theirs) for ours, theirs in names.items()}
+        values["round_peers"] = rnd.get("peers")
+        per_class = rnd.get("per_class_accuracy") or []
+        labels = _class_names(config, len(per_class))
+        for label, acc in zip(labels, per_class, strict=True):
+            values[metric_key("class_accuracy", label)] = acc
+        for key, raw in values.items():
+            if (v := _number(raw)) is not None:
+                points.append(Point(key, v, step))
+    return points
+
+
+def peer_points(metrics: Mapping[str, Any]) -> list[Point]:
+    """Each peer's training metrics: per round (its last epoch) and per epoch.
+
+    A task that was retried reports an epoch twice; the later report counts.
+    """
+    last: dict[tuple[str, int, int], Mapping[str, Any]] = {}
+    for report in metrics.get("peers") or []:
+        last[(str(report["peer_id"]), int(report["round"]), int(report["epoch"]))] = report
+    points: list[Point] = []
+    final_epoch: dict[tuple[str, int], Mapping[str, Any]] = {}
+    for (peer, rnd, epoch), report in sorted(last.items()):
+        step = (rnd - 1) * int(report["epochs"]) + epoch
+        for name in ("loss", "accuracy"):
+            if (v := _number(report.get(name))) is not None:
+                points.append(Point(metric_key("peer", peer, f"epoch_train_{name}"), v, step))
+        final_epoch[(peer, rnd)] = report  # sorted: the last epoch wins
+    for (peer, rnd), report in final_epoch.items():
+        values = {
+            "train_loss": report.get("loss"),
+            "train_accuracy": report.get("accuracy"),
+            "samples": report.get("samples"),
+            "duration_s": report.get("duration_s"),
+        }
+        for name, raw in values.items():
+            if (v := _number(raw)) is not None:
+                points.append(Point(metric_key("peer", peer, name), v, rnd))
+    return points
+
+
+def _millis(value: Any) -> int | None:
+    if not value:
+        return None
+    try:
+        return int(datetime.fromisoformat(str(value)).timestamp() * 1000)
+    except ValueError:
+        return None
+
+
+def tracked_run(
+    job: Mapping[str, Any],
+    metrics: Mapping[str, Any],
+    config: Mapping[str, Any] | None = None,
+    *,
+    api: str = "",
+) -> TrackedRun:
+    """The run of an ended job, from ``GET /api/jobs/{id}``, its ``/metrics`` and (for
+    class names) its ``/config``.
+
+    Raises
+    ------
+    ClientError
+        The job has not ended yet.
+    """
+    job_id, state = str(job.get("job_id")), str(job.get("state"))
+    if state not in TERMINAL_STATES:
+        raise ClientError(f"job {job_id} is still {state}: export it once it has ended")
+    spec = {name: job[name] for name in SPEC_FIELDS if name in job}
+    tags = {
+        JOB_ID_TAG: job_id,
+        "peertrain.state": state,
+        "peertrain.dataset_id": str(job.get("dataset_id")),
+        "peertrain.api": api,
+    }
+    if job.get("final_version") is not None:
+        tags["peertrain.final_version"] = str(job["final_version"])
+    points = round_points(metrics, config) + peer_points(metrics)
+    return TrackedRun(
+        name=str(job.get("name") or job_id),
+        status=RUN_STATUS.get(state, "FINISHED"),
+        params=flatten(spec),
+        tags=tags,
+        metrics=points,
+        start_ms=_millis(job.get("created_at")),
+        end_ms=_millis(job.get("finished_at")),
+    )

@@ -1,0 +1,207 @@
+"""``peertrain job export --mlflow``: what a run gets (pure), and the command against a
+fake API and MLflow's own client on a local file store (the real tracking server is
+tests/stack/training/test_mlflow.py's)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakeapi import FakeApi
+from typer.testing import CliRunner
+
+from peertrain.client import ClientError, FileTokenStore, Tokens
+from peertrain.client.cli import CliState, app
+from peertrain.client.tracking import Point, flatten, metric_key, tracked_run
+
+API = "http://api.test"
+JOB: dict[str, Any] = {
+    "job_id": "job-1",
+    "name": "letters",
+    "state": "completed",
+    "dataset_id": "ds-1",
+    "rounds": 2,
+    "current_round": 2,
+    "created_at": "2026-12-01T10:00:00+00:00",
+    "finished_at": "2026-12-01T10:05:00+00:00",
+    "owner_id": "u-1",
+    "peers": ["pa", "pb"],
+    "model": {"arch": "mlp", "hidden": [32, 16], "dropout": 0.0},
+    "training": {"rounds": 2, "local_epochs": 2, "lr": 0.05, "optimizer": "sgd"},
+    "aggregation": {"strategy": "fedavg", "min_peers": 2},
+    "sharding": {"strategy": "iid", "alpha": None},
+    "final_version": 2,
+    "tasks": [],
+    "error": None,
+}
+METRICS: dict[str, Any] = {
+    "job_id": "job-1",
+    "initial": {"version": 0, "loss": 2.3, "accuracy": 0.1},
+    "rounds": [
+        {
+            "round": r,
+            "version": r,
+            "loss": 1.0 / r,
+            "accuracy": 0.5 + r / 10,
+            "per_class_accuracy": [0.5, None, 0.9],
+            "samples": 200,
+            "duration_s": 3.5,
+            "peers": 2,
+        }
+        for r in (1, 2)
+    ],
+    "peers": [
+        {
+            "peer_id": peer,
+            "round": r,
+            "shard": 0 if peer == "pa" else 1,
+            "task_id": f"t-{peer}-{r}",
+            "epoch": e,
+            "epochs": 2,
+            "loss": 1.0 / (r * e) + (0.5 if peer == "pb" else 0.0),
+            "accuracy": 0.4 + r / 10 + e / 100,
+            "samples": 400,
+            "duration_s": 0.25,
+        }
+        for peer in ("pa", "pb")
+        for r in (1, 2)
+        for e in (1, 2)
+    ],
+}
+CONFIG = {"feature_spec": {"classes": ["A", "B/b", "C"], "input_shape": [16]}}
+
+
+def _series(points: list[Point], key: str) -> list[tuple[int, float]]:
+    return [(p.step, p.value) for p in points if p.key == key]
+
+
+def test_params_are_the_whole_spec_flattened() -> None:
+    run = tracked_run(JOB, METRICS, CONFIG)
+    assert run.params["training.lr"] == "0.05"
+    assert run.params["model.hidden"] == "[32, 16]"
+    assert run.params["aggregation.strategy"] == "fedavg"
+    assert run.params["sharding.alpha"] == "null"
+    assert run.params["peers"] == '["pa", "pb"]'
+    assert run.params["name"] == "letters" and run.params["dataset_id"] == "ds-1"
+    assert not any(k.startswith(("tasks", "owner_id", "error", "state")) for k in run.params)
+    assert (run.name, run.status, run.tags["peertrain.job_id"]) == ("letters", "FINISHED", "job-1")
+    assert run.end_ms is not None and run.start_ms == run.end_ms - 300_000
+
+
+def test_round_metrics_are_stepped_by_round_from_the_initial_model() -> None:
+    points = tracked_run(JOB, METRICS, CONFIG).metrics
+    assert _series(points, "loss") == [(0, 2.3), (1, 1.0), (2, 0.5)]
+    assert _series(points, "accuracy") == [(0, 0.1), (1, 0.6), (2, 0.7)]
+    assert _series(points, "round_peers") == [(1, 2.0), (2, 2.0)]
+    assert _series(points, "holdout_samples") == [(1, 200.0), (2, 200.0)]
+    # Class names from the config; a class without holdout rows has no value.
+    assert _series(points, "class_accuracy/B_b") == []
+    assert _series(points, "class_accuracy/C") == [(1, 0.9), (2, 0.9)]
+    without_config = tracked_run(JOB, METRICS).metrics
+    assert _series(without_config, "class_accuracy/2") == [(1, 0.9), (2, 0.9)]
+
+
+def test_peer_metrics_per_round_and_per_epoch() -> None:
+    points = tracked_run(JOB, METRICS, CONFIG).metrics
+    # Per round: the round's last local epoch.
+    assert _series(points, "peer/pa/train_loss") == [(1, 0.5), (2, 0.25)]
+    assert _series(points, "peer/pb/train_loss") == [(1, 1.0), (2, 0.75)]
+    # Per epoch, counted across rounds.
+    steps = _series(points, "peer/pa/epoch_train_loss")
+    assert [s for s, _ in steps] == [1, 2, 3, 4]
+    assert steps[2] == (3, 0.5)
+
+
+def test_a_retried_epoch_counts_once_the_later_report() -> None:
+    again = {**METRICS["peers"][0], "task_id": "t-retry", "loss": 9.0}
+    points = tracked_run(JOB, {**METRICS, "peers": [*METRICS["peers"], again]}).metrics
+    assert _series(points, "peer/pa/epoch_train_loss")[0] == (1, 9.0)
+
+
+def test_a_job_that_has_not_ended_is_refused() -> None:
+    with pytest.raises(ClientError, match="job job-1 is still running"):
+        tracked_run({**JOB, "state": "running"}, METRICS)
+    failed = tracked_run({**JOB, "state": "failed", "final_version": None}, {})
+    assert failed.status == "FAILED" and failed.metrics == []
+
+
+def test_flatten_and_metric_keys() -> None:
+    flat = flatten({"a": {"b": 1, "c": [1, 2]}, "d": "x"})
+    assert flat == {"a.b": "1", "a.c": "[1, 2]", "d": "x"}
+    assert metric_key("peer", "p#1", "..") == "peer/p_1/_"
+
+
+# -- the command ------------------------------------------------------------------------
+
+
+def _run(api: FakeApi, cfg: Path, *args: str):  # type: ignore[no-untyped-def]
+    FileTokenStore(API, cfg).save(Tokens("access-1", "refresh-1"))
+    state = CliState(transport=api.transport)
+    env = {"COLUMNS": "200", "PEERTRAIN_API": API, "PEERTRAIN_CONFIG_DIR": str(cfg)}
+    return CliRunner().invoke(app, list(args), obj=state, env=env)
+
+
+def _routes(api: FakeApi) -> None:
+    api.route("GET", "/api/jobs/job-1", JOB)
+    api.route("GET", "/api/jobs/job-1/metrics", METRICS)
+    api.route("GET", "/api/jobs/job-1/config", CONFIG)
+    api.route("GET", "/api/models/job-1/final", b"weights")
+
+
+def test_without_the_mlflow_client_one_line_names_the_extra(
+    api: FakeApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _routes(api)
+    monkeypatch.setitem(sys.modules, "mlflow", None)  # import mlflow -> ImportError
+    result = _run(api, tmp_path, "job", "export", "job-1", "--mlflow", "http://127.0.0.1:9")
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        "peertrain: error: exporting to MLflow needs its client: "
+        "pip install 'peertrain-client[mlflow]'"
+    )
+    assert result.stderr.count("\n") == 1
+    assert api.requests == []  # said before anything is fetched
+
+
+def test_export_logs_a_run_once(
+    api: FakeApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mlflow = pytest.importorskip("mlflow")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # no server in a unit test
+    _routes(api)
+    uri = (tmp_path / "mlruns").as_uri()
+    result = _run(api, tmp_path, "job", "export", "job-1", "--mlflow", uri, "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["artifacts"] == ["config.json", "job.json", "metrics.json", "model/final.pt"]
+
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    run = client.get_run(out["run_id"])
+    assert run.info.status == "FINISHED" and run.info.run_name == "letters"
+    assert run.data.params["training.lr"] == "0.05"
+    history = client.get_metric_history(out["run_id"], "accuracy")
+    assert sorted((m.step, m.value) for m in history) == [(0, 0.1), (1, 0.6), (2, 0.7)]
+    model = Path(client.download_artifacts(out["run_id"], "model/final.pt", str(tmp_path)))
+    assert model.read_bytes() == b"weights"
+
+    again = _run(api, tmp_path, "job", "export", "job-1", "--mlflow", uri)
+    assert again.exit_code == 1
+    assert f"already in experiment 'peertrain' as run {out['run_id']}" in again.stderr
+    assert _run(api, tmp_path, "job", "export", "job-1", "--mlflow", uri, "--again").exit_code == 0
+
+
+def test_an_unreachable_tracking_server_is_one_line(
+    api: FakeApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("mlflow")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    _routes(api)
+    result = _run(api, tmp_path, "job", "export", "job-1", "--mlflow", "http://127.0.0.1:9")
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        "peertrain: error: cannot reach the MLflow tracking server at http://127.0.0.1:9 ("
+    )
+    assert result.stderr.count("\n") == 1

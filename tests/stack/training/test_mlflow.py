@@ -1,0 +1,189 @@
+"""``peertrain job export <job> --mlflow <uri>`` into a real MLflow tracking server.
+
+The server is ``mlflow server`` (the full package, from its own cached venv:
+deploy/local/mlflow-venv.sh) on a free port, with a SQLite backend store and a local
+artifact root, started here; it boots while the short MNIST job (2 peers, 2 rounds,
+shared with test_predict.py) trains. The real CLI exports the ended job in a fresh
+process, and the run is read back through MLflow's own client: the spec as params,
+holdout metrics per round (round as the step), each peer's metrics, the final model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+import pytest
+from training_support import ROOT, Platform
+
+from peertrain.client import FileTokenStore, Tokens
+from peertrain.common.testing import GATEWAY, child_env, free_port
+
+pytestmark = [pytest.mark.stack]
+mlflow = pytest.importorskip("mlflow")  # the client: peertrain-client[mlflow], in the dev group
+
+
+@dataclass
+class MlflowServer:
+    """``mlflow server`` on a free port: SQLite store and artifacts under ``root``."""
+
+    root: Path
+    port: int
+    proc: subprocess.Popen[bytes]
+    log: IO[bytes]
+
+    @property
+    def uri(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @classmethod
+    def launch(cls, root: Path) -> MlflowServer:
+        """Start it (the venv is built the first time); :meth:`wait_ready` waits."""
+        venv = subprocess.run(
+            ["bash", str(ROOT / "deploy" / "local" / "mlflow-venv.sh")],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=900,
+        ).stdout.strip()
+        port = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PEERTRAIN_", "MLFLOW_"))}
+        env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] = "false"  # no job runner, no workers
+        log = (root / "mlflow-server.log").open("ab")
+        args = ["--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}"]
+        args += ["--artifacts-destination", str(root / "artifacts")]
+        args += ["--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
+        proc = subprocess.Popen(
+            [f"{venv}/bin/mlflow", "server", *args],
+            env=env,
+            cwd=root,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its uvicorn child goes with it (killpg)
+        )
+        return cls(root, port, proc, log)
+
+    def tail(self) -> str:
+        text = (self.root / "mlflow-server.log").read_text(errors="replace")
+        return "\n".join(text.splitlines()[-30:])
+
+    def wait_ready(self, timeout: float = 300) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"mlflow server exited with {self.proc.returncode}:\n{self.tail()}")
+            try:
+                if httpx.get(f"{self.uri}/health", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        pytest.fail(f"mlflow server not ready after {timeout}s:\n{self.tail()}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def mlflow_and_job(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[MlflowServer, str]]:
+    """The server, booting while the short MNIST job trains; then both ready."""
+    server = MlflowServer.launch(tmp_path_factory.mktemp("mlflow"))
+    try:
+        job_id: str = request.getfixturevalue("short_mnist_job")
+        server.wait_ready()
+        yield server, job_id
+    finally:
+        server.stop()
+
+
+def cli_config(platform: Platform, folder: Path) -> Path:
+    """A config folder in which the CLI is logged in as the platform's user.
+
+    The platform renews its own pair first and hands the CLI only the fresh access
+    token: a CLI that refreshed would spend the platform's refresh token.
+    """
+    assert platform.auth is not None and platform.auth.tokens is not None
+    stale = platform.auth.tokens
+    r = httpx.post(
+        f"{GATEWAY}/api/auth/refresh", json={"refresh_token": stale.refresh_token}, timeout=30
+    )
+    assert r.status_code == 200, r.text
+    pair = Tokens.from_pair(r.json(), stale.username)
+    platform.auth.set_tokens(pair)
+    FileTokenStore(GATEWAY, folder).save(Tokens(pair.access_token, None, pair.expires_at))
+    return folder
+
+
+def peertrain(config_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = child_env("cli", {"PEERTRAIN_CONFIG_DIR": str(config_dir), "COLUMNS": "200"})
+    return subprocess.run(
+        [sys.executable, "-m", "peertrain.client.cli", "--api", GATEWAY, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+async def test_export_logs_spec_round_and_peer_metrics_and_the_model_to_mlflow(
+    mlflow_and_job: tuple[MlflowServer, str], platform: Platform, http: Any, tmp_path: Path
+) -> None:
+    server, job_id = mlflow_and_job
+    job = (await http.get(f"/api/jobs/{job_id}")).json()
+    metrics = (await http.get(f"/api/jobs/{job_id}/metrics")).json()
+    final = await http.get(f"/api/models/{job_id}/final", params={"format": "pt"})
+    assert final.status_code == 200, final.text
+
+    config_dir = cli_config(platform, tmp_path / "cli")
+    done = peertrain(config_dir, "job", "export", job_id, "--mlflow", server.uri, "--json")
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n{server.tail()}"
+    out = json.loads(done.stdout)
+
+    client = mlflow.MlflowClient(tracking_uri=server.uri)
+    run = client.get_run(out["run_id"])
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["peertrain.job_id"] == job_id
+    params = run.data.params
+    assert params["training.rounds"] == "2" and params["model.arch"] == "mlp"
+    assert params["model.hidden"] == "[128]" and params["aggregation.strategy"] == "fedavg"
+    assert params["dataset_id"] == job["dataset_id"]
+    assert json.loads(params["peers"]) == job["peers"]
+
+    def history(key: str) -> list[tuple[int, float]]:
+        return sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id, key))
+
+    initial = metrics["initial"]
+    assert history("accuracy") == [
+        (0, initial["accuracy"]),
+        *[(r["round"], r["accuracy"]) for r in metrics["rounds"]],
+    ]
+    assert [s for s, _ in history("loss")] == [0, 1, 2]
+    for peer_id in job["peers"]:
+        assert [s for s, _ in history(f"peer/{peer_id}/train_loss")] == [1, 2]
+
+    artifacts = {f.path for f in client.list_artifacts(run.info.run_id)}
+    assert {"model", "job.json", "metrics.json", "config.json"} <= artifacts
+    model = client.download_artifacts(run.info.run_id, "model/final.pt", str(tmp_path))
+    digest = hashlib.sha256(Path(model).read_bytes()).hexdigest()
+    assert digest == hashlib.sha256(final.content).hexdigest()
+    print(json.dumps({"job": job_id, **out}))
