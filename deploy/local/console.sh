@@ -20,9 +20,11 @@ if [[ ! -f $CONSOLE_DIST/index.html ]]; then
   fi
   # build.mjs resolves esbuild from its own folder: build from a copy beside node_modules.
   work=$(mktemp -d "$PEERTRAIN_CACHE/console-build.XXXXXX")
-  cp -r "$ROOT/web/console/build.mjs" "$ROOT/web/console/src" "$work/"
+  cp -r "$ROOT/web/console/build.mjs" "$ROOT/web/console/tsconfig.json" "$ROOT/web/console/src" "$work/"
   ln -s "$CONSOLE_NODE_MODULES" "$work/node_modules"
-  (cd "$work" && node build.mjs "$CONSOLE_DIST.tmp") >/dev/null || { rm -rf "$work" "$CONSOLE_DIST.tmp"; exit 1; }
+  # tsc checks the types (esbuild only strips them), then esbuild bundles.
+  (cd "$work" && node_modules/.bin/tsc -p tsconfig.json && node build.mjs "$CONSOLE_DIST.tmp") >&2 ||
+    { rm -rf "$work" "$CONSOLE_DIST.tmp"; log "console: build failed (see above)"; exit 1; }
   rm -rf "$work" "$CONSOLE_DIST"
   mv "$CONSOLE_DIST.tmp" "$CONSOLE_DIST"
   log "console: built into $CONSOLE_DIST"

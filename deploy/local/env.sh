@@ -56,7 +56,7 @@ export CHECKERS_DIR="$PEERTRAIN_CACHE/bin/peertrain-check-$(checkers_key)"
 # static files on the lock and the console's sources; deploy/local/console.sh fills them,
 # the local gateway serves CONSOLE_DIST at /.
 console_key() {
-  (cd "$ROOT/web/console" && find package.json package-lock.json build.mjs src -type f | LC_ALL=C sort |
+  (cd "$ROOT/web/console" && find package.json package-lock.json tsconfig.json build.mjs src -type f | LC_ALL=C sort |
     xargs sha256sum) | sha256sum | cut -c1-16
 }
 export CONSOLE_NODE_MODULES="$PEERTRAIN_CACHE/console/node_modules-$(sha256sum "$ROOT/web/console/package-lock.json" | cut -c1-16)/node_modules"

@@ -1,12 +1,12 @@
 // Datasets: the list, and one dataset's schema, class counts and first rows.
 import { all, get } from "./api";
-import { h, stateEl, table, when } from "./dom";
+import { h, put, stateEl, table, when } from "./dom";
 import { Dataset, Preview } from "./types";
 import type { View } from "./main";
 
 export const datasetsView: View = async (root) => {
   const found = await all<Dataset>("/api/datasets");
-  root.replaceChildren(
+  put(root, 
     h("h1", {}, "Datasets"),
     found.length
       ? table(
@@ -22,7 +22,7 @@ export const datasetView: View = async (root, [id]) => {
   const d = await get<Dataset>(`/api/datasets/${id}`);
   const preview = d.status === "validated" ? await get<Preview>(`/api/datasets/${id}/preview`).catch(() => null) : null;
   const most = Math.max(1, ...(d.class_counts ?? []));
-  root.replaceChildren(
+  put(root, 
     h("h1", {}, d.name, " ", stateEl(d.status)),
     h(
       "p",

@@ -37,3 +37,9 @@ export const when = (iso: string | null | undefined): string =>
   iso ? new Date(iso).toLocaleString() : "–";
 
 export const stateEl = (state: string): HTMLElement => h("span", { class: `state-${state}` }, state);
+
+/** Replace an element's children (null, undefined and false are left out). */
+export function put(el: Element, ...children: Child[]): void {
+  el.replaceChildren();
+  append(el, children);
+}

@@ -1,7 +1,7 @@
 // One job: live holdout curves, each peer's progress, failed tasks, config, model download.
 import { ApiError, get, request } from "./api";
 import { lineChart } from "./chart";
-import { fmt, h, stateEl, table, when } from "./dom";
+import { fmt, h, put, stateEl, table, when } from "./dom";
 import { FINISHED, JobDetail, JobMetrics, PeerEpoch } from "./types";
 import type { View } from "./main";
 
@@ -63,7 +63,7 @@ export const jobView: View = async (root, [jobId], alive) => {
     const buttons = (["pt", "safetensors"] as const).map((f) =>
       h("button", { disabled: !finalReady, "data-testid": `download-${f}`, onclick: () => download(jobId, f, dlStatus) }, `Download ${f}`),
     );
-    root.replaceChildren(
+    put(root, 
       h("h1", {}, job.name, " ", stateEl(job.state)),
       h(
         "p",
