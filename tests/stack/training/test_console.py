@@ -4,8 +4,8 @@ A person's path: log in with the form, open the job from the jobs list, watch it
 curve gain points round by round, download the model with the page's button; then the
 compare, peers and dataset pages. The browser is Debian's ``chromium`` driven by the npm
 package ``playwright-core`` (``web/console/test/browser.cjs``); the console is the build
-the gateway serves (``make console``). Kept cheap: a 600-row table, 2 peers, 3 rounds of
-a small MLP. The screenshot of the job page is kept (the test prints its paths).
+the gateway serves (``make console``). Kept cheap: a 2,000-row table, 2 peers, 3 rounds
+of a small MLP (3 local epochs, so that a round lasts long enough to be seen). The screenshot of the job page is kept (the test prints its paths).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def _node_modules() -> str:
     return modules
 
 
-def _table_csv(rows: int = 600, seed: int = 3) -> bytes:
+def _table_csv(rows: int = 2000, seed: int = 3) -> bytes:
     """Three well separated classes in four numeric columns."""
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, 3, rows)
@@ -66,7 +66,7 @@ def _job(dataset_id: str, peers: list[str]) -> dict[str, Any]:
         "dataset_id": dataset_id,
         "peers": peers,
         "model": {"arch": "mlp", "hidden": [16]},
-        "training": {"rounds": ROUNDS, "local_epochs": 1, "batch_size": 16, "lr": 0.05, "seed": 5},
+        "training": {"rounds": ROUNDS, "local_epochs": 3, "batch_size": 8, "lr": 0.02, "seed": 5},
         "aggregation": {"strategy": "fedavg", "min_peers": 2, "round_deadline_s": 180},
     }
 

@@ -1,6 +1,6 @@
 // Line charts drawn as SVG by hand: one or more series of (x, y) points on shared axes.
-// The chart element carries data-points (the longest series' point count) so that a test
-// can watch a curve grow.
+// The chart element carries data-points (the most rounds any series has a point for) so
+// that a test can watch a curve grow.
 
 const NS = "http://www.w3.org/2000/svg";
 export const COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4b5563"];
@@ -25,12 +25,13 @@ function ticks(lo: number, hi: number, n: number): number[] {
 export function lineChart(
   title: string,
   series: Series[],
-  opts: { width?: number; height?: number; xLabel?: string; testid?: string; counted?: (s: Series) => number } = {},
+  opts: { width?: number; height?: number; xLabel?: string; testid?: string } = {},
 ): HTMLElement {
   const W = opts.width ?? 520, H = opts.height ?? 260;
   const m = { l: 52, r: 12, t: 24, b: 34 };
   const all = series.flatMap((s) => s.points);
-  const counted = opts.counted ?? ((s: Series) => s.points.length);
+  // Rounds' points: round 0 (the initial model) is drawn but not counted.
+  const counted = (s: Series) => s.points.filter((p) => p[0] > 0).length;
   const box = document.createElement("div");
   box.className = "chart";
   box.dataset.testid = opts.testid ?? "";

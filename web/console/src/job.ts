@@ -57,7 +57,6 @@ export const jobView: View = async (root, [jobId], alive) => {
     if (!alive()) return false;
     const initial = metrics.initial ? ([[0, metrics.initial.loss, metrics.initial.accuracy]] as const) : [];
     const pts = [...initial, ...metrics.rounds.map((r) => [r.round, r.loss, r.accuracy] as const)];
-    const rounds = (s: { points: unknown[] }) => s.points.length - initial.length;
     const failed = job.tasks.filter((t) => t.state === "failed" || t.state === "rejected");
     const finalReady = job.final_version !== null;
     const buttons = (["pt", "safetensors"] as const).map((f) =>
@@ -76,8 +75,8 @@ export const jobView: View = async (root, [jobId], alive) => {
       h(
         "div",
         { class: "charts" },
-        lineChart("holdout accuracy", [{ name: "accuracy", points: pts.map((p) => [p[0], p[2]]) }], { testid: "curve-accuracy", counted: rounds }),
-        lineChart("holdout loss", [{ name: "loss", points: pts.map((p) => [p[0], p[1]]) }], { testid: "curve-loss", counted: rounds }),
+        lineChart("holdout accuracy", [{ name: "accuracy", points: pts.map((p) => [p[0], p[2]]) }], { testid: "curve-accuracy" }),
+        lineChart("holdout loss", [{ name: "loss", points: pts.map((p) => [p[0], p[1]]) }], { testid: "curve-loss" }),
       ),
       h("h2", {}, "Rounds"),
       table(

@@ -12,7 +12,8 @@ import { peersView } from "./peers";
 export type Tick = () => Promise<boolean | void>;
 export type View = (root: HTMLElement, params: string[], alive: () => boolean) => Promise<Tick | void>;
 
-const POLL_MS = 1000;
+// ?poll_ms= (100..10000) changes the period: the browser test polls fast to see each round.
+const POLL_MS = Math.min(10_000, Math.max(100, Number(new URLSearchParams(location.search).get("poll_ms")) || 1000));
 const routes: Array<[RegExp, View]> = [
   [/^#\/jobs\/([^/]+)$/, jobView],
   [/^#\/compare\/([^/]+)$/, compareView],

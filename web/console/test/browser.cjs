@@ -50,7 +50,7 @@ async function main() {
     page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
     page.setDefaultTimeout(60_000);
 
-    await page.goto(`${GATEWAY}/`);
+    await page.goto(`${GATEWAY}/?poll_ms=200`);
     await page.fill("input[name=username]", env("CONSOLE_USER"));
     await page.fill("input[name=password]", env("CONSOLE_PASSWORD"));
     await page.click("form.login button[type=submit]");
