@@ -5,7 +5,8 @@ curve gain points round by round, download the model with the page's button; the
 compare, peers and dataset pages. The browser is Debian's ``chromium`` driven by the npm
 package ``playwright-core`` (``web/console/test/browser.cjs``); the console is the build
 the gateway serves (``make console``). Kept cheap: a 2,000-row table, 2 peers, 3 rounds
-of a small MLP (3 local epochs, so that a round lasts long enough to be seen). The screenshot of the job page is kept (the test prints its paths).
+of a small MLP (3 local epochs, so that a round lasts long enough to be seen). The
+screenshot of the job page is kept (the test prints its paths).
 """
 
 from __future__ import annotations
