@@ -1,8 +1,8 @@
 // One job: live holdout curves, each peer's progress, failed tasks, config, model download.
-import { ApiError, get, request } from "./api";
+import { all, ApiError, get, request } from "./api";
 import { lineChart } from "./chart";
 import { fmt, h, put, stateEl, table, when } from "./dom";
-import { FINISHED, JobDetail, JobMetrics, PeerEpoch } from "./types";
+import { FINISHED, JobDetail, JobMetrics, Peer, PeerEpoch } from "./types";
 import type { View } from "./main";
 
 async function download(jobId: string, format: "pt" | "safetensors", status: HTMLElement): Promise<void> {
@@ -21,7 +21,7 @@ async function download(jobId: string, format: "pt" | "safetensors", status: HTM
   }
 }
 
-function peerRows(job: JobDetail, metrics: JobMetrics): Array<Array<string | number | HTMLElement>> {
+function peerRows(job: JobDetail, metrics: JobMetrics, names: Map<string, string>): Array<Array<string | number | HTMLElement>> {
   const latest = new Map<string, PeerEpoch>();
   for (const p of metrics.peers) {
     const seen = latest.get(p.peer_id);
@@ -32,7 +32,8 @@ function peerRows(job: JobDetail, metrics: JobMetrics): Array<Array<string | num
     const task = job.tasks.find((t) => t.peer_id === peerId && t.round === current);
     const p = latest.get(peerId);
     return [
-      h("code", {}, peerId.slice(0, 12)),
+      // (ids are UUIDv7: their first characters are a timestamp, their last ones differ)
+      h("span", { title: peerId }, names.get(peerId) ?? "", " ", h("code", {}, `…${peerId.slice(-8)}`)),
       shard,
       task ? task.state : "–",
       task?.device ?? "–",
@@ -45,6 +46,8 @@ function peerRows(job: JobDetail, metrics: JobMetrics): Array<Array<string | num
 
 export const jobView: View = async (root, [jobId], alive) => {
   let config: unknown = null;
+  // Peer names, for the peers this user may see (others show their id only).
+  const names = new Map((await all<Peer>("/api/registry/peers").catch(() => [] as Peer[])).map((p) => [p.peer_id, p.name]));
   const dlStatus = h("span", { class: "muted", "data-testid": "download-status" });
   const tick = async (): Promise<boolean> => {
     const [job, metrics] = await Promise.all([
@@ -85,7 +88,7 @@ export const jobView: View = async (root, [jobId], alive) => {
         { "data-testid": "rounds" },
       ),
       h("h2", {}, "Peers"),
-      table(["peer", "shard", "task (current round)", "device", "progress", "train loss", "train accuracy"], peerRows(job, metrics), { "data-testid": "job-peers" }),
+      table(["peer", "shard", "task (current round)", "device", "progress", "train loss", "train accuracy"], peerRows(job, metrics, names), { "data-testid": "job-peers" }),
       h("h2", {}, "Model"),
       h("p", {}, ...buttons, " ", finalReady ? `version ${job.final_version}` : "not exported yet", " ", dlStatus),
       failed.length ? h("h2", {}, `Failed tasks (${failed.length})`) : null,

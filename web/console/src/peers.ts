@@ -22,7 +22,7 @@ export const peersView: View = async (root, _params, alive) => {
             ["name", "id", "status", "device", "last seen", ""],
             peers.map((p) => [
               p.name,
-              h("code", {}, p.peer_id.slice(0, 12)),
+              h("code", {}, p.peer_id),
               stateEl(p.status),
               device(p),
               when(p.last_seen),
