@@ -7,7 +7,11 @@
 # Prints the build folder.
 . "$(dirname "$0")/env.sh"
 
-command -v npm >/dev/null || { log "console: npm not found (apt-get install nodejs npm)"; exit 1; }
+if ! command -v npm >/dev/null; then
+  . "$ROOT/deploy/local/install.sh" # apt_install (its main part runs only when executed)
+  mkdir -p "$PEERTRAIN_CACHE/logs"
+  apt_install nodejs npm
+fi
 if [[ ! -f $CONSOLE_DIST/index.html ]]; then
   modules_dir=$(dirname "$CONSOLE_NODE_MODULES")
   if [[ ! -d $CONSOLE_NODE_MODULES ]]; then
