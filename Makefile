@@ -13,18 +13,24 @@ space := $(subst ,, )
 MYPYPATH := $(subst $(space),:,$(MYPY_SRCS))
 PYTEST_ARGS ?=
 
-.PHONY: help venv stack-up stack-down stack-status services-up services-down \
+.PHONY: help venv console stack-up stack-down stack-status services-up services-down \
 	services-status up down redrive lint format typecheck test check-helm bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-idle bench-flower bench-sim demo
 
 help:
 	@echo "make test            venv + local stack + ruff + mypy + pytest (PYTEST_ARGS=...)"
 	@echo "make up / down       local stack and every service built so far"
+	@echo "make console         the web console's static files (served by the gateway at /)"
 	@echo "make stack-up | stack-down | stack-status"
 	@echo "make check-helm      helm lint + template (default, production) + strict k8s.io/api decoding"
 	@echo "make lint | format | typecheck | bench-{eventlog,auth,sharding,heartbeats,aggregate,rounds,idle,flower,sim} | demo"
 
 venv:
 	@bash deploy/local/venv.sh >/dev/null
+
+# The web console's static files (web/console), which the gateway serves at /: npm ci from
+# the lock file and an esbuild build, both cached outside the clone (deploy/local/console.sh).
+console:
+	@bash deploy/local/console.sh >/dev/null
 
 stack-up:
 	@bash deploy/local/stack.sh up
@@ -44,7 +50,7 @@ services-down:
 services-status:
 	@bash deploy/local/services.sh status
 
-up: venv stack-up services-up
+up: venv console stack-up services-up
 
 # Services first: they should see the stack go away after they have stopped.
 down:
@@ -77,7 +83,7 @@ check-helm:
 # problem; the exit status is non-zero when any of them failed. pytest runs in two lanes
 # at once, each on a local stack of its own (deploy/local/test.sh); PYTEST_ARGS=... runs
 # those tests in one lane. On success pytest's summary is the last line (CI reads it).
-test: venv
+test: venv console
 	@PYTEST_ARGS="$(PYTEST_ARGS)" bash deploy/local/test.sh
 
 bench-eventlog: venv stack-up

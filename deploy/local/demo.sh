@@ -171,6 +171,8 @@ EOF
   peers       $PEERS running, logs in $DEMO/logs
 Try: PEERTRAIN_CONFIG_DIR=$DEMO/cli peertrain job show $job
 Stop the peers: bash deploy/local/demo.sh peers-down     the platform: make down
+
+Web console: $API/  (log in as $(<"$DEMO/username"), password in $DEMO/password)
 EOF
 }
 

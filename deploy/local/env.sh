@@ -52,6 +52,16 @@ checkers_key() {
 }
 export CHECKERS_DIR="$PEERTRAIN_CACHE/bin/peertrain-check-$(checkers_key)"
 
+# The web console (web/console): node_modules keyed on package-lock.json, the built
+# static files on the lock and the console's sources; deploy/local/console.sh fills them,
+# the local gateway serves CONSOLE_DIST at /.
+console_key() {
+  (cd "$ROOT/web/console" && find package.json package-lock.json tsconfig.json build.mjs src -type f | LC_ALL=C sort |
+    xargs sha256sum) | sha256sum | cut -c1-16
+}
+export CONSOLE_NODE_MODULES="$PEERTRAIN_CACHE/console/node_modules-$(sha256sum "$ROOT/web/console/package-lock.json" | cut -c1-16)/node_modules"
+export CONSOLE_DIST="$PEERTRAIN_CACHE/console/dist-$(console_key)"
+
 lock_key() { sha256sum "$ROOT/uv.lock" | cut -c1-16; }
 export UV_PROJECT_ENVIRONMENT="$PEERTRAIN_CACHE/venvs/py311-$(lock_key)"
 export UV_LINK_MODE=copy

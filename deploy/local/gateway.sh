@@ -11,21 +11,22 @@ GW_DIR="$VAR_DIR/gateway"
 # render_gateway_conf MODE: the gateway template with its placeholders filled.
 # local: services on 127.0.0.1:800x. docker: the compose service names, port 8000.
 render_gateway_conf() {
-  local mode=$1 listen access up_auth up_registry up_dataset up_orch up_agg
+  local mode=$1 listen access console up_auth up_registry up_dataset up_orch up_agg
   case $mode in
     local)
-      listen="127.0.0.1:$GATEWAY_PORT" access=logs/access.log
+      listen="127.0.0.1:$GATEWAY_PORT" access=logs/access.log console=$GW_DIR/console
       up_auth=127.0.0.1:$(port 8001) up_registry=127.0.0.1:$(port 8002)
       up_dataset=127.0.0.1:$(port 8003) up_orch=127.0.0.1:$(port 8004)
       up_agg=127.0.0.1:$(port 8005) ;;
     docker)
-      listen=8080 access=/dev/stdout
+      listen=8080 access=/dev/stdout console=/usr/share/nginx/console
       up_auth=auth:8000 up_registry=registry:8000 up_dataset=dataset:8000
       up_orch=orchestrator:8000 up_agg=aggregator:8000 ;;
     *) log "render_gateway_conf: unknown mode $mode"; return 2 ;;
   esac
   sed -e "s|\${GATEWAY_LISTEN}|$listen|g" \
     -e "s|\${GATEWAY_ACCESS_LOG}|$access|g" \
+    -e "s|\${GATEWAY_CONSOLE_ROOT}|$console|g" \
     -e "s|\${GATEWAY_AUTH_UPSTREAM}|$up_auth|g" \
     -e "s|\${GATEWAY_REGISTRY_UPSTREAM}|$up_registry|g" \
     -e "s|\${GATEWAY_DATASET_UPSTREAM}|$up_dataset|g" \
@@ -34,10 +35,26 @@ render_gateway_conf() {
     "$ROOT/deploy/gateway/gateway.conf.template"
 }
 
+# The web console's built files (CONSOLE_DIST, `make console`) into the prefix: nginx's
+# workers run as nobody when the stack runs as root, and the cache may sit in a home
+# folder they cannot enter. Without a build, / answers 404 (the API is unaffected).
+gateway_copy_console() {
+  local dst="$GW_DIR/console"
+  if [[ ! -f $CONSOLE_DIST/index.html ]]; then
+    [[ -f $dst/index.html ]] || log "gateway: no web console built (make console); / answers 404"
+    return 0
+  fi
+  if [[ -f $dst.source ]] && [[ $(<"$dst.source") == "$CONSOLE_DIST" ]]; then return 0; fi
+  rm -rf "$dst.new" && cp -r "$CONSOLE_DIST" "$dst.new" && chmod -R a+rX "$dst.new"
+  rm -rf "$dst" && mv "$dst.new" "$dst"
+  echo "$CONSOLE_DIST" >"$dst.source"
+}
+
 # Write the config into the prefix. Returns 0 when it changed, 1 when it did not, and
 # 2 when `nginx -t` rejects it (reported as such, rather than as "did not answer").
 gateway_write_config() {
   local new="$GW_DIR/conf/.new"
+  gateway_copy_console
   mkdir -p "$GW_DIR/conf" "$GW_DIR/logs" "$GW_DIR/tmp" "$new"
   cp "$ROOT/deploy/gateway/nginx.local.conf" "$new/nginx.conf"
   render_gateway_conf local >"$new/gateway.conf"

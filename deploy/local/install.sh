@@ -3,7 +3,7 @@
 # Sourced by stack.sh (`install_missing`); `bash deploy/local/install.sh` runs it alone.
 #
 # - Debian packages: rabbitmq-server, postgresql-15, nginx, prometheus (and curl, procps
-#   for the scripts).
+#   for the scripts), nodejs and npm (the web console's build), chromium (its browser test).
 # - FerretDB and MinIO: built from the Go module proxy at the versions pinned in env.sh,
 #   into $PEERTRAIN_CACHE/bin, so clones and CI runs on this machine share them.
 # - helm (pinned in env.sh) and the deployment checkers (deploy/check, keyed on their
@@ -40,6 +40,9 @@ missing_debian_packages() {
   command -v setpriv >/dev/null || want+=(util-linux)
   command -v curl >/dev/null || want+=(curl ca-certificates)
   command -v ps >/dev/null || want+=(procps)
+  # The web console: npm builds it (make console); its browser test drives Chromium.
+  command -v npm >/dev/null || want+=(nodejs npm)
+  command -v chromium >/dev/null || want+=(chromium)
   # Debian's golang-go is older than MinIO needs; with it, Go's own toolchain switch
   # (GOTOOLCHAIN=auto) fetches the version go.mod asks for from the module proxy.
   command -v go >/dev/null || { [[ -x $MINIO_BIN && -x $FERRETDB_BIN ]] && go_tools_built; } ||

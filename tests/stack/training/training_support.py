@@ -93,6 +93,9 @@ class Platform:
     peers: dict[str, PeerProcess] = field(default_factory=dict)
     auth: TokenAuth | None = None
     user_id: str = ""
+    username: str = ""
+    password: str = ""
+    """The user's login (the browser test logs in with it, as a person would)."""
     datasets: dict[str, str] = field(default_factory=dict)
     queue_prefixes: list[str] = field(default_factory=list)
     """The services' queue names start with one of these (plus ``.``)."""
@@ -260,7 +263,7 @@ def _login(p: Platform) -> None:
     auth = f"{GATEWAY}/api/auth"
     r = httpx.post(f"{auth}/register", json={"username": name, "password": password}, timeout=30)
     assert r.status_code == 201, r.text
-    p.user_id = r.json()["id"]
+    p.user_id, p.username, p.password = r.json()["id"], name, password
     r = httpx.post(f"{auth}/token", data={"username": name, "password": password}, timeout=30)
     assert r.status_code == 200, r.text
     p.auth = TokenAuth(Tokens.from_pair(r.json(), name), refresh_url=f"{auth}/refresh")

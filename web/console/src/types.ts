@@ -1,0 +1,95 @@
+// The parts of the API's answers the console reads (see the services' models.py).
+
+export interface JobLine {
+  job_id: string;
+  name: string;
+  state: string;
+  dataset_id: string;
+  rounds: number;
+  current_round: number | null;
+  created_at: string | null;
+  finished_at: string | null;
+  accuracy: number | null;
+  loss: number | null;
+}
+export interface JobSummary extends JobLine {
+  peers: number;
+}
+export interface Task {
+  task_id: string;
+  round: number;
+  attempt: number;
+  shard: number;
+  peer_id: string;
+  state: string;
+  device: string | null;
+  error: string | null;
+  traceback: string | null;
+}
+export interface JobDetail extends JobLine {
+  peers: string[];
+  round: { round: number; attempt: number; state: string } | null;
+  tasks: Task[];
+  final_version: number | null;
+  error: string | null;
+  error_code: string | null;
+}
+export interface RoundMetrics {
+  round: number;
+  loss: number;
+  accuracy: number;
+  samples: number;
+  duration_s: number | null;
+  peers: number | null;
+}
+export interface PeerEpoch {
+  peer_id: string;
+  round: number;
+  shard: number;
+  epoch: number;
+  epochs: number;
+  loss: number | null;
+  accuracy: number | null;
+  samples: number;
+}
+export interface JobMetrics {
+  job_id: string;
+  initial: { loss: number; accuracy: number } | null;
+  rounds: RoundMetrics[];
+  peers: PeerEpoch[];
+}
+export interface Peer {
+  peer_id: string;
+  name: string;
+  status: string;
+  specs: { device: string; cpu_model: string; cpu_cores: number; ram_gb: number; gpus: Array<{ name: string; memory_gb: number }> } | null;
+  last_seen: string | null;
+  shared: boolean;
+  disabled: boolean;
+}
+export interface Dataset {
+  id: string;
+  name: string;
+  filename: string;
+  status: string;
+  error: { code?: string; message?: string } | null;
+  size: number;
+  kind: string | null;
+  rows: number | null;
+  columns: number | null;
+  schema: Array<Record<string, unknown> & { name: string; type: string; missing?: number }> | null;
+  label_column: string | null;
+  classes: string[] | null;
+  class_counts: number[] | null;
+  train_rows: number | null;
+  holdout_rows: number | null;
+  input_shape: number[] | null;
+  created_at: string | null;
+}
+export interface Preview {
+  kind: string;
+  columns: string[];
+  rows: unknown[][];
+}
+
+export const FINISHED = new Set(["completed", "failed", "cancelled"]);
