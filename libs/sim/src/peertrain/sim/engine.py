@@ -61,7 +61,7 @@ from peertrain.common.events.training import (
 from peertrain.common.security import PeerMessage, Principal
 from peertrain.common.specs import ShardingSpec
 from peertrain.dataset.domain.sharding import strategy_for
-from peertrain.dataset.prepare.shards import write_shards
+from peertrain.dataset.prepare.shards import shard_key, write_shards
 from peertrain.ml.weights import state_from_bytes, state_to_bytes
 from peertrain.orchestrator.domain import Env, Job, reconcile
 from peertrain.orchestrator.domain.configuration import configure
@@ -284,7 +284,7 @@ class Simulation:
         refs = []
         for shard in files:
             raw = shard.path.read_bytes()
-            key = f"jobs/{self.job_id}/shards/{shard.index}.npz"
+            key = shard_key(self.job_id, shard.index)
             put = await self.blobs.put_bytes(key, raw)
             with np.load(io.BytesIO(raw), allow_pickle=False) as npz:  # as a peer reads it
                 x = np.ascontiguousarray(npz["X"], dtype=np.float32)

@@ -15,7 +15,18 @@ from numpy.typing import NDArray
 
 from .npyio import NpyBlockReader, NpzWriter
 
-__all__ = ["MAX_OPEN", "ShardFile", "write_shards"]
+__all__ = ["MAX_OPEN", "ShardFile", "job_prefix", "shard_key", "write_shards"]
+
+
+def job_prefix(job_id: str) -> str:
+    """A job's objects live under ``jobs/<job_id>/``."""
+    return f"jobs/{job_id}/"
+
+
+def shard_key(job_id: str, index: int) -> str:
+    """Where shard ``index`` of a job is stored (the simulation keeps the same layout)."""
+    return f"{job_prefix(job_id)}shards/{index}.npz"
+
 
 MAX_OPEN = 64
 _BLOCK_BYTES = 16 * 1024 * 1024

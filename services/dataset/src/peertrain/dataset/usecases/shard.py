@@ -29,7 +29,7 @@ from peertrain.common.events.training import JobCreated
 from peertrain.dataset.domain.dataset import DatasetState
 from peertrain.dataset.domain.errors import DatasetError, DatasetGone, TooFewRows
 from peertrain.dataset.domain.sharding import ShardingStrategy, strategy_for
-from peertrain.dataset.prepare.shards import ShardFile, write_shards
+from peertrain.dataset.prepare.shards import ShardFile, job_prefix, shard_key, write_shards
 
 from .artifacts import copy_object, upload_file
 from .context import DatasetContext
@@ -40,11 +40,6 @@ log = structlog.get_logger(__name__)
 
 _POLL_S = 0.5
 _PARALLEL_UPLOADS = 2
-
-
-def job_prefix(job_id: str) -> str:
-    """A job's objects live under ``jobs/<job_id>/``."""
-    return f"jobs/{job_id}/"
 
 
 async def _wait_until_decided(dctx: DatasetContext, dataset_id: str) -> DatasetState | None:
@@ -131,7 +126,7 @@ async def _shard(dctx: DatasetContext, job: JobCreated, data: DatasetValidated) 
             async with uploads:
                 ref = await upload_file(
                     blobs,
-                    f"{prefix}shards/{shard.index}.npz",
+                    shard_key(job.job_id, shard.index),
                     shard.path,
                     rows=shard.rows,
                     class_counts=shard.class_counts,
