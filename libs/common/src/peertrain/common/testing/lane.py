@@ -34,12 +34,13 @@ PROMETHEUS = f"http://127.0.0.1:{stack_port(9090)}"
 def child_env(service: str | None, values: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a ``peertrain.<service>`` subprocess in this lane.
 
-    No ``PEERTRAIN_*`` variable leaks in from the caller's environment; the service gets
+    No other ``PEERTRAIN_*`` variable leaks in from the caller's environment; the service gets
     this lane's MongoDB, RabbitMQ and S3 addresses under its own prefix (the services'
     settings read ``PEERTRAIN_<SERVICE>_*`` only; ``None``: plain ``ServiceSettings``,
     ``PEERTRAIN_*``), then ``values`` on top.
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith("PEERTRAIN_")}
+    env["PEERTRAIN_PORT_OFFSET"] = str(OFFSET)  # a test's own child process is in this lane
     stack = ServiceSettings()  # this lane's addresses (env.sh exports them)
     prefix = f"PEERTRAIN_{service.upper()}_" if service else "PEERTRAIN_"
     env[prefix + "MONGO_URL"] = stack.mongo_url
