@@ -54,8 +54,8 @@ gateway_copy_console() {
 # 2 when `nginx -t` rejects it (reported as such, rather than as "did not answer").
 gateway_write_config() {
   local new="$GW_DIR/conf/.new"
-  gateway_copy_console
   mkdir -p "$GW_DIR/conf" "$GW_DIR/logs" "$GW_DIR/tmp" "$new"
+  gateway_copy_console
   cp "$ROOT/deploy/gateway/nginx.local.conf" "$new/nginx.conf"
   render_gateway_conf local >"$new/gateway.conf"
   if cmp -s "$new/nginx.conf" "$GW_DIR/conf/nginx.conf" &&
