@@ -8,13 +8,12 @@ import typer
 
 from peertrain.client.errors import ClientError
 
-from .output import echo_json, key_values
+from .output import JsonFlag, echo_json, key_values
 from .state import state_of
 
 __all__ = ["install"]
 
 Username = Annotated[str, typer.Option("--username", "-u", prompt=True, help="Your user name.")]
-JsonFlag = Annotated[bool, typer.Option("--json", help="Plain JSON on stdout.")]
 
 
 def register(

@@ -16,13 +16,12 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from .output import echo_json, fmt_time, key_values, table
+from .output import JsonFlag, YesFlag, echo_json, fmt_time, key_values, table
 from .state import state_of
 
 __all__ = ["app", "transfer_progress"]
 
 app = typer.Typer(help="Datasets: upload, list, inspect, preview, delete.", no_args_is_help=True)
-JsonFlag = Annotated[bool, typer.Option("--json", help="Plain JSON on stdout.")]
 _STATUS_STYLE = {"validated": "green", "validating": "yellow", "rejected": "red"}
 
 
@@ -167,7 +166,7 @@ def preview(ctx: typer.Context, dataset_id: str, json_out: JsonFlag = False) -> 
 def remove(
     ctx: typer.Context,
     dataset_id: str,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    yes: YesFlag = False,
     json_out: JsonFlag = False,
 ) -> None:
     """Delete a dataset and its stored objects (jobs keep the shards they were given)."""

@@ -10,12 +10,11 @@ import typer
 from rich.text import Text
 
 from .jobspec import SECTIONS, apply_sets, build_spec, init_from, load_config, rerun_spec
-from .output import echo_json
+from .output import JsonFlag, echo_json
 from .state import CliState, state_of
 
 __all__ = ["create", "rerun", "schema"]
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Plain JSON on stdout.")]
 DryRun = Annotated[
     bool,
     typer.Option(

@@ -7,13 +7,11 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from .output import echo_json, fmt_float, fmt_time, key_values, table
+from .output import JsonFlag, echo_json, fmt_float, fmt_time, key_values, table
 from .state import state_of
 from .watchview import STATE_STYLE, fmt_duration
 
 __all__ = ["cancel", "config", "events", "list_jobs", "metrics", "show_job"]
-
-JsonFlag = Annotated[bool, typer.Option("--json", help="Plain JSON on stdout.")]
 
 
 def job_state(value: Any) -> Text:

@@ -27,7 +27,7 @@ from peertrain.client.errors import ApiError, ClientError
 from peertrain.client.sync import Client
 from peertrain.client.tracking import JOB_ID_TAG, TrackedRun, tracked_run
 
-from .output import echo_json
+from .output import JsonFlag, echo_json
 from .state import state_of
 
 __all__ = ["export_job"]
@@ -159,7 +159,7 @@ def export_job(
         bool,
         typer.Option("--again", help="Log another run when the job already has one there."),
     ] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Plain JSON on stdout.")] = False,
+    json_out: JsonFlag = False,
 ) -> None:
     """Log an ended job to MLflow: its spec as params, per-round and per-peer metrics
     (round as the step), and the final model as an artifact. Prints the run id."""

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 import typer
 
 from .datasets import transfer_progress
-from .output import echo_json, fmt_float, fmt_time, table
+from .output import JsonFlag, echo_json, fmt_float, fmt_time, table
 from .state import state_of
 
 __all__ = ["app"]
@@ -34,7 +34,7 @@ def _version_row(v: dict[str, Any]) -> list[Any]:
 def versions(
     ctx: typer.Context,
     job_id: str,
-    json_out: Annotated[bool, typer.Option("--json", help="Plain JSON on stdout.")] = False,
+    json_out: JsonFlag = False,
 ) -> None:
     """A job's model versions (one per aggregated round)."""
     state = state_of(ctx)
@@ -58,7 +58,7 @@ def download(
         Path | None, typer.Option("--output", "-o", help="Default: <job>.<format>")
     ] = None,
     fmt: Annotated[Format, typer.Option("--format", help="pt or safetensors")] = "pt",
-    json_out: Annotated[bool, typer.Option("--json", help="Plain JSON on stdout.")] = False,
+    json_out: JsonFlag = False,
 ) -> None:
     """Download the job's final model."""
     state = state_of(ctx)

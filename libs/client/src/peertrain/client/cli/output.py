@@ -5,14 +5,28 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["cell", "echo_json", "fmt_float", "fmt_time", "key_values", "table"]
+__all__ = [
+    "JsonFlag",
+    "YesFlag",
+    "cell",
+    "echo_json",
+    "fmt_float",
+    "fmt_time",
+    "key_values",
+    "table",
+]
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Plain JSON on stdout.")]
+"""Every command's ``--json``: its answer as plain JSON on stdout."""
+YesFlag = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")]
+"""A destructive command's ``--yes``: no confirmation prompt."""
 
 
 def echo_json(data: Any) -> None:

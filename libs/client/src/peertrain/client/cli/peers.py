@@ -7,13 +7,12 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from .output import echo_json, fmt_time, key_values, table
+from .output import JsonFlag, YesFlag, echo_json, fmt_time, key_values, table
 from .state import state_of
 
 __all__ = ["app"]
 
 app = typer.Typer(help="Your peers: list, inspect, enroll, disable, remove.", no_args_is_help=True)
-JsonFlag = Annotated[bool, typer.Option("--json", help="Plain JSON on stdout.")]
 _STATUS_STYLE = {"active": "green", "stale": "yellow", "offline": "red"}
 
 
@@ -119,7 +118,7 @@ def disable(
 def remove(
     ctx: typer.Context,
     peer_id: str,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    yes: YesFlag = False,
     json_out: JsonFlag = False,
 ) -> None:
     """Remove a peer of yours for good: its broker access ends at once (enroll it again

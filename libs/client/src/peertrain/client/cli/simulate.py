@@ -19,7 +19,7 @@ from peertrain.client.errors import ClientError
 from peertrain.client.jobs import JobProgress
 
 from .jobspec import load_config
-from .output import echo_json
+from .output import JsonFlag, echo_json
 from .state import state_of
 from .watchview import render_watch
 
@@ -89,7 +89,7 @@ def simulate(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write the final model (.pt) here.")
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Plain JSON on stdout.")] = False,
+    json_out: JsonFlag = False,
 ) -> None:
     """Simulate a job on virtual peers in this process: no login, no stack.
 
