@@ -54,7 +54,9 @@ export const jobView: View = async (root, [jobId], alive) => {
       get<JobDetail>(`/api/jobs/${jobId}`),
       get<JobMetrics>(`/api/jobs/${jobId}/metrics`),
     ]);
-    if (config === null && job.state !== "created") {
+    // config_key is set once the data is sharded and config.json written: asking before
+    // would only earn a 404 (which the browser logs as an error).
+    if (config === null && job.config_key !== null) {
       config = await get<unknown>(`/api/jobs/${jobId}/config`).catch((e: ApiError) => (e.status === 404 ? null : Promise.reject(e)));
     }
     if (!alive()) return false;

@@ -31,6 +31,7 @@ export interface JobDetail extends JobLine {
   round: { round: number; attempt: number; state: string } | null;
   tasks: Task[];
   final_version: number | null;
+  config_key: string | null;
   error: string | null;
   error_code: string | null;
 }
