@@ -236,8 +236,9 @@ class Log:
 
 def context(log: Log | None = None) -> OrchestratorContext:
     """Working memory only: ``fold`` and ``replay`` touch nothing else."""
-    ctx = SimpleNamespace(log=log or Log([]))
-    return OrchestratorContext(ctx=cast(Any, ctx), settings=cast(Any, None))
+    ctx = SimpleNamespace(log=log or Log([]), db={"leases": None})
+    settings = SimpleNamespace(instance_name="test", lease_ttl_s=10.0)
+    return OrchestratorContext(ctx=cast(Any, ctx), settings=cast(Any, settings))
 
 
 def test_fold_sends_facts_to_the_directory_and_job_events_to_their_job() -> None:

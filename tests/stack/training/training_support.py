@@ -31,7 +31,14 @@ from safetensors.torch import load as load_safetensors
 from peertrain.auth.testing import shared_auth_service
 from peertrain.client import TokenAuth, Tokens
 from peertrain.common.settings import ServiceSettings
-from peertrain.common.testing import GATEWAY, PLATFORM_PORTS, RABBIT_API, ServiceProcess, child_env
+from peertrain.common.testing import (
+    GATEWAY,
+    PLATFORM_PORTS,
+    RABBIT_API,
+    ServiceProcess,
+    child_env,
+    free_port,
+)
 from peertrain.dataset.testing import running_dataset_service
 from peertrain.orchestrator.testing import orchestrator_process
 from peertrain.peer.testing import PeerProcess
@@ -150,8 +157,14 @@ def start_peer(
         peer.start(interval_s=HEARTBEAT_S, script=script, args=["--mode", mode], env=extra)
 
 
-def aggregator_process(*, mongo_db: str, bucket: str, log_dir: Path, prefix: str) -> ServiceProcess:
-    port = PLATFORM_PORTS["aggregator"]
+def aggregator_process(
+    *,
+    mongo_db: str,
+    bucket: str,
+    log_dir: Path,
+    prefix: str,
+    port: int = PLATFORM_PORTS["aggregator"],
+) -> ServiceProcess:
     env = child_env(
         "aggregator",
         {
@@ -207,6 +220,12 @@ def _delete_queues(prefixes: list[str], peer_ids: list[str]) -> None:
                 mgmt.delete(f"/queues/%2F/{quote(q['name'], safe='')}")
 
 
+INSTANCES = 2
+"""Orchestrators and aggregators the platform runs: the gateway reaches the first of
+each (on the platform's ports), the others listen on free ports, and jobs are spread
+over all of them (leases)."""
+
+
 def run_platform(run_id: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
     """Start the platform; yield it; stop it and remove its queues."""
     base = tmp_path_factory.mktemp("training")
@@ -223,22 +242,32 @@ def run_platform(run_id: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
         registry.start()
         try:
             with running_dataset_service(mongo_db=mongo_db, run=run, base_dir=base) as (ds, bucket):
-                orch = orchestrator_process(
-                    mongo_db=mongo_db,
-                    log_dir=base,
-                    queue_prefix=prefixes[1],
-                    extra_env={"PEERTRAIN_ORCHESTRATOR_S3_BUCKET": bucket},
-                )
-                agg = aggregator_process(
-                    mongo_db=mongo_db, bucket=bucket, log_dir=base, prefix=prefixes[2]
-                )
-                orch.start()
-                agg.start()
+                instances: dict[str, ServiceProcess] = {}
+                for i in range(INSTANCES):
+                    suffix = "" if i == 0 else f"-{i + 1}"
+                    log_dir = base if i == 0 else base / f"instance{suffix}"
+                    log_dir.mkdir(exist_ok=True)
+                    instances["orchestrator" + suffix] = orchestrator_process(
+                        mongo_db=mongo_db,
+                        log_dir=log_dir,
+                        queue_prefix=prefixes[1],
+                        extra_env={"PEERTRAIN_ORCHESTRATOR_S3_BUCKET": bucket},
+                        **({} if i == 0 else {"port": free_port()}),
+                    )
+                    instances["aggregator" + suffix] = aggregator_process(
+                        mongo_db=mongo_db,
+                        bucket=bucket,
+                        log_dir=log_dir,
+                        prefix=prefixes[2],
+                        **({} if i == 0 else {"port": free_port()}),
+                    )
+                with ThreadPoolExecutor(max_workers=len(instances)) as pool:
+                    list(pool.map(lambda s: s.start(), instances.values()))
                 p = Platform(
                     base,
                     mongo_db,
                     bucket,
-                    {"registry": registry, "dataset": ds, "orchestrator": orch, "aggregator": agg},
+                    {"registry": registry, "dataset": ds, **instances},
                     queue_prefixes=prefixes,
                 )
                 try:
@@ -248,8 +277,7 @@ def run_platform(run_id: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
                     # all at once: each says goodbye and waits for its broker link to close
                     with ThreadPoolExecutor(max_workers=16) as pool:
                         list(pool.map(lambda peer: peer.stop(), p.peers.values()))
-                    orch.stop()
-                    agg.stop()
+                        list(pool.map(lambda s: s.stop(), instances.values()))
                     _delete_queues(prefixes, [peer.peer_id for peer in p.peers.values()])
         finally:
             registry.stop()

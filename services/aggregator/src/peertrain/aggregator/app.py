@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
+import structlog
 from fastapi import FastAPI
 
 from peertrain.common.app import ServiceContext, create_app
+from peertrain.common.periodic import Periodic
 from peertrain.common.security import install_security
 
 from . import subscribers
@@ -14,17 +16,35 @@ from .api import ROUTERS
 from .api.deps import AGGREGATOR_EXTRA
 from .config import AggregatorSettings
 from .usecases import AggregatorContext
+from .usecases.holding import find_active, keep_leases
 
 __all__ = ["create_aggregator_app", "setup_aggregator"]
 
+log = structlog.get_logger(__name__)
+
 
 async def setup_aggregator(ctx: ServiceContext, settings: AggregatorSettings) -> AggregatorContext:
-    """Start-up: token verification, scratch space, subscriptions."""
+    """Start-up: token verification, scratch space, subscriptions, active jobs, leases."""
     await install_security(ctx, queue=settings.queue("security"))
     actx = AggregatorContext(ctx, settings)
     await asyncio.to_thread(settings.work_dir.mkdir, parents=True, exist_ok=True)
     subscribers.subscribe(ctx, actx)
     ctx.extras[AGGREGATOR_EXTRA] = actx
+    # the queue first, then the log: what is appended meanwhile waits in the queue
+    await ctx.subscriptions.declare(ctx.broker)
+    active = await find_active(actx)
+    log.info("active jobs found", jobs=active)
+
+    async def on_tick() -> None:
+        try:
+            await keep_leases(actx)
+        except Exception as exc:  # the store blinked: held leases run out on their own
+            log.warning("renewing leases failed", error=repr(exc))
+
+    timer = Periodic("aggregator-leases", settings.tick_s, on_tick)
+    timer.start()
+    ctx.on_shutdown.append(actx.leases.release_all)  # runs after the timer stopped
+    ctx.on_shutdown.append(timer.stop)
     return actx
 
 

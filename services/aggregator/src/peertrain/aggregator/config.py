@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
+from peertrain.common.leases import LeaseSettings
 from peertrain.common.settings import ServiceSettings
 
 __all__ = ["AggregatorSettings", "MiB"]
@@ -15,7 +16,7 @@ __all__ = ["AggregatorSettings", "MiB"]
 MiB = 1024 * 1024
 
 
-class AggregatorSettings(ServiceSettings):
+class AggregatorSettings(ServiceSettings, LeaseSettings):
     """Everything the aggregator reads from its environment."""
 
     model_config = SettingsConfigDict(env_prefix="PEERTRAIN_AGGREGATOR_", extra="ignore")
@@ -25,7 +26,9 @@ class AggregatorSettings(ServiceSettings):
     api_prefix: str = "/api/models"
 
     queue_prefix: str = "aggregator"
-    """Prefix of this service's queue names (``<prefix>.jobs``, ``<prefix>.updates``)."""
+    """Prefix of this service's queue names (``<prefix>.feed.<instance>``, ``<prefix>.updates``)."""
+    tick_s: float = Field(default=1.0, gt=0, le=60)
+    """How often leases are renewed and jobs of stopped instances taken over."""
     work_dir: Path = Path(tempfile.gettempdir()) / "peertrain-aggregator"
     """Scratch space (the robust strategies spill a round's updates here)."""
 

@@ -1,9 +1,11 @@
 """The aggregator's subscriptions.
 
-``<prefix>.jobs`` (``peertrain.events``)
-    the orchestrator's job events -> :func:`reconcile`: v0 on ``job.configured``,
-    v<r> + evaluation on ``round.closed``, the export after the last round. Idempotent
-    by construction: the work is decided from the log, which says what is done.
+``<prefix>.feed.<instance>`` (``peertrain.events``)
+    the orchestrator's job events, on a queue of this instance's own (every instance
+    hears them all) -> :func:`on_job_event`, which reconciles the jobs this instance
+    holds: v0 on ``job.configured``, v<r> + evaluation on ``round.closed``, the export
+    after the last round. Idempotent by construction: the work is decided from the
+    log, which says what is done.
 ``<prefix>.updates`` (``peertrain.telemetry``, ``peer.*.update``)
     peers' announced updates, verified (token and sender) -> :func:`receive_update`.
 """
@@ -16,6 +18,7 @@ from peertrain.common.events import RecordedEvent
 from peertrain.common.events.tasks import UpdateAnnounced
 from peertrain.common.events.training import (
     JOB_CANCELLED,
+    JOB_COMPLETED,
     JOB_CONFIGURED,
     JOB_FAILED,
     PEER_EXCLUDED,
@@ -27,8 +30,8 @@ from peertrain.common.events.training import (
 from peertrain.common.security import PeerMessage, peer_message_handler
 
 from .usecases import AggregatorContext
+from .usecases.holding import on_job_event
 from .usecases.updates import receive_update
-from .usecases.versions import reconcile
 
 __all__ = ["JOB_EVENTS", "subscribe"]
 
@@ -40,6 +43,7 @@ JOB_EVENTS = (
     ROUND_CLOSED,
     JOB_CANCELLED,
     JOB_FAILED,
+    JOB_COMPLETED,
     PEER_EXCLUDED,
 )
 
@@ -48,19 +52,21 @@ def subscribe(ctx: ServiceContext, actx: AggregatorContext) -> None:
     """Register the service's subscriptions on the context."""
     settings = actx.settings
 
-    async def on_job_event(event: RecordedEvent) -> None:
+    async def on_event(event: RecordedEvent) -> None:
         job_id = getattr(event.data, "job_id", None)
-        if not isinstance(job_id, str):
-            return
-        async with actx.lock(job_id):
-            state = await actx.load(job_id, event)
-            await reconcile(actx, state, event)
+        if isinstance(job_id, str):
+            await on_job_event(actx, job_id, event)
 
     async def on_update(message: PeerMessage[UpdateAnnounced]) -> None:
         await receive_update(actx, message)
 
     updates = settings.queue("updates")
-    ctx.subscriptions.add(settings.queue("jobs"), JOB_EVENTS, on_job_event)
+    ctx.subscriptions.add(
+        settings.queue(f"feed.{settings.instance_name}"),
+        JOB_EVENTS,
+        on_event,
+        expires_s=settings.feed_expires_s,
+    )
     ctx.subscriptions.add_messages(
         updates,
         ["peer.*.update"],

@@ -36,6 +36,7 @@ async def setup_orchestrator(
 
     timer = Periodic("orchestrator-deadlines", settings.tick_s, on_tick)
     timer.start()
+    ctx.on_shutdown.append(octx.leases.release_all)  # runs after the timer stopped
     ctx.on_shutdown.append(timer.stop)
     return octx
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
+from peertrain.common.leases import LeaseSettings
 from peertrain.common.settings import ServiceSettings
 
 __all__ = ["OrchestratorSettings"]
 
 
-class OrchestratorSettings(ServiceSettings):
+class OrchestratorSettings(ServiceSettings, LeaseSettings):
     """Everything the orchestrator reads from its environment."""
 
     model_config = SettingsConfigDict(env_prefix="PEERTRAIN_ORCHESTRATOR_", extra="ignore")
@@ -20,7 +21,7 @@ class OrchestratorSettings(ServiceSettings):
     api_prefix: str = "/api/jobs"
 
     queue_prefix: str = "orchestrator"
-    """Prefix of this service's queue names (``<prefix>.facts``, ``<prefix>.dispatch``, ...)."""
+    """Prefix of this service's queue names (``<prefix>.dispatch``, ``<prefix>.peers``, ...)."""
     tick_s: float = Field(default=1.0, gt=0, le=60)
     """How often deadlines are checked."""
     max_round_attempts: int = Field(default=3, ge=1, le=100)

@@ -1,7 +1,8 @@
 """The orchestrator's read of the log: jobs and the directory (peers, datasets).
 
 Both are folded in memory (:class:`~.domain.Directory`, :class:`~.domain.Job`: pure
-folds that remember what they applied), from the bus as facts arrive and from the
+folds that remember what they applied), from the bus as facts and job events arrive
+(:func:`follow`: every instance hears everything, on a queue of its own) and from the
 whole log at start-up (:func:`replay`), so replaying and consuming may overlap freely.
 """
 
@@ -17,15 +18,16 @@ from peertrain.common.events.datasets import (
     DATASET_SHARDING_FAILED,
     DATASET_UPLOADED,
     DATASET_VALIDATED,
+    sharding_stream,
 )
-from peertrain.common.events.models import MODEL_EVENT_TYPES, UpdateAccepted
+from peertrain.common.events.models import MODEL_EVENT_TYPES, UpdateAccepted, model_stream
 from peertrain.common.events.peers import PEER_EVENT_TYPES
-from peertrain.common.events.training import JOB_EVENT_TYPES
+from peertrain.common.events.training import JOB_EVENT_TYPES, job_stream
 
 from .domain import Job
 from .usecases import OrchestratorContext
 
-__all__ = ["FACT_TYPES", "fold", "replay"]
+__all__ = ["FACT_TYPES", "catch_up", "fold", "follow", "replay"]
 
 DATASET_TYPES = (DATASET_UPLOADED, DATASET_VALIDATED, DATASET_REJECTED, DATASET_DELETED)
 FACT_TYPES: tuple[str, ...] = (
@@ -62,6 +64,41 @@ def fold(octx: OrchestratorContext, event: RecordedEvent) -> Job | None:
         job = octx.jobs[job_id] = Job(job_id)
     if job.apply(event) and isinstance(event.data, UpdateAccepted):
         _measure(octx, job, event.data, event.occurred_at)
+    return job
+
+
+def _after_gap(job: Job, event: RecordedEvent) -> bool:
+    """Whether ``event`` skips events of its stream that ``job`` has not seen."""
+    if event.stream.startswith("job:"):
+        return event.seq > job.version + 1
+    if event.stream.startswith("model:"):
+        return event.seq > job.model_seq + 1
+    return False
+
+
+async def follow(octx: OrchestratorContext, event: RecordedEvent) -> Job | None:
+    """:func:`fold` for an event from the bus. Several writers append to a job's stream
+    and each relays its own events, so one may arrive before an earlier one (or that
+    one was lost with this instance's queue): after a gap the job reads on from the
+    log instead, and the late event is then a duplicate."""
+    job_id = _job_id_of(event)
+    job = octx.jobs.get(job_id) if job_id is not None else None
+    if job_id is not None and job is not None and _after_gap(job, event):
+        return await catch_up(octx, job_id)
+    return fold(octx, event)
+
+
+async def catch_up(octx: OrchestratorContext, job_id: str) -> Job | None:
+    """The job with all that its streams hold (read on from what it has folded);
+    ``None`` if the log has no such job."""
+    job = (await octx.repository.load(job_stream(job_id), refresh=True)).state
+    if job.created is None:
+        return None
+    for event in await octx.log.read_stream(model_stream(job_id), after_seq=job.model_seq):
+        job.apply(event)
+    if job.sharded is None and job.sharding_failed is None:
+        for event in await octx.log.read_stream(sharding_stream(job_id)):
+            job.apply(event)
     return job
 
 

@@ -1,7 +1,9 @@
 """The orchestrator's subscriptions.
 
-``<prefix>.facts``
-    other services' events (peers, datasets, sharding, models) -> fold + decide.
+``<prefix>.feed.<instance>``
+    other services' events (peers, datasets, sharding, models) and every job event,
+    on a queue of this instance's own (every instance hears everything) -> fold, and
+    decide for the jobs it holds.
 ``<prefix>.dispatch``
     ``task.assigned`` / ``job.cancelled`` -> messages to peers on ``peertrain.peers``.
 ``<prefix>.peers``
@@ -25,7 +27,7 @@ from peertrain.common.events.tasks import (
     TaskFailedBody,
     TaskProgressBody,
 )
-from peertrain.common.events.training import JOB_CANCELLED, TASK_ASSIGNED
+from peertrain.common.events.training import JOB_CANCELLED, JOB_EVENT_TYPES, TASK_ASSIGNED
 from peertrain.common.security import PeerMessage, peer_message_handler
 
 from .projections import FACT_TYPES
@@ -56,7 +58,12 @@ def subscribe(ctx: ServiceContext, octx: OrchestratorContext) -> None:
         PROGRESS: TaskProgressBody,
         FAILED: TaskFailedBody,
     }
-    ctx.subscriptions.add(settings.queue("facts"), FACT_TYPES, on_event)
+    ctx.subscriptions.add(
+        settings.queue(f"feed.{settings.instance_name}"),
+        [*FACT_TYPES, *JOB_EVENT_TYPES],
+        on_event,
+        expires_s=settings.feed_expires_s,
+    )
     ctx.subscriptions.add(settings.queue("dispatch"), [TASK_ASSIGNED, JOB_CANCELLED], on_dispatch)
     ctx.subscriptions.add_messages(
         peers_queue,

@@ -5,7 +5,7 @@ A message lands in ``<queue>.dlq`` after its handler failed it ``delivery_limit`
 itself: after the fix, an operator runs::
 
     make redrive                      # every non-empty <queue>.dlq back into <queue>
-    make redrive QUEUES="orchestrator.facts aggregator.jobs"
+    make redrive QUEUES="orchestrator.dispatch aggregator.updates"
     python -m peertrain.common.bus.redrive --dry-run
 
 Each message is published again to its queue (through the default exchange), with the

@@ -125,6 +125,8 @@ class Subscription:
     channel: Channel = field(default_factory=Channel)
     raw: MessageHandler | None = None
     """Set for non-event messages (peer telemetry): gets the message itself."""
+    expires_s: int | None = None
+    """Set for one instance's own queue: deleted once that long without a consumer."""
 
 
 @dataclass
@@ -152,14 +154,26 @@ class Subscriptions:
         inbox: Inbox | None = None,
         exchange: RabbitExchange = EVENTS,
         prefetch: int = PIPELINE,
+        expires_s: int | None = None,
     ) -> Subscription:
         """Register ``handler`` for the event types ``routing_keys`` on ``queue``.
 
         Messages are handled one after the other, in queue order; ``prefetch`` is how
-        many the broker sends ahead (see the module docstring).
+        many the broker sends ahead (see the module docstring). ``expires_s`` makes it
+        one instance's queue (every instance hears every event): the broker deletes it
+        once that long without a consumer.
         """
         channel = Channel(prefetch_count=prefetch)
-        sub = Subscription(queue, tuple(routing_keys), handler, inbox, exchange, prefetch, channel)
+        sub = Subscription(
+            queue,
+            tuple(routing_keys),
+            handler,
+            inbox,
+            exchange,
+            prefetch,
+            channel,
+            expires_s=expires_s,
+        )
         self.items.append(sub)
         return sub
 
@@ -198,13 +212,16 @@ class Subscriptions:
                 routing_keys=sub.routing_keys,
                 delivery_limit=self.delivery_limit,
                 channel=sub.channel,
+                expires_s=sub.expires_s,
             )
 
     def attach(self, broker: RabbitBroker) -> None:
         """Create the FastStream subscribers (call before ``broker.start()``)."""
         for sub in self.items:
             broker.subscriber(
-                quorum_queue(sub.queue, delivery_limit=self.delivery_limit),
+                quorum_queue(
+                    sub.queue, delivery_limit=self.delivery_limit, expires_s=sub.expires_s
+                ),
                 channel=sub.channel,
                 ack_policy=AckPolicy.NACK_ON_ERROR,
                 title=sub.queue,

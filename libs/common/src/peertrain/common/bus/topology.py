@@ -17,6 +17,7 @@ from faststream.rabbit import (
     RabbitExchange,
     RabbitQueue,
 )
+from faststream.rabbit.schemas.queue import QuorumQueueArgs
 
 __all__ = [
     "DLX",
@@ -40,18 +41,19 @@ def dlq_name(queue: str) -> str:
     return f"{queue}.dlq"
 
 
-def quorum_queue(name: str, *, delivery_limit: int = 5) -> RabbitQueue:
-    """A durable quorum queue that dead-letters to ``<name>.dlq`` after ``delivery_limit``."""
-    return RabbitQueue(
-        name,
-        queue_type=QueueType.QUORUM,
-        durable=True,
-        arguments={
-            "x-delivery-limit": delivery_limit,
-            "x-dead-letter-exchange": DLX.name,
-            "x-dead-letter-routing-key": dlq_name(name),
-        },
-    )
+def quorum_queue(
+    name: str, *, delivery_limit: int = 5, expires_s: int | None = None
+) -> RabbitQueue:
+    """A durable quorum queue that dead-letters to ``<name>.dlq`` after ``delivery_limit``;
+    with ``expires_s``, deleted once that long without a consumer (one instance's queue)."""
+    arguments: QuorumQueueArgs = {
+        "x-delivery-limit": delivery_limit,
+        "x-dead-letter-exchange": DLX.name,
+        "x-dead-letter-routing-key": dlq_name(name),
+    }
+    if expires_s is not None:
+        arguments["x-expires"] = expires_s * 1000
+    return RabbitQueue(name, queue_type=QueueType.QUORUM, durable=True, arguments=arguments)
 
 
 async def declare_exchanges(broker: RabbitBroker) -> None:
@@ -68,6 +70,7 @@ async def declare_queue(
     routing_keys: Sequence[str] = (),
     delivery_limit: int = 5,
     channel: Channel | None = None,
+    expires_s: int | None = None,
 ) -> RabbitQueue:
     """Declare ``name`` (quorum, dead-lettered) and its DLQ, bound to ``routing_keys``.
 
@@ -80,11 +83,12 @@ async def declare_queue(
     (with the default channel's prefetch).
     """
     await declare_exchanges(broker)
+    expiry: QuorumQueueArgs = {} if expires_s is None else {"x-expires": expires_s * 1000}
     dlq = await broker.declare_queue(
-        RabbitQueue(dlq_name(name), queue_type=QueueType.QUORUM, durable=True)
+        RabbitQueue(dlq_name(name), queue_type=QueueType.QUORUM, durable=True, arguments=expiry)
     )
     await dlq.bind(DLX.name, routing_key=dlq_name(name))
-    queue = quorum_queue(name, delivery_limit=delivery_limit)
+    queue = quorum_queue(name, delivery_limit=delivery_limit, expires_s=expires_s)
     declared = await broker.config.declarer.declare_queue(queue, channel=channel)
     for key in routing_keys:
         await declared.bind(exchange.name, routing_key=key)

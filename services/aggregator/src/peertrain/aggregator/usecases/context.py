@@ -2,7 +2,8 @@
 
 A job's state folds the orchestrator's ``job:<id>`` and this service's own
 ``model:<id>`` stream; the aggregate repository keeps it, keyed by the model stream
-(the one appended to here).
+(the one appended to here). Any instance checks and records peers' updates; only the
+holder of a job's lease (:attr:`AggregatorContext.leases`) makes its model versions.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from peertrain.common.eventlog import EventLog, Loaded, Repository
 from peertrain.common.events import EventData, RecordedEvent
 from peertrain.common.events.models import model_stream
 from peertrain.common.events.training import job_stream
+from peertrain.common.leases import Leases
 
 from ..projections import MODEL_FOLD
 from .numerics import RoundWork
@@ -46,11 +48,17 @@ class AggregatorContext:
     rounds: dict[str, RoundWork] = field(default_factory=dict)
     bases: dict[str, tuple[int, dict[str, torch.Tensor]]] = field(default_factory=dict)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    active: set[str] = field(default_factory=set)
+    """Jobs configured and not ended, as heard (the ones an instance may take over)."""
     models: Repository[JobState] = field(init=False)
     """Job states by model stream: loaded, appended to, cached (least recent out)."""
+    leases: Leases = field(init=False)
+    """The jobs whose model versions this instance makes."""
 
     def __post_init__(self) -> None:
-        self.models = Repository(self.ctx.log, MODEL_FOLD, producer=self.settings.service_name)
+        settings = self.settings
+        self.models = Repository(self.ctx.log, MODEL_FOLD, producer=settings.service_name)
+        self.leases = Leases(self.ctx.db["leases"], settings.instance_name, settings.lease_ttl_s)
 
     @property
     def log(self) -> EventLog:
@@ -68,7 +76,12 @@ class AggregatorContext:
         return self._locks.setdefault(job_id, asyncio.Lock())
 
     async def load(
-        self, job_id: str, event: RecordedEvent | None = None, *, catch_up: bool = False
+        self,
+        job_id: str,
+        event: RecordedEvent | None = None,
+        *,
+        catch_up: bool = False,
+        fresh_models: bool = False,
     ) -> JobState:
         """The job's state, caught up with the log as far as the caller needs.
 
@@ -78,11 +91,13 @@ class AggregatorContext:
         conflict it is read on from its version), and a job event that is the next of
         its stream is folded straight in. The job stream is
         read again only when ``event`` shows a gap, or when the caller asks
-        (``catch_up``: an update names a task the cache does not know yet).
+        (``catch_up``: an update names a task the cache does not know yet). Other
+        instances append accepted updates too: ``fresh_models`` reads on the model
+        stream (before a round's version is made).
         """
         stream = model_stream(job_id)
         first = self.models.cached(stream) is None
-        state = (await self.models.load(stream)).state  # a stale one reads on its own stream
+        state = (await self.models.load(stream, refresh=fresh_models)).state
         if first:
             return state  # both streams were just read
         own = event is not None and event.stream == job_stream(job_id)

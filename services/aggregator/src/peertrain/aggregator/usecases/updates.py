@@ -25,6 +25,7 @@ from peertrain.aggregator.domain import (
     outlier_bound,
 )
 from peertrain.aggregator.metrics import UPDATE_BYTES, UPDATES
+from peertrain.common.eventlog import ConcurrencyError
 from peertrain.common.events.models import UpdateAccepted, UpdateRejected, accepted_update_key
 from peertrain.common.events.tasks import UpdateAnnounced
 from peertrain.common.security import PeerMessage, refuse
@@ -75,11 +76,46 @@ async def receive_update(actx: AggregatorContext, message: PeerMessage[UpdateAnn
             # peer's upload form stays usable until its deadline, so the object at the
             # task's key may change after this point
             await actx.blobs.put_bytes(event.key, data, content_type="application/octet-stream")
-            await actx.append(state, [event], actor=peer_id)
-            await _fold(actx, state, decision, event, delta)
+            recorded = await _record(actx, state, peer_id, body, [event])
+            if recorded is None:
+                UPDATES.labels(outcome="duplicate", code="").inc()
+                return
+            state = recorded
+            if actx.leases.holds(body.job_id):  # the holder makes the round's version
+                await _fold(actx, state, decision, event, delta)
             UPDATES.labels(outcome="accepted", code="").inc()
             UPDATE_BYTES.inc(event.size)
             log.info("update accepted", norm=round(event.norm, 6))
+
+
+RECORD_ATTEMPTS = 10
+"""Appends of one verdict, each after reading what other instances appended."""
+
+
+async def _record(
+    actx: AggregatorContext,
+    state: JobState,
+    peer_id: str,
+    body: UpdateAnnounced,
+    data: list[UpdateAccepted] | list[UpdateRejected],
+) -> JobState | None:
+    """Append the verdict on ``body``; the state it is in (``None``: decided meanwhile).
+
+    Every instance records verdicts on the job's model stream, so another one's may
+    land first: then this reads on and, if the announcement is still undecided, appends
+    again (without downloading and checking the update again).
+    """
+    for _ in range(RECORD_ATTEMPTS - 1):
+        try:
+            await actx.append(state, list(data), actor=peer_id)
+            return state
+        except ConcurrencyError:
+            state = await actx.load(body.job_id, fresh_models=True)
+            if not isinstance(decide_update(state, peer_id, body), Candidate | Refusal):
+                log.info("update decided meanwhile by another instance")
+                return None
+    await actx.append(state, list(data), actor=peer_id)  # the last try raises: retried
+    return state
 
 
 async def _reject(
@@ -101,7 +137,8 @@ async def _reject(
         reason=reason,
         strike=code in codes.STRIKES,
     )
-    await actx.append(state, [rejected], actor=peer_id)
+    if await _record(actx, state, peer_id, body, [rejected]) is None:
+        return
     UPDATES.labels(outcome="rejected", code=code).inc()
     log.warning("update rejected", code=code, reason=reason)
 

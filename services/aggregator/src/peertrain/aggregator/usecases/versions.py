@@ -85,7 +85,7 @@ def final_keys(job_id: str) -> tuple[str, str]:
     return f"models/{job_id}/final.pt", f"models/{job_id}/final.safetensors"
 
 
-async def reconcile(actx: AggregatorContext, state: JobState, cause: RecordedEvent) -> None:
+async def reconcile(actx: AggregatorContext, state: JobState, cause: RecordedEvent | None) -> None:
     """Do whatever model work the job's log asks for and the model stream lacks."""
     cfg = state.configured
     if cfg is None:
@@ -138,7 +138,7 @@ async def _version_zero(actx: AggregatorContext, cfg: JobConfigured) -> bytes:
 
 
 async def _initial(
-    actx: AggregatorContext, state: JobState, cfg: JobConfigured, cause: RecordedEvent
+    actx: AggregatorContext, state: JobState, cfg: JobConfigured, cause: RecordedEvent | None
 ) -> None:
     data = await _version_zero(actx, cfg)
     key = model_key(state.job_id, 0)
@@ -212,7 +212,7 @@ async def _aggregate(
     state: JobState,
     cfg: JobConfigured,
     closed: RoundClosed,
-    cause: RecordedEvent,
+    cause: RecordedEvent | None,
 ) -> None:
     started = time.perf_counter()
     wanted = {work_key(u.key, u.sha256) for u in closed.included}
@@ -282,7 +282,7 @@ async def _evaluate(
     state: JobState,
     cfg: JobConfigured,
     version: int,
-    cause: RecordedEvent,
+    cause: RecordedEvent | None,
 ) -> None:
     started = time.perf_counter()
     holdout = await actx.blobs.get_bytes(cfg.holdout.key)
@@ -328,7 +328,7 @@ def _rounded(metrics: object) -> dict[str, float]:
 
 
 async def _export(
-    actx: AggregatorContext, state: JobState, cfg: JobConfigured, cause: RecordedEvent
+    actx: AggregatorContext, state: JobState, cfg: JobConfigured, cause: RecordedEvent | None
 ) -> None:
     version = cfg.rounds
     tensors = await model_state(actx, state, version)

@@ -1,7 +1,9 @@
 """Moving jobs on: decide (pure), append, observe; after facts, on the clock, at start-up.
 
 Decisions come from :func:`~peertrain.orchestrator.domain.reconcile`, run after every
-fact and on a timer (deadlines), always under the context's lock.
+fact and on a timer (deadlines), always under the context's lock, and only for the
+jobs whose lease this instance holds (:mod:`peertrain.common.leases`): the timer also
+renews the leases and takes over the jobs of instances that stopped.
 """
 
 from __future__ import annotations
@@ -38,11 +40,13 @@ def _now() -> datetime:
 
 
 async def replay(octx: OrchestratorContext) -> None:
-    """Rebuild the projections and every job from the log, then catch up on them."""
+    """Rebuild the projections and every job from the log, then catch up on the jobs
+    this instance takes."""
     async with octx.lock:
         count = await projections.replay(octx)
+        await _keep_leases(octx)
         for job in octx.jobs.values():
-            if job.terminal is None:
+            if job.terminal is None and octx.leases.holds(job.job_id):
                 await advance(octx, job)
         gauge(octx)
     octx.ready = True
@@ -50,30 +54,58 @@ async def replay(octx: OrchestratorContext) -> None:
 
 
 async def on_fact(octx: OrchestratorContext, event: RecordedEvent) -> None:
-    """Another service's event: fold it and advance what it concerns."""
+    """An event from the bus (another service's, or a job's): fold it and advance
+    what it concerns, if this instance works on that."""
     async with octx.lock:
         if octx.directory.apply(event):
             if event.stream.startswith("peer:"):
                 peer_id = event.stream.partition(":")[2]
                 for job in [j for j in octx.jobs.values() if j.runs_with(peer_id)]:
-                    await advance(octx, job)
+                    if octx.leases.holds(job.job_id):
+                        await advance(octx, job)
             return
-        touched = projections.fold(octx, event)
-        if touched is not None and touched.terminal is None:
+        known = octx.jobs.get(event.stream.partition(":")[2])
+        if known is not None and event.stream.startswith("job:") and event.seq <= known.version:
+            return  # this instance appended it (or folded it already)
+        touched = await projections.follow(octx, event)
+        if touched is None:
+            return
+        if touched.terminal is not None:
+            gauge(octx)
+        elif await octx.leases.claim(touched.job_id):
             await advance(octx, touched)
 
 
 async def tick(octx: OrchestratorContext) -> None:
-    """Deadlines, and anything a failed append left undecided: advance every job
-    that has not ended (deciding is pure and idempotent; most jobs decide nothing)."""
+    """Leases, deadlines, and anything a failed append left undecided: advance every
+    job of this instance's that has not ended (deciding is pure and idempotent; most
+    jobs decide nothing)."""
     async with octx.lock:
+        try:
+            await _keep_leases(octx)
+        except Exception as exc:  # the store blinked: held leases run out on their own
+            log.warning("renewing leases failed", error=repr(exc))
         for job in list(octx.jobs.values()):
-            if job.active:
+            if job.active and octx.leases.holds(job.job_id):
                 try:
                     await advance(octx, job)
                 except Exception as exc:  # one job's trouble must not starve the rest
                     log.warning("advancing a job failed", job_id=job.job_id, error=repr(exc))
         gauge(octx)
+
+
+async def _keep_leases(octx: OrchestratorContext) -> None:
+    """Renew this instance's leases, give up those of ended jobs, and catch up on the
+    jobs it takes over (another instance may have moved them since they were folded)."""
+    leases = octx.leases
+    for job_id in leases.held:
+        job = octx.jobs.get(job_id)
+        if job is None or job.terminal is not None:
+            await leases.release(job_id)
+    active = [job.job_id for job in octx.jobs.values() if job.terminal is None]
+    for job_id in await leases.keep(active):
+        job = await projections.catch_up(octx, job_id)
+        log.info("job taken", job_id=job_id, state=job.state if job else None)
 
 
 async def advance(octx: OrchestratorContext, job: Job) -> None:

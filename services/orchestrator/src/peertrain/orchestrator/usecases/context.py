@@ -2,7 +2,10 @@
 
 State lives in memory and is rebuilt from the log at start-up; every change goes
 through an event appended to the job's stream. One lock serialises decisions, so
-handlers on different queues never race each other.
+handlers on different queues never race each other. Every instance folds every job;
+only the holder of a job's lease (:attr:`OrchestratorContext.leases`) decides on its
+own (deadlines, rounds), while any instance records what a user or peer asks of a
+job (the stream's expected version settles who appended first).
 
 The aggregate repository keeps its jobs in the orchestrator's own dict
 (:class:`JobsCache`), so an append, or a conflict's catch-up, changes the job the rest
@@ -21,6 +24,7 @@ from peertrain.common.eventlog import Cached, EventLog, Fold, Repository
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.datasets import sharding_stream
 from peertrain.common.events.models import model_stream
+from peertrain.common.leases import Leases
 
 from ..config import OrchestratorSettings
 from ..domain import Directory, Job
@@ -98,11 +102,15 @@ class OrchestratorContext:
     """``task.assigned`` event id -> its in-process dispatch (see ``dispatch_soon``)."""
     repository: Repository[Job] = field(init=False)
     """Job streams: load, decide, append, with :attr:`jobs` as the cache."""
+    leases: Leases = field(init=False)
+    """The jobs this instance works on (every instance reads them all)."""
 
     def __post_init__(self) -> None:
         self.repository = Repository(
             self.ctx.log, JOB_FOLD, producer=PRODUCER, cache=JobsCache(self.jobs)
         )
+        settings = self.settings
+        self.leases = Leases(self.ctx.db["leases"], settings.instance_name, settings.lease_ttl_s)
 
     @property
     def log(self) -> EventLog:

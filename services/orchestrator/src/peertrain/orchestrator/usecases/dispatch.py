@@ -24,6 +24,7 @@ from peertrain.common.events.tasks import (
 from peertrain.common.events.training import JobCancelled, TaskAssigned
 from peertrain.common.specs import count_parameters, parse_feature_spec
 
+from .. import projections
 from ..metrics import TASKS_DISPATCHED
 from .context import OrchestratorContext
 
@@ -66,12 +67,19 @@ async def dispatch(octx: OrchestratorContext, event: RecordedEvent) -> None:
         sent = octx.dispatching.pop(event.id, None)
         if sent is not None and await sent:
             return
+        async with octx.lock:  # another instance may have assigned it: read that far
+            job = octx.jobs.get(data.job_id)
+            if job is None or job.version < event.seq:
+                await projections.catch_up(octx, data.job_id)
         message = await task_message(octx, data)
         if message is None:
             return
         await _send(octx, data.peer_id, "task", message.model_dump_json(), data.task_id)
     elif isinstance(data, JobCancelled):
-        job = octx.jobs.get(data.job_id)
+        async with octx.lock:
+            job = octx.jobs.get(data.job_id)
+            if job is None or job.version < event.seq:
+                job = await projections.catch_up(octx, data.job_id)
         if job is None or job.created is None:
             return
         peers = set(job.created.peers)

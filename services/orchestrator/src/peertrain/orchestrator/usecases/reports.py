@@ -8,6 +8,7 @@ import structlog
 
 from peertrain.common.security import PeerMessage
 
+from .. import projections
 from ..domain.reports import decide_report
 from .advance import advance, execute
 from .context import OrchestratorContext
@@ -18,11 +19,16 @@ log = structlog.get_logger(__name__)
 
 
 async def record_report(octx: OrchestratorContext, message: PeerMessage[Any]) -> None:
-    """Record a peer's report if the task is its own, then advance the job."""
+    """Record a peer's report if the task is its own, then advance the job (if this
+    instance works on it: any instance records, the holder decides)."""
     body = message.body
     async with octx.lock:
         job = octx.jobs.get(body.job_id)
         task = job.task_of(body.task_id, message.peer_id) if job is not None else None
+        if task is None and (job is None or job.terminal is None):
+            # another instance may have assigned it, and its event not be here yet
+            job = await projections.catch_up(octx, body.job_id)
+            task = job.task_of(body.task_id, message.peer_id) if job is not None else None
         if job is None or task is None:
             log.warning(
                 "ignoring a message about a task that is not the sender's",
@@ -34,4 +40,5 @@ async def record_report(octx: OrchestratorContext, message: PeerMessage[Any]) ->
         saved = await execute(
             octx, job, lambda j: decide_report(j, message.peer_id, body), actor=message.peer_id
         )
-        await advance(octx, saved.state)  # also after a redelivery: see projections.fold
+        if octx.leases.holds(job.job_id):
+            await advance(octx, saved.state)  # also after a redelivery: see projections.fold

@@ -1,0 +1,74 @@
+"""Which jobs this instance makes model versions for, and taking over the jobs of
+instances that stopped (see :mod:`peertrain.common.leases`).
+
+Every instance hears every job event (a queue of its own); the holder of a job's lease
+reconciles the job (:func:`~.versions.reconcile`), the others only note which jobs are
+active, so that one of them can take a job over when its holder stops renewing.
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from peertrain.common.events import RecordedEvent
+from peertrain.common.events.training import (
+    JOB_CANCELLED,
+    JOB_COMPLETED,
+    JOB_CONFIGURED,
+    JOB_FAILED,
+    ROUND_CLOSED,
+)
+
+from .context import AggregatorContext
+from .versions import reconcile
+
+__all__ = ["ENDED", "find_active", "keep_leases", "on_job_event"]
+
+log = structlog.get_logger(__name__)
+
+ENDED = (JOB_COMPLETED, JOB_FAILED, JOB_CANCELLED)
+
+
+async def on_job_event(actx: AggregatorContext, job_id: str, event: RecordedEvent) -> None:
+    """A job event: note the job's life; reconcile it if this instance holds it."""
+    if event.type == JOB_CONFIGURED:
+        actx.active.add(job_id)
+    elif event.type in ENDED:
+        actx.active.discard(job_id)
+    if not await actx.leases.claim(job_id):
+        return
+    async with actx.lock(job_id):
+        # other instances record updates too: read them before making a round's version
+        state = await actx.load(job_id, event, fresh_models=event.type == ROUND_CLOSED)
+        await reconcile(actx, state, event)
+    if state.ended is not None:
+        actx.active.discard(job_id)
+        await actx.leases.release(job_id)
+
+
+async def keep_leases(actx: AggregatorContext) -> None:
+    """Renew this instance's leases; catch up on and reconcile the jobs it takes over."""
+    for job_id in actx.leases.held:
+        if job_id not in actx.active:
+            await actx.leases.release(job_id)
+    for job_id in await actx.leases.keep(sorted(actx.active)):
+        async with actx.lock(job_id):
+            state = await actx.load(job_id, catch_up=True, fresh_models=True)
+            log.info("job taken", job_id=job_id, versions=sorted(state.versions))
+            await reconcile(actx, state, None)
+        if state.ended is not None:
+            actx.active.discard(job_id)
+            await actx.leases.release(job_id)
+
+
+async def find_active(actx: AggregatorContext) -> int:
+    """Note every job the log shows configured and not ended (at start-up: events
+    from before this instance's queue existed); how many there are."""
+    configured: set[str] = set()
+    ended: set[str] = set()
+    async for event in actx.log.read_all(types=(JOB_CONFIGURED, *ENDED)):
+        job_id = getattr(event.data, "job_id", None)
+        if isinstance(job_id, str):
+            (configured if event.type == JOB_CONFIGURED else ended).add(job_id)
+    actx.active |= configured - ended
+    return len(configured - ended)

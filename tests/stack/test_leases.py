@@ -1,0 +1,87 @@
+"""Leases (``peertrain.common.leases``) on the real MongoDB-wire server: one holder per
+job, takeover after expiry, membership and the spread of jobs over instances."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.asynchronous.mongo_client import AsyncMongoClient
+
+from peertrain.common.leases import Leases, preferred
+
+TTL = 1.5
+
+
+@pytest.fixture
+async def table(
+    mongo: AsyncMongoClient[dict[str, Any]], run_id: str
+) -> AsyncIterator[AsyncCollection[dict[str, Any]]]:
+    collection = mongo[f"{run_id}_leases"][f"leases_{uuid.uuid4().hex[:8]}"]
+    yield collection
+    await collection.drop()
+
+
+async def test_one_holder_at_a_time_and_takeover_after_expiry(
+    table: AsyncCollection[dict[str, Any]],
+) -> None:
+    a, b = Leases(table, "a", TTL), Leases(table, "b", TTL)
+    assert await a.claim("job-1", force=True)
+    assert not await b.claim("job-1", force=True)  # held, not expired
+    assert a.holds("job-1") and not b.holds("job-1")
+    await a.keep(["job-1"])  # renewed
+    assert not await b.claim("job-1", force=True)
+    await asyncio.sleep(TTL * 1.2)  # a stops renewing (it died)
+    assert not a.holds("job-1")  # a stops counting on it by its own clock first
+    assert await b.claim("job-1", force=True)
+    assert (await table.find_one({"_id": "job-1"}) or {})["holder"] == "b"
+    await a.keep(["job-1"])  # a learns it lost the lease, and does not take it back
+    assert not a.holds("job-1") and a.held == []
+
+
+async def test_live_members_share_the_jobs_and_a_stopped_ones_jobs_move(
+    table: AsyncCollection[dict[str, Any]],
+) -> None:
+    jobs = [f"job-{i}" for i in range(24)]
+    a, b = Leases(table, "a", TTL), Leases(table, "b", TTL)
+    await a.keep(jobs)  # a alone: it takes every job
+    assert sorted(a.held) == sorted(jobs)
+    joined_at = time.monotonic()
+    while time.monotonic() - joined_at < TTL * 1.5:  # b joins; after a while a hands over
+        await b.keep(jobs)
+        await a.keep(jobs)
+        await asyncio.sleep(TTL / 4)
+    await b.keep(jobs)
+    assert a.members == b.members == {"a", "b"}
+    assert set(a.held) | set(b.held) == set(jobs)
+    assert not set(a.held) & set(b.held)
+    assert set(a.held) == {j for j in jobs if preferred(j, {"a", "b"}) == "a"}
+    assert a.held and b.held  # spread (24 jobs: one side empty has odds 2**-23)
+    stopped_at = time.monotonic()
+    while time.monotonic() - stopped_at < TTL * 1.5:  # a stops; b keeps renewing
+        await b.keep(jobs)
+        await asyncio.sleep(TTL / 4)
+    await b.keep(jobs)
+    assert b.members == {"b"}
+    assert sorted(b.held) == sorted(jobs)
+
+
+async def test_release_all_lets_others_take_over_at_once(
+    table: AsyncCollection[dict[str, Any]],
+) -> None:
+    a, b = Leases(table, "a", 60), Leases(table, "b", 60)
+    await a.keep([])
+    await b.keep([])
+    jobs = [f"job-{i}" for i in range(8)]
+    for job in jobs:
+        assert await a.claim(job, force=True)
+    assert not await b.claim(jobs[0], force=True)
+    await a.release_all()  # a clean shutdown
+    assert await table.count_documents({"holder": "a"}) == 0
+    taken = await b.keep(jobs)
+    assert sorted(taken) == sorted(jobs) and b.members == {"b"}
