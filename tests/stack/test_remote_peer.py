@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -60,6 +61,25 @@ for host, port in json.loads(sys.argv[1]):
         out[f"{host}:{port}"] = "open"
     except OSError as exc:
         out[f"{host}:{port}"] = type(exc).__name__
+print(json.dumps(out))
+"""
+
+# Run inside the namespace: what the public doors say to what is not a peer's business.
+REFUSALS = """
+import asyncio, json, ssl, sys, aio_pika, httpx
+address, amqps, s3 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+async def admin():
+    try:
+        await aio_pika.connect(f"amqps://admin:admin@{address}:{amqps}/", timeout=10)
+        return "connected"
+    except Exception as exc:
+        return type(exc).__name__
+out = {"amqps admin": asyncio.run(admin())}
+with httpx.Client(base_url=f"https://{address}:{s3}", timeout=10) as http:
+    signed = {"Authorization": "AWS4-HMAC-SHA256 Credential=minioadmin/x"}
+    out["s3 signed header"] = http.get("/peertrain/x", headers=signed).status_code
+    out["s3 delete"] = http.delete("/peertrain/x").status_code
+    out["s3 put"] = http.put("/peertrain/x", content=b"x").status_code
 print(json.dumps(out))
 """
 
@@ -143,15 +163,17 @@ def _table_csv(rows: int = 400, seed: int = 11) -> bytes:
     return out.getvalue().encode()
 
 
-def _reachable(ns: NetNamespace, targets: list[tuple[str, int]]) -> dict[str, str]:
+def _inside(ns: NetNamespace, script: str, *args: str, env: dict[str, str]) -> dict[str, Any]:
+    """Run ``script`` with this interpreter inside the namespace; its JSON output."""
     done = subprocess.run(
-        [*ns.wrap(), sys.executable, "-c", PROBE, json.dumps(targets)],
+        [*ns.wrap(), sys.executable, "-c", script, *args],
         capture_output=True,
         text=True,
         timeout=60,
         check=True,
+        env={**os.environ, **env},
     )
-    result: dict[str, str] = json.loads(done.stdout)
+    result: dict[str, Any] = json.loads(done.stdout)
     return result
 
 
@@ -163,14 +185,22 @@ async def test_a_peer_in_its_own_network_namespace_trains_through_the_public_add
     loopback = [("127.0.0.1", stack_port(p)) for p in LOOPBACK_ONLY.values()]
     on_host = [(address, stack_port(p)) for p in [*LOOPBACK_ONLY.values(), 15672, 8001]]
     public = [(address, p) for p in (HTTPS, S3, AMQPS)]
-    seen = _reachable(ns, loopback + on_host + public)
+    trust = {"SSL_CERT_FILE": str(tls.ca)}
+    seen = _inside(ns, PROBE, json.dumps(loopback + on_host + public), env={})
     # Its own loopback has none of the platform; the host's address only the TLS doors.
     assert {k: v for k, v in seen.items() if v == "open"} == {
         f"{h}:{p}": "open" for h, p in public
     }, seen
     assert {seen[f"{h}:{p}"] for h, p in loopback + on_host} == {"ConnectionRefusedError"}, seen
+    # Through them: no broker admin (loopback only), no S3 but what presigned URLs do.
+    refused = _inside(ns, REFUSALS, address, str(AMQPS), str(S3), env=trust)
+    assert refused == {
+        "amqps admin": "ProbableAuthenticationError",
+        "s3 signed header": 403,
+        "s3 delete": 403,
+        "s3 put": 403,
+    }, refused
 
-    trust = {"SSL_CERT_FILE": str(tls.ca)}
     far = PeerProcess.enroll(
         f"https://{address}:{HTTPS}",
         platform.enroll(),
