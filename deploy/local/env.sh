@@ -32,6 +32,22 @@ if ((PEERTRAIN_PORT_OFFSET)); then
   export PEERTRAIN_API="http://127.0.0.1:$(port 8080)"
 fi
 
+# Peers on other machines (README "Peers on other machines"): unset, every server
+# listens on loopback only. Set to an address of this machine, the gateway also serves
+# the API over HTTPS (PUBLIC_HTTPS_PORT) and presigned S3 requests over HTTPS
+# (PUBLIC_S3_PORT, proxied to MinIO), and RabbitMQ accepts AMQPS (PUBLIC_AMQPS_PORT),
+# all on that address and nothing else there, with the certificate
+# PEERTRAIN_TLS_CERT / PEERTRAIN_TLS_KEY. PEERTRAIN_PUBLIC_HOST is the name peers use
+# (the one the certificate names; default: the address), which the registry (broker
+# URL) and the orchestrator (presigned URLs) started from this shell advertise.
+PEERTRAIN_PUBLIC_ADDRESS="${PEERTRAIN_PUBLIC_ADDRESS:-}"
+PUBLIC_HTTPS_PORT=$(port 8443) PUBLIC_S3_PORT=$(port 9443) PUBLIC_AMQPS_PORT=$(port 5671)
+if [[ -n $PEERTRAIN_PUBLIC_ADDRESS ]]; then
+  export PEERTRAIN_PUBLIC_HOST="${PEERTRAIN_PUBLIC_HOST:-$PEERTRAIN_PUBLIC_ADDRESS}"
+  export PEERTRAIN_REGISTRY_PEER_AMQP_URL="amqps://$PEERTRAIN_PUBLIC_HOST:$PUBLIC_AMQPS_PORT/"
+  export PEERTRAIN_ORCHESTRATOR_S3_PRESIGN_ENDPOINT_URL="https://$PEERTRAIN_PUBLIC_HOST:$PUBLIC_S3_PORT"
+fi
+
 UV_VERSION=0.13.9
 FERRETDB_VERSION=v1.24.2
 MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c

@@ -15,6 +15,9 @@ render_gateway_conf() {
   case $mode in
     local)
       listen="127.0.0.1:$GATEWAY_PORT" access=logs/access.log console=$GW_DIR/console
+      # Peers on other machines: the same server, over HTTPS on the public address.
+      [[ -z $PEERTRAIN_PUBLIC_ADDRESS ]] ||
+        listen="$listen; listen $PEERTRAIN_PUBLIC_ADDRESS:$PUBLIC_HTTPS_PORT ssl"
       up_auth=127.0.0.1:$(port 8001) up_registry=127.0.0.1:$(port 8002)
       up_dataset=127.0.0.1:$(port 8003) up_orch=127.0.0.1:$(port 8004)
       up_agg=127.0.0.1:$(port 8005) ;;
@@ -33,6 +36,42 @@ render_gateway_conf() {
     -e "s|\${GATEWAY_ORCHESTRATOR_UPSTREAM}|$up_orch|g" \
     -e "s|\${GATEWAY_AGGREGATOR_UPSTREAM}|$up_agg|g" \
     "$ROOT/deploy/gateway/gateway.conf.template"
+}
+
+# public.conf: for peers on other machines (PEERTRAIN_PUBLIC_ADDRESS), the certificate of
+# the gateway's HTTPS listener and a second server that passes presigned S3 requests to
+# MinIO over HTTPS; nothing (a comment) when the public listeners are off.
+render_public_conf() {
+  if [[ -z $PEERTRAIN_PUBLIC_ADDRESS ]]; then
+    echo "# PEERTRAIN_PUBLIC_ADDRESS is unset: loopback only"
+    return 0
+  fi
+  cat <<EOF
+ssl_certificate     $PEERTRAIN_TLS_CERT;
+ssl_certificate_key $PEERTRAIN_TLS_KEY;
+ssl_protocols       TLSv1.2 TLSv1.3;
+
+# Presigned S3 requests of peers (GET a model or shard, POST an update form), passed to
+# MinIO with the Host header they were signed for. No Authorization header and no other
+# method: requests signed with an account's own keys are not for this door.
+server {
+    listen $PEERTRAIN_PUBLIC_ADDRESS:$PUBLIC_S3_PORT ssl;
+    server_name _;
+    server_tokens off;
+    access_log logs/access.log peertrain_json;
+    client_max_body_size 2g;
+    proxy_request_buffering off;
+    proxy_buffering off;
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+    proxy_set_header Host \$http_host;
+    if (\$http_authorization) { return 403; }
+    location / {
+        limit_except GET POST { deny all; }
+        proxy_pass http://127.0.0.1:$MINIO_PORT;
+    }
+}
+EOF
 }
 
 # The web console's built files (CONSOLE_DIST, `make console`) into the prefix: nginx's
@@ -54,12 +93,15 @@ gateway_copy_console() {
 # 2 when `nginx -t` rejects it (reported as such, rather than as "did not answer").
 gateway_write_config() {
   local new="$GW_DIR/conf/.new"
+  public_tls || return 2
   mkdir -p "$GW_DIR/conf" "$GW_DIR/logs" "$GW_DIR/tmp" "$new"
   gateway_copy_console
   cp "$ROOT/deploy/gateway/nginx.local.conf" "$new/nginx.conf"
   render_gateway_conf local >"$new/gateway.conf"
+  render_public_conf >"$new/public.conf"
   if cmp -s "$new/nginx.conf" "$GW_DIR/conf/nginx.conf" &&
-    cmp -s "$new/gateway.conf" "$GW_DIR/conf/gateway.conf"; then
+    cmp -s "$new/gateway.conf" "$GW_DIR/conf/gateway.conf" &&
+    cmp -s "$new/public.conf" "$GW_DIR/conf/public.conf"; then
     rm -rf "$new"
     return 1
   fi
@@ -68,7 +110,7 @@ gateway_write_config() {
     rm -rf "$new"
     return 2
   fi
-  mv "$new/nginx.conf" "$new/gateway.conf" "$GW_DIR/conf/"
+  mv "$new/nginx.conf" "$new/gateway.conf" "$new/public.conf" "$GW_DIR/conf/"
   rm -rf "$new"
 }
 

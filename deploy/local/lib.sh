@@ -105,3 +105,18 @@ adopt() {
   rm -f "$pidfile"
   return 1
 }
+
+# public_tls: true when the public listeners are off (PEERTRAIN_PUBLIC_ADDRESS unset),
+# or when their certificate and key are readable files; else says what is missing.
+# Peers on other machines get TLS or nothing: their broker password and tokens would
+# otherwise cross the network in the clear.
+public_tls() {
+  [[ -z $PEERTRAIN_PUBLIC_ADDRESS ]] && return 0
+  local f
+  for f in PEERTRAIN_TLS_CERT PEERTRAIN_TLS_KEY; do
+    if [[ -z ${!f:-} || ! -r ${!f} ]]; then
+      log "PEERTRAIN_PUBLIC_ADDRESS=$PEERTRAIN_PUBLIC_ADDRESS needs $f (a readable PEM file)"
+      return 1
+    fi
+  done
+}

@@ -62,7 +62,21 @@ default_permissions.read = .*
 default_permissions.write = .*
 log.file.level = info
 log.console = false
+# admin is for the services on this machine: refused from any other address, whatever
+# listeners are open (peers have users of their own, made by the registry).
+loopback_users.guest = true
+loopback_users.admin = true
 EOF
+  # Peers on other machines (PEERTRAIN_PUBLIC_ADDRESS): AMQPS there, nothing else.
+  if [[ -n $PEERTRAIN_PUBLIC_ADDRESS ]]; then
+    cat >>"$RMQ_DIR/rabbitmq.conf" <<EOF
+listeners.ssl.public = $PEERTRAIN_PUBLIC_ADDRESS:$PUBLIC_AMQPS_PORT
+ssl_options.certfile = $PEERTRAIN_TLS_CERT
+ssl_options.keyfile = $PEERTRAIN_TLS_KEY
+ssl_options.verify = verify_none
+ssl_options.fail_if_no_peer_cert = false
+EOF
+  fi
   cat >"$RMQ_DIR/rabbitmq-env.conf" <<EOF
 # Same settings as deploy/local/rabbitmq.sh exports; for CLI tools run by hand:
 #   HOME=$RMQ_DIR/home RABBITMQ_CONF_ENV_FILE=$RMQ_DIR/rabbitmq-env.conf $RMQ_BIN/rabbitmqctl status
@@ -83,6 +97,7 @@ RABBITMQ_PIDFILE="$RMQ_DIR/rabbitmq.pid"
 RABBITMQ_PATTERN="beam\.smp.* -home $RMQ_DIR/home "
 
 rabbitmq_launch() {
+  public_tls || return 1
   rabbitmq_write_config
   # A SIGKILLed node leaves its pid file behind; remove it so that a waiter does not
   # mistake it for the new node's.

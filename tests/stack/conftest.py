@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import subprocess
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -34,10 +35,16 @@ RUN_ID = uuid.uuid4().hex[:8]
 MANAGEMENT = RABBIT_API
 
 
-def stack_ctl(action: str, name: str | None = None, *, timeout: float = 180) -> str:
-    """Run ``deploy/local/stack.sh ACTION [NAME]`` and return its output."""
+def stack_ctl(
+    action: str, name: str | None = None, *, timeout: float = 180, env: dict[str, str] | None = None
+) -> str:
+    """Run ``deploy/local/stack.sh ACTION [NAME]`` (with ``env`` added to this process's
+    environment) and return its output."""
     cmd = ["bash", str(STACK), action] + ([name] if name else [])
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    full = {**os.environ, **env} if env else None
+    done = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout, check=False, env=full
+    )
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed: {done.stdout}\n{done.stderr}")
     return done.stdout
@@ -160,7 +167,7 @@ def consume(broker: Any) -> Callable[..., Awaitable[None]]:
     return start
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def stack() -> Callable[..., str]:
     """``stack("kill", "rabbitmq")``: drive the real servers (deploy/local/stack.sh)."""
     return stack_ctl

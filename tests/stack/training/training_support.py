@@ -226,8 +226,15 @@ each (on the platform's ports), the others listen on free ports, and jobs are sp
 over all of them (leases)."""
 
 
-def run_platform(run_id: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
-    """Start the platform; yield it; stop it and remove its queues."""
+def run_platform(
+    run_id: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    *,
+    registry_env: dict[str, str] | None = None,
+    orchestrator_env: dict[str, str] | None = None,
+) -> Iterator[Platform]:
+    """Start the platform; yield it; stop it and remove its queues. ``registry_env`` and
+    ``orchestrator_env`` add variables (the addresses they advertise to peers)."""
     base = tmp_path_factory.mktemp("training")
     run = f"{run_id}{uuid.uuid4().hex[:4]}"
     with shared_auth_service(run_id=run_id, base_dir=tmp_path_factory.getbasetemp()) as auth:
@@ -237,7 +244,7 @@ def run_platform(run_id: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
             mongo_db=mongo_db,
             log_dir=base,
             namespace=prefixes[0],
-            extra_env={"PEERTRAIN_REGISTRY_OFFLINE_AFTER_INTERVALS": "5"},
+            extra_env={"PEERTRAIN_REGISTRY_OFFLINE_AFTER_INTERVALS": "5", **(registry_env or {})},
         )
         registry.start()
         try:
@@ -251,7 +258,10 @@ def run_platform(run_id: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
                         mongo_db=mongo_db,
                         log_dir=log_dir,
                         queue_prefix=prefixes[1],
-                        extra_env={"PEERTRAIN_ORCHESTRATOR_S3_BUCKET": bucket},
+                        extra_env={
+                            "PEERTRAIN_ORCHESTRATOR_S3_BUCKET": bucket,
+                            **(orchestrator_env or {}),
+                        },
                         **({} if i == 0 else {"port": free_port()}),
                     )
                     instances["aggregator" + suffix] = aggregator_process(

@@ -5,6 +5,9 @@
     peer = PeerProcess.enroll(api, enrollment_token, config_dir=tmp / "p1", log_dir=tmp, name="p1")
     peer.start(interval_s=1)
     peer.kill()                            # SIGKILL; peer.stop() is SIGTERM
+
+A peer on "another machine" runs each of its commands behind ``wrap`` (``ip netns exec
+NS``) with ``machine_env`` (its trust store: ``SSL_CERT_FILE``) added.
 """
 
 from __future__ import annotations
@@ -41,17 +44,33 @@ class PeerProcess:
     log_path: Path
     peer_id: str
     name: str
+    wrap: tuple[str, ...] = ()
+    """A command prefix for every command of this peer (``ip netns exec NS``)."""
+    machine_env: dict[str, str] = field(default_factory=dict)
+    """Variables every command of this peer gets."""
     proc: subprocess.Popen[bytes] | None = None
     _log: IO[bytes] | None = field(default=None, repr=False)
 
     @classmethod
     def enroll(
-        cls, api: str, enrollment_token: str, *, config_dir: Path, log_dir: Path, name: str
+        cls,
+        api: str,
+        enrollment_token: str,
+        *,
+        config_dir: Path,
+        log_dir: Path,
+        name: str,
+        wrap: Sequence[str] = (),
+        machine_env: Mapping[str, str] | None = None,
     ) -> PeerProcess:
         """``peertrain-peer enroll`` into ``config_dir``."""
+        machine = dict(machine_env or {})
         done = subprocess.run(  # noqa: S603 (our own interpreter and module)
-            _peer_cli("enroll", "--api", api, "--token", enrollment_token, "--name", name),
-            env=_env({"PEERTRAIN_PEER_CONFIG_DIR": str(config_dir)}),
+            [
+                *wrap,
+                *_peer_cli("enroll", "--api", api, "--token", enrollment_token, "--name", name),
+            ],
+            env=_env({**machine, "PEERTRAIN_PEER_CONFIG_DIR": str(config_dir)}),
             capture_output=True,
             text=True,
             timeout=60,
@@ -60,7 +79,8 @@ class PeerProcess:
         if done.returncode != 0:
             raise RuntimeError(f"enroll failed: {done.stdout}\n{done.stderr}")
         data = json.loads(done.stdout.strip().splitlines()[-1])
-        return cls(config_dir, log_dir / f"peer-{name}.log", data["peer_id"], data["name"])
+        log_path = log_dir / f"peer-{name}.log"
+        return cls(config_dir, log_path, data["peer_id"], data["name"], tuple(wrap), machine)
 
     def start(
         self,
@@ -81,6 +101,7 @@ class PeerProcess:
         self._log = self.log_path.open("ab")
         env = _env(
             {
+                **self.machine_env,
                 "PEERTRAIN_PEER_CONFIG_DIR": str(self.config_dir),
                 "PEERTRAIN_PEER_RECONNECT_MAX_S": str(reconnect_max_s),
                 **(env or {}),
@@ -91,7 +112,7 @@ class PeerProcess:
         else:
             command = [sys.executable, str(script), *args, "--interval", str(interval_s)]
         self.proc = subprocess.Popen(  # noqa: S603 (our own interpreter, a test's script)
-            command,
+            [*self.wrap, *command],
             env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -130,8 +151,8 @@ class PeerProcess:
     def status(self) -> dict[str, Any]:
         """``peertrain-peer status --json``."""
         done = subprocess.run(  # noqa: S603 (our own interpreter and module)
-            _peer_cli("status", "--json"),
-            env=_env({"PEERTRAIN_PEER_CONFIG_DIR": str(self.config_dir)}),
+            [*self.wrap, *_peer_cli("status", "--json")],
+            env=_env({**self.machine_env, "PEERTRAIN_PEER_CONFIG_DIR": str(self.config_dir)}),
             capture_output=True,
             text=True,
             timeout=60,

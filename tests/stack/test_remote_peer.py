@@ -1,0 +1,238 @@
+"""A peer on another machine takes part in a job (README "Peers on other machines").
+
+The peer runs in a network namespace of its own (``remote_machine.py``): its 127.0.0.1 is
+its own, and it reaches this machine only at the host end of a veth pair. The stack opens
+its public listeners on that address (``PEERTRAIN_PUBLIC_ADDRESS``): the gateway's API
+over HTTPS, presigned S3 requests over HTTPS, RabbitMQ over AMQPS, with a certificate
+from a throwaway CA that the peer trusts (``SSL_CERT_FILE``). The peer enrolls through
+the public HTTPS address, gets the broker's AMQPS address from the registry and the
+presigned HTTPS URLs from the orchestrator, and trains beside a peer on this machine.
+The public listeners are closed again afterwards (RabbitMQ restarted, nginx reloaded).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from peertrain.common.testing import OFFSET, stack_port
+from peertrain.peer.testing import PeerProcess
+
+sys.path.insert(0, str(Path(__file__).parent / "training"))
+sys.path.insert(0, str(Path(__file__).parent))
+
+from remote_machine import NetNamespace, TlsFiles, make_tls
+from training_support import (
+    Platform,
+    create_job,
+    dataset,
+    finished,
+    job_events,
+    peers_active,
+    run_platform,
+    start_peer,
+)
+
+pytestmark = [pytest.mark.stack]
+
+HTTPS, S3, AMQPS = stack_port(8443), stack_port(9443), stack_port(5671)
+LOOPBACK_ONLY = {"gateway": 8080, "rabbitmq": 5672, "minio": 9000, "ferretdb": 27017}
+ROUNDS = 2
+
+# Run inside the namespace: which (host, port) pairs accept a TCP connection.
+PROBE = """
+import json, socket, sys
+out = {}
+for host, port in json.loads(sys.argv[1]):
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+        out[f"{host}:{port}"] = "open"
+    except OSError as exc:
+        out[f"{host}:{port}"] = type(exc).__name__
+print(json.dumps(out))
+"""
+
+# Run inside the namespace: what the public doors say to what is not a peer's business.
+REFUSALS = """
+import asyncio, json, ssl, sys, aio_pika, httpx
+address, amqps, s3 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+async def admin():
+    try:
+        await aio_pika.connect(f"amqps://admin:admin@{address}:{amqps}/", timeout=10)
+        return "connected"
+    except Exception as exc:
+        return type(exc).__name__
+out = {"amqps admin": asyncio.run(admin())}
+with httpx.Client(base_url=f"https://{address}:{s3}", timeout=10) as http:
+    signed = {"Authorization": "AWS4-HMAC-SHA256 Credential=minioadmin/x"}
+    out["s3 signed header"] = http.get("/peertrain/x", headers=signed).status_code
+    out["s3 delete"] = http.delete("/peertrain/x").status_code
+    out["s3 put"] = http.put("/peertrain/x", content=b"x").status_code
+print(json.dumps(out))
+"""
+
+
+def _public_listeners(stack: Any, values: dict[str, str]) -> None:
+    """Restart RabbitMQ and reload the gateway with these PEERTRAIN_PUBLIC_* settings."""
+    stack("stop", "rabbitmq", env=values)
+    stack("start", "rabbitmq", env=values)
+    stack("start", "gateway", env=values)  # running: rewrites its config, reloads
+
+
+def _accepting(address: str, port: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection((address, port), timeout=2).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def remote(
+    stack: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[NetNamespace, TlsFiles]]:
+    """The namespace, and the stack's public listeners open on its host address."""
+    try:
+        ns = NetNamespace.create(OFFSET)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        why = getattr(exc, "stderr", "") or exc
+        pytest.skip(f"cannot make a network namespace (root / CAP_NET_ADMIN, iproute2): {why}")
+    try:
+        tls = make_tls(tmp_path_factory.mktemp("tls"), ns.host_address)
+        _public_listeners(
+            stack,
+            {
+                "PEERTRAIN_PUBLIC_ADDRESS": ns.host_address,
+                "PEERTRAIN_TLS_CERT": str(tls.cert),
+                "PEERTRAIN_TLS_KEY": str(tls.key),
+            },
+        )
+        try:
+            for port in (HTTPS, S3, AMQPS):
+                _accepting(ns.host_address, port)
+            yield ns, tls
+        finally:
+            _public_listeners(stack, {"PEERTRAIN_PUBLIC_ADDRESS": ""})
+    finally:
+        ns.delete()
+
+
+@pytest.fixture(scope="module")
+def platform(
+    remote: tuple[NetNamespace, TlsFiles], run_id: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Platform]:
+    """The services, advertising the public address to peers (as env.sh has them when
+    PEERTRAIN_PUBLIC_ADDRESS is set)."""
+    address = remote[0].host_address
+    yield from run_platform(
+        run_id,
+        tmp_path_factory,
+        registry_env={"PEERTRAIN_REGISTRY_PEER_AMQP_URL": f"amqps://{address}:{AMQPS}/"},
+        orchestrator_env={
+            "PEERTRAIN_ORCHESTRATOR_S3_PRESIGN_ENDPOINT_URL": f"https://{address}:{S3}"
+        },
+    )
+
+
+def _table_csv(rows: int = 400, seed: int = 11) -> bytes:
+    """Three well separated classes in four numeric columns."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 3, rows)
+    centres = np.array([[0, 0, 0, 0], [3, 3, 0, 0], [0, 3, 3, 3]], dtype=float)
+    x = centres[labels] + rng.normal(0, 1.0, (rows, 4))
+    out = io.StringIO("")
+    out.write("a,b,c,d,kind\n")
+    for row, label in zip(x, labels, strict=True):
+        out.write(",".join(f"{v:.4f}" for v in row) + f",k{label}\n")
+    return out.getvalue().encode()
+
+
+def _inside(ns: NetNamespace, script: str, *args: str, env: dict[str, str]) -> dict[str, Any]:
+    """Run ``script`` with this interpreter inside the namespace; its JSON output."""
+    done = subprocess.run(
+        [*ns.wrap(), sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={**os.environ, **env},
+    )
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+async def test_a_peer_in_its_own_network_namespace_trains_through_the_public_address(
+    remote: tuple[NetNamespace, TlsFiles], platform: Platform
+) -> None:
+    ns, tls = remote
+    address = ns.host_address
+    loopback = [("127.0.0.1", stack_port(p)) for p in LOOPBACK_ONLY.values()]
+    on_host = [(address, stack_port(p)) for p in [*LOOPBACK_ONLY.values(), 15672, 8001]]
+    public = [(address, p) for p in (HTTPS, S3, AMQPS)]
+    trust = {"SSL_CERT_FILE": str(tls.ca)}
+    seen = _inside(ns, PROBE, json.dumps(loopback + on_host + public), env={})
+    # Its own loopback has none of the platform; the host's address only the TLS doors.
+    assert {k: v for k, v in seen.items() if v == "open"} == {
+        f"{h}:{p}": "open" for h, p in public
+    }, seen
+    assert {seen[f"{h}:{p}"] for h, p in loopback + on_host} == {"ConnectionRefusedError"}, seen
+    # Through them: no broker admin (loopback only), no S3 but what presigned URLs do.
+    refused = _inside(ns, REFUSALS, address, str(AMQPS), str(S3), env=trust)
+    assert refused == {
+        "amqps admin": "ProbableAuthenticationError",
+        "s3 signed header": 403,
+        "s3 delete": 403,
+        "s3 put": 403,
+    }, refused
+
+    far = PeerProcess.enroll(
+        f"https://{address}:{HTTPS}",
+        platform.enroll(),
+        config_dir=platform.base / "peer-far",
+        log_dir=platform.base,
+        name=f"far-{uuid.uuid4().hex[:6]}",
+        wrap=ns.wrap(),
+        machine_env=trust,
+    )
+    platform.peers["far"] = far  # stopped, and its broker user removed, with the platform
+    start_peer(far, mode=None, env=None, threads=1)
+    near = platform.peer("near", env=trust)  # on this machine: the same advertised doors
+    await peers_active(platform, [far.peer_id, near.peer_id])
+    assert far.status()["broker"] == f"amqps://{address}:{AMQPS}/", far.tail()
+
+    dataset_id = await dataset(
+        platform, "remote-table", "table.csv", _table_csv(), label_column="kind"
+    )
+    body = {
+        "name": "remote-peer",
+        "dataset_id": dataset_id,
+        "peers": [far.peer_id, near.peer_id],
+        "model": {"arch": "mlp", "hidden": [8]},
+        "training": {"rounds": ROUNDS, "local_epochs": 1, "batch_size": 16, "lr": 0.05, "seed": 3},
+        "aggregation": {"strategy": "fedavg", "min_peers": 2, "round_deadline_s": 300},
+    }
+    job_id = await create_job(platform, body)
+    job = await finished(platform, job_id, timeout=600)
+    assert job["state"] == "completed", (job, far.tail())
+    async with platform.client() as http:
+        events = await job_events(http, job_id)
+    accepted = {
+        (e["data"]["round"], e["data"]["peer_id"]) for e in events if e["type"] == "update.accepted"
+    }
+    assert accepted == {(r, p) for r in range(1, ROUNDS + 1) for p in (far.peer_id, near.peer_id)}
