@@ -34,7 +34,7 @@ class NoLog:
 
 
 def context(max_running_jobs: int = 3) -> OrchestratorContext:
-    ctx = SimpleNamespace(log=NoLog(), db={"leases": None})
+    ctx = SimpleNamespace(log=NoLog(), db=None)
     settings = SimpleNamespace(
         max_running_jobs=max_running_jobs, instance_name="test", lease_ttl_s=10.0
     )

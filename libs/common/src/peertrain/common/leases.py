@@ -32,7 +32,7 @@ import time
 import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 from pydantic import Field
@@ -41,7 +41,16 @@ from pymongo import ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
 
-__all__ = ["MEMBER", "LeaseSettings", "Leases", "new_instance_name", "preferred"]
+__all__ = [
+    "MEMBER",
+    "Holding",
+    "LeaseSettings",
+    "Leases",
+    "SoleInstance",
+    "leases_for",
+    "new_instance_name",
+    "preferred",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -70,6 +79,67 @@ def preferred(key: str, members: Iterable[str]) -> str | None:
     return max(
         members, key=lambda m: hashlib.sha256(f"{m}\x00{key}".encode()).digest(), default=None
     )
+
+
+class Holding(Protocol):
+    """Which jobs this instance works on (:class:`Leases`, or :class:`SoleInstance`)."""
+
+    @property
+    def held(self) -> list[str]: ...
+
+    def holds(self, key: str) -> bool: ...
+
+    async def claim(self, key: str, *, force: bool = False) -> bool: ...
+
+    async def release(self, key: str) -> None: ...
+
+    async def release_all(self) -> None: ...
+
+    async def keep(self, active: Iterable[str]) -> list[str]: ...
+
+
+class SoleInstance:
+    """The only instance there is (the simulation, whose services have no database of
+    their own): it works on every job and stores nothing."""
+
+    def __init__(self) -> None:
+        self._held: set[str] = set()
+
+    @property
+    def held(self) -> list[str]:
+        """Every job claimed and not released."""
+        return list(self._held)
+
+    def holds(self, key: str) -> bool:
+        """Always: every job is this instance's."""
+        return True
+
+    async def claim(self, key: str, *, force: bool = False) -> bool:
+        """Always granted."""
+        self._held.add(key)
+        return True
+
+    async def release(self, key: str) -> None:
+        """Forget ``key``."""
+        self._held.discard(key)
+
+    async def release_all(self) -> None:
+        """Forget every job."""
+        self._held.clear()
+
+    async def keep(self, active: Iterable[str]) -> list[str]:
+        """Every active job not held yet (as if just taken)."""
+        taken = [key for key in active if key not in self._held]
+        self._held.update(taken)
+        return taken
+
+
+def leases_for(db: Any, settings: LeaseSettings) -> Holding:
+    """The leases of a service instance: in ``db``'s ``leases`` collection, or, when the
+    service has no database of its own (``None``: the simulation), the sole instance."""
+    if db is None:
+        return SoleInstance()
+    return Leases(db["leases"], settings.instance_name, settings.lease_ttl_s)
 
 
 class Leases:

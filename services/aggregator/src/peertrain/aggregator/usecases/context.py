@@ -23,7 +23,7 @@ from peertrain.common.eventlog import EventLog, Loaded, Repository
 from peertrain.common.events import EventData, RecordedEvent
 from peertrain.common.events.models import model_stream
 from peertrain.common.events.training import job_stream
-from peertrain.common.leases import Leases
+from peertrain.common.leases import Holding, leases_for
 
 from ..projections import MODEL_FOLD
 from .numerics import RoundWork
@@ -52,13 +52,13 @@ class AggregatorContext:
     """Jobs configured and not ended, as heard (the ones an instance may take over)."""
     models: Repository[JobState] = field(init=False)
     """Job states by model stream: loaded, appended to, cached (least recent out)."""
-    leases: Leases = field(init=False)
+    leases: Holding = field(init=False)
     """The jobs whose model versions this instance makes."""
 
     def __post_init__(self) -> None:
         settings = self.settings
         self.models = Repository(self.ctx.log, MODEL_FOLD, producer=settings.service_name)
-        self.leases = Leases(self.ctx.db["leases"], settings.instance_name, settings.lease_ttl_s)
+        self.leases = leases_for(self.ctx.db, settings)
 
     @property
     def log(self) -> EventLog:

@@ -24,7 +24,7 @@ from peertrain.common.eventlog import Cached, EventLog, Fold, Repository
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.datasets import sharding_stream
 from peertrain.common.events.models import model_stream
-from peertrain.common.leases import Leases
+from peertrain.common.leases import Holding, leases_for
 
 from ..config import OrchestratorSettings
 from ..domain import Directory, Job
@@ -102,7 +102,7 @@ class OrchestratorContext:
     """``task.assigned`` event id -> its in-process dispatch (see ``dispatch_soon``)."""
     repository: Repository[Job] = field(init=False)
     """Job streams: load, decide, append, with :attr:`jobs` as the cache."""
-    leases: Leases = field(init=False)
+    leases: Holding = field(init=False)
     """The jobs this instance works on (every instance reads them all)."""
 
     def __post_init__(self) -> None:
@@ -110,7 +110,7 @@ class OrchestratorContext:
             self.ctx.log, JOB_FOLD, producer=PRODUCER, cache=JobsCache(self.jobs)
         )
         settings = self.settings
-        self.leases = Leases(self.ctx.db["leases"], settings.instance_name, settings.lease_ttl_s)
+        self.leases = leases_for(self.ctx.db, settings)
 
     @property
     def log(self) -> EventLog:
