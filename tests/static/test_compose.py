@@ -404,9 +404,16 @@ def test_gateway_gets_every_placeholder_of_its_template(
 
 
 def scrape_targets(path: Path) -> dict[str, list[str]]:
+    """Job -> its static targets, and ``dns:<name>:<port>`` for each DNS-found one."""
     config = yaml.safe_load(path.read_text())
     return {
-        job["job_name"]: [t for sc in job["static_configs"] for t in sc["targets"]]
+        job["job_name"]: [t for sc in job.get("static_configs", []) for t in sc["targets"]]
+        + [
+            f"dns:{name}:{sd['port']}"
+            for sd in job.get("dns_sd_configs", [])
+            for name in sd["names"]
+            if sd.get("type") == "A"
+        ]
         for job in config["scrape_configs"]
     }
 
@@ -417,8 +424,8 @@ def test_prometheus_scrapes_every_service() -> None:
     for name, port in ports.items():
         assert local[name] == [f"127.0.0.1:{port}"], name
     compose = scrape_targets(ROOT / "deploy" / "prometheus" / "prometheus.compose.yml")
-    for name in SERVICES:
-        assert compose[name] == [f"{name}:8000"], name
+    for name in SERVICES:  # every replica of a scaled service: DNS finds them all
+        assert compose[name] == [f"dns:{name}:8000"], name
     # the dashboards select on job names: the same jobs in both
     assert set(local) - {"ferretdb"} == set(compose), set(local) ^ set(compose)
 

@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from peertrain.common.testing import (
     ServiceProcess,
     child_env,
     free_port,
+    scraped,
 )
 from peertrain.dataset.testing import running_dataset_service
 from peertrain.orchestrator.testing import orchestrator_process
@@ -250,6 +252,7 @@ def run_platform(
         try:
             with running_dataset_service(mongo_db=mongo_db, run=run, base_dir=base) as (ds, bucket):
                 instances: dict[str, ServiceProcess] = {}
+                targets = ExitStack()  # the local Prometheus scrapes the extra instances
                 for i in range(INSTANCES):
                     suffix = "" if i == 0 else f"-{i + 1}"
                     log_dir = base if i == 0 else base / f"instance{suffix}"
@@ -271,6 +274,9 @@ def run_platform(
                         prefix=prefixes[2],
                         **({} if i == 0 else {"port": free_port()}),
                     )
+                for service in instances.values():
+                    if service.port != PLATFORM_PORTS[service.name]:
+                        targets.enter_context(scraped(service.name, service.port))
                 with ThreadPoolExecutor(max_workers=len(instances)) as pool:
                     list(pool.map(lambda s: s.start(), instances.values()))
                 p = Platform(
@@ -288,6 +294,7 @@ def run_platform(
                     with ThreadPoolExecutor(max_workers=16) as pool:
                         list(pool.map(lambda peer: peer.stop(), p.peers.values()))
                         list(pool.map(lambda s: s.stop(), instances.values()))
+                    targets.close()
                     _delete_queues(prefixes, [peer.peer_id for peer in p.peers.values()])
         finally:
             registry.stop()

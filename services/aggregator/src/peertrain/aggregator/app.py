@@ -8,6 +8,7 @@ import structlog
 from fastapi import FastAPI
 
 from peertrain.common.app import ServiceContext, create_app
+from peertrain.common.bus import retire_queues
 from peertrain.common.periodic import Periodic
 from peertrain.common.security import install_security
 
@@ -30,6 +31,8 @@ async def setup_aggregator(ctx: ServiceContext, settings: AggregatorSettings) ->
     await asyncio.to_thread(settings.work_dir.mkdir, parents=True, exist_ok=True)
     subscribers.subscribe(ctx, actx)
     ctx.extras[AGGREGATOR_EXTRA] = actx
+    # the shared jobs queue of versions before leases (each instance has its own now)
+    await retire_queues(settings.amqp_url.get_secret_value(), [settings.queue("jobs")])
     # the queue first, then the log: what is appended meanwhile waits in the queue
     await ctx.subscriptions.declare(ctx.broker)
     active = await find_active(actx)

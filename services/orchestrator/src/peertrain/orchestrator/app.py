@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from peertrain.common.app import ServiceContext, create_app
+from peertrain.common.bus import retire_queues
 from peertrain.common.periodic import Periodic
 from peertrain.common.security import install_security
 
@@ -26,6 +27,8 @@ async def setup_orchestrator(
     octx = OrchestratorContext(ctx, settings)
     ctx.extras[ORCHESTRATOR_EXTRA] = octx
     subscribers.subscribe(ctx, octx)
+    # the shared facts queue of versions before leases (each instance has its own now)
+    await retire_queues(settings.amqp_url.get_secret_value(), [settings.queue("facts")])
     # Queues first, then the replay: whatever is appended meanwhile waits in a queue,
     # and folding is idempotent, so the overlap is harmless.
     await ctx.subscriptions.declare(ctx.broker)

@@ -13,6 +13,7 @@ from .topology import (
     declare_queue,
     dlq_name,
     quorum_queue,
+    retire_queues,
 )
 
 __all__ = [
@@ -31,4 +32,5 @@ __all__ = [
     "dlq_name",
     "make_broker",
     "quorum_queue",
+    "retire_queues",
 ]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import aio_pika
+import structlog
 from faststream.rabbit import (
     Channel,
     ExchangeType,
@@ -19,6 +21,8 @@ from faststream.rabbit import (
 )
 from faststream.rabbit.schemas.queue import QuorumQueueArgs
 
+log = structlog.get_logger(__name__)
+
 __all__ = [
     "DLX",
     "EVENTS",
@@ -28,6 +32,7 @@ __all__ = [
     "declare_queue",
     "dlq_name",
     "quorum_queue",
+    "retire_queues",
 ]
 
 EVENTS = RabbitExchange("peertrain.events", type=ExchangeType.TOPIC, durable=True)
@@ -93,3 +98,19 @@ async def declare_queue(
     for key in routing_keys:
         await declared.bind(exchange.name, routing_key=key)
     return queue
+
+
+async def retire_queues(amqp_url: str, names: Sequence[str]) -> None:
+    """Delete queues (and their DLQs) that an earlier version declared and this one no
+    longer reads, so they do not fill up forever. What they held is in the log, which the
+    service reads at start-up. Deleting a queue that is not there is no error."""
+    connection = await aio_pika.connect(amqp_url)
+    try:
+        channel = await connection.channel()
+        for name in names:
+            for queue in (name, dlq_name(name)):
+                result = await channel.queue_delete(queue)
+                if result.message_count:
+                    log.info("retired a queue", queue=queue, messages=result.message_count)
+    finally:
+        await connection.close()

@@ -10,6 +10,7 @@ from .ports import (
     platform_services,
     port_holder,
     port_in_use,
+    scraped,
 )
 from .process import ServiceProcess
 
@@ -28,5 +29,6 @@ __all__ = [
     "platform_services",
     "port_holder",
     "port_in_use",
+    "scraped",
     "stack_port",
 ]

@@ -9,8 +9,11 @@ another test or benchmark run.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +28,7 @@ __all__ = [
     "platform_services",
     "port_holder",
     "port_in_use",
+    "scraped",
 ]
 
 PLATFORM_PORTS = {
@@ -119,6 +123,22 @@ def _var_dir() -> Path:
     # deploy/local/env.sh exports VAR_DIR (from PEERTRAIN_VAR, else <checkout>/.var)
     explicit = os.environ.get("VAR_DIR") or os.environ.get("PEERTRAIN_VAR")
     return Path(explicit) if explicit else _ROOT / ".var"
+
+
+@contextmanager
+def scraped(service: str, port: int) -> Iterator[None]:
+    """While in the block, the local stack's Prometheus also scrapes an instance of
+    ``service`` listening on ``port`` (a second orchestrator, say): a target file in
+    ``$VAR_DIR/prometheus/targets`` (``file_sd_configs`` in deploy/prometheus/prometheus.yml)."""
+    folder = _var_dir() / "prometheus" / "targets"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{service}-{port}.json"
+    target = [{"targets": [f"127.0.0.1:{port}"], "labels": {"service": service}}]
+    path.write_text(json.dumps(target))
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
 
 
 def platform_services() -> dict[str, int]:
