@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import structlog
 
+from peertrain.common.eventlog import ConcurrencyError
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.training import (
     JOB_CANCELLED,
@@ -28,6 +29,9 @@ log = structlog.get_logger(__name__)
 
 ENDED = (JOB_COMPLETED, JOB_FAILED, JOB_CANCELLED)
 
+RECONCILE_ATTEMPTS = 5
+"""Tries at a job's model work, each on the state read on after a conflict."""
+
 
 async def on_job_event(actx: AggregatorContext, job_id: str, event: RecordedEvent) -> None:
     """A job event: note the job's life; reconcile it if this instance holds it."""
@@ -40,7 +44,14 @@ async def on_job_event(actx: AggregatorContext, job_id: str, event: RecordedEven
     async with actx.lock(job_id):
         # other instances record updates too: read them before making a round's version
         state = await actx.load(job_id, event, fresh_models=event.type == ROUND_CLOSED)
-        await reconcile(actx, state, event)
+        for _ in range(RECONCILE_ATTEMPTS - 1):
+            try:
+                await reconcile(actx, state, event)
+                break
+            except ConcurrencyError:  # another instance's verdict landed first: read on
+                state = await actx.load(job_id, catch_up=True, fresh_models=True)
+        else:
+            await reconcile(actx, state, event)  # the last try raises: redelivered
     if state.ended is not None:
         actx.active.discard(job_id)
         await actx.leases.release(job_id)
