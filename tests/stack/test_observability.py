@@ -41,7 +41,7 @@ from training_support import (
     wait_for,
 )
 
-from peertrain.common.testing import stack_port
+from peertrain.common.testing import scrape_targets_dir, stack_port
 
 pytestmark = [pytest.mark.stack]
 
@@ -87,6 +87,9 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     config["scrape_configs"] = [j for j in config["scrape_configs"] if j["job_name"] in SCRAPED]
     assert {j["job_name"] for j in config["scrape_configs"]} == SCRAPED
     for job in config["scrape_configs"]:  # this lane's ports (make test runs two)
+        for sd in job.get("file_sd_configs", []):  # more instances: where tests list them
+            sd["files"] = [str(scrape_targets_dir() / Path(f).name) for f in sd["files"]]
+            sd["refresh_interval"] = "1s"
         for group in job["static_configs"]:
             group["targets"] = [
                 f"{host}:{stack_port(int(port))}"

@@ -10,6 +10,7 @@ from .ports import (
     platform_services,
     port_holder,
     port_in_use,
+    scrape_targets_dir,
     scraped,
 )
 from .process import ServiceProcess
@@ -29,6 +30,7 @@ __all__ = [
     "platform_services",
     "port_holder",
     "port_in_use",
+    "scrape_targets_dir",
     "scraped",
     "stack_port",
 ]

@@ -28,6 +28,7 @@ __all__ = [
     "platform_services",
     "port_holder",
     "port_in_use",
+    "scrape_targets_dir",
     "scraped",
 ]
 
@@ -125,12 +126,17 @@ def _var_dir() -> Path:
     return Path(explicit) if explicit else _ROOT / ".var"
 
 
+def scrape_targets_dir() -> Path:
+    """Where :func:`scraped` writes its target files (this lane's stack's)."""
+    return _var_dir() / "prometheus" / "targets"
+
+
 @contextmanager
 def scraped(service: str, port: int) -> Iterator[None]:
     """While in the block, the local stack's Prometheus also scrapes an instance of
     ``service`` listening on ``port`` (a second orchestrator, say): a target file in
     ``$VAR_DIR/prometheus/targets`` (``file_sd_configs`` in deploy/prometheus/prometheus.yml)."""
-    folder = _var_dir() / "prometheus" / "targets"
+    folder = scrape_targets_dir()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{service}-{port}.json"
     target = [{"targets": [f"127.0.0.1:{port}"], "labels": {"service": service}}]
