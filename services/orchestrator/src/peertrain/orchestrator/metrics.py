@@ -14,7 +14,11 @@ __all__ = [
     "TASKS_DISPATCHED",
 ]
 
-JOBS = Gauge("peertrain_jobs", "Jobs known to the orchestrator, by state", ["state"])
+JOBS = Gauge(
+    "peertrain_jobs",
+    "Jobs known to the orchestrator, by state (every instance knows every job: take the max)",
+    ["state"],
+)
 JOBS_FINISHED = Counter("peertrain_jobs_finished_total", "Jobs that ended, by outcome", ["state"])
 ROUNDS_CLOSED = Counter(
     "peertrain_rounds_total", "Round attempts that ended, by outcome", ["outcome", "reason"]
