@@ -65,10 +65,11 @@ else
   fi
   ignore=()
   for p in "${LANE1_PATHS[@]}"; do ignore+=("--ignore=$p"); done
-  (lane1 bash -c '. deploy/local/env.sh && exec pytest "$@"' lane1 "${LANE1_PATHS[@]}") \
+  # --durations: each lane's slowest tests in the log, for whoever balances the lanes
+  (lane1 bash -c '. deploy/local/env.sh && exec pytest --durations=15 "$@"' lane1 "${LANE1_PATHS[@]}") \
     >"$logs/lane1.log" 2>&1 &
   lane1_pid=$!
-  pytest "${ignore[@]}" >"$logs/lane0.log" 2>&1
+  pytest --durations=15 "${ignore[@]}" >"$logs/lane0.log" 2>&1
   rc0=$?
   wait "$lane1_pid"
   rc1=$?
