@@ -9,8 +9,10 @@ provisioning without building or starting anything.
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
+import shutil
 import subprocess
 import tomllib
 from pathlib import Path
@@ -578,3 +580,233 @@ def test_production_gateway_serves_https_with_the_deployers_certificate() -> Non
         assert re.search(rf"^{directive}\s+/run/secrets/{secret};", conf, flags=re.MULTILINE)
         assert REQUIRED.fullmatch(prod["secrets"][secret]["file"]), secret
     assert "https://127.0.0.1:8443/healthz" in gateway["healthcheck"]["test"]
+
+
+# -- the opt-in doors for peers on other machines (docker-compose.remote-peers.yml) ------
+#
+# Loaded with base and production through the same loader; -dump gives the merged model
+# (as `docker compose config` would print it) for what the checker itself does not judge.
+
+REMOTE = ROOT / "docker-compose.remote-peers.yml"
+S3_DOOR = ROOT / "deploy" / "gateway" / "s3-door.conf"
+RABBITMQ_REMOTE_CONF = ROOT / "deploy" / "rabbitmq" / "remote-peers.conf"
+PUBLIC_HOST = "from-env-PEERTRAIN_PUBLIC_HOST"  # the checker's placeholder for ${VAR:?}
+
+
+@pytest.fixture(scope="module")
+def remote_model(go_tools: GoTools, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    dump = tmp_path_factory.mktemp("remote") / "merged.json"
+    args = [str(go_tools.compose_check), "-also-publish", "rabbitmq", "-dump", str(dump)]
+    for f in (COMPOSE, PROD, REMOTE):
+        args += ["-f", str(f)]
+    done = subprocess.run(
+        args, capture_output=True, text=True, timeout=120, cwd=ROOT, env={"PATH": "/usr/bin:/bin"}
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip().endswith(
+        "only gateway, rabbitmq publish: gateway 443:8443/tcp 9443:9443/tcp; rabbitmq 5671:5671/tcp"
+    ), done.stdout
+    model: dict[str, Any] = json.loads(dump.read_text())
+    return model
+
+
+def merged_ports(svc: dict[str, Any]) -> set[tuple[str, int]]:
+    return {(str(p.get("published", "")), int(p["target"])) for p in svc.get("ports") or []}
+
+
+def test_remote_peer_doors_publish_only_the_gateway_and_amqps(
+    remote_model: dict[str, Any],
+) -> None:
+    opened = {
+        name: merged_ports(svc)
+        for name, svc in remote_model["services"].items()
+        if svc.get("ports") or svc.get("network_mode") == "host"
+    }
+    assert opened == {
+        "gateway": {("443", 8443), ("9443", 9443)},
+        "rabbitmq": {("5671", 5671)},  # AMQPS only: plain 5672 stays on the compose network
+    }
+
+
+def test_remote_peer_doors_do_not_load_without_the_production_override(
+    go_tools: GoTools,
+) -> None:
+    """They use its TLS secrets: over the development file alone compose refuses them."""
+    done = compose_check(go_tools, COMPOSE, REMOTE)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "undefined secret tls_cert" in done.stderr
+
+
+def test_remote_peer_doors_pin_images(remote_model: dict[str, Any]) -> None:
+    """The checker already refuses floating tags; the file changes no image at all."""
+    remote = yaml.load(REMOTE.read_text(), Loader=ComposeLoader)
+    assert all("image" not in svc for svc in remote["services"].values())
+    for name, svc in remote_model["services"].items():
+        image = svc["image"]
+        assert not image.endswith((":latest", ":dev")) and ":" in image, f"{name}: {image}"
+
+
+def test_remote_peers_are_told_the_public_addresses(remote_model: dict[str, Any]) -> None:
+    services = remote_model["services"]
+    registry = services["registry"]["environment"]
+    assert registry["PEERTRAIN_REGISTRY_PEER_AMQP_URL"] == f"amqps://{PUBLIC_HOST}:5671/"
+    orchestrator = services["orchestrator"]["environment"]
+    assert orchestrator["PEERTRAIN_ORCHESTRATOR_S3_PRESIGN_ENDPOINT_URL"] == (
+        f"https://{PUBLIC_HOST}:9443"
+    )
+    # the host is required (`${VAR:?message}`), as every setting of the production file
+    text = REMOTE.read_text()
+    assert "PEERTRAIN_PUBLIC_HOST:-" not in text
+    assert REQUIRED.search(text) and all(
+        m.group(1) == "PEERTRAIN_PUBLIC_HOST" for m in REQUIRED.finditer(text)
+    )
+
+
+def merged_mounts(svc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {v["target"]: v for v in svc.get("volumes") or []}
+
+
+def test_rabbitmq_serves_amqps_with_the_gateways_certificate(
+    remote_model: dict[str, Any],
+) -> None:
+    rabbitmq = remote_model["services"]["rabbitmq"]
+    assert {s["source"] for s in rabbitmq["secrets"]} == {"tls_cert", "tls_key"}
+    for name in ("tls_cert", "tls_key"):  # the gateway's own secrets, from the environment
+        assert remote_model["secrets"][name]["file"].endswith(
+            "from-env-" + {"tls_cert": "PEERTRAIN_TLS_CERT", "tls_key": "PEERTRAIN_TLS_KEY"}[name]
+        )
+    conf_mount = merged_mounts(rabbitmq)["/etc/rabbitmq/conf.d/30-remote-peers.conf"]
+    assert conf_mount["type"] == "bind" and conf_mount["read_only"] is True
+    assert Path(conf_mount["source"]) == RABBITMQ_REMOTE_CONF
+    conf = rabbitmq_conf(RABBITMQ_REMOTE_CONF.read_text())
+    assert conf["listeners.ssl.default"] == "5671"
+    assert conf["loopback_users.guest"] == "true"
+    # the secrets are copied where the rabbitmq user can read them, then the image's
+    # entrypoint starts the server (dropping root)
+    bash, flag, script = rabbitmq["command"]
+    assert (bash, flag) == ("bash", "-c")
+    for secret, key in (("tls_cert", "certfile"), ("tls_key", "keyfile")):
+        target = conf[f"ssl_options.{key}"]
+        assert re.search(
+            rf"install -m 0400 -o rabbitmq -g rabbitmq /run/secrets/{secret} {target}( |$)", script
+        )
+    assert script.endswith("&& exec docker-entrypoint.sh rabbitmq-server")
+
+
+def rabbitmq_conf(text: str) -> dict[str, str]:
+    """The key = value lines of a rabbitmq.conf (sysctl format)."""
+    pairs = (ln.split("=", 1) for ln in text.splitlines() if ln.strip() and not ln.startswith("#"))
+    return {k.strip(): v.strip() for k, v in pairs}
+
+
+def test_rabbitmq_remote_conf_matches_the_local_stacks_tls_settings() -> None:
+    """The local stack runs these keys (tests/stack/test_remote_peer.py): the same here."""
+    local_sh = (ROOT / "deploy" / "local" / "rabbitmq.sh").read_text()
+    local = {
+        m.group(1): m.group(2).strip()
+        for m in re.finditer(
+            r"^((?:listeners|ssl_options|loopback_users)\.[\w.]+) = (.*)$",
+            local_sh,
+            flags=re.MULTILINE,
+        )
+    }
+
+    def general(key: str) -> str:
+        return re.sub(r"^listeners\.ssl\.\w+$", "listeners.ssl.$name", key)
+
+    conf = rabbitmq_conf(RABBITMQ_REMOTE_CONF.read_text())
+    assert {general(k) for k in conf} <= {general(k) for k in local}, conf.keys() - local.keys()
+    for key in ("ssl_options.verify", "ssl_options.fail_if_no_peer_cert", "loopback_users.guest"):
+        assert conf[key] == local[key], key
+    # and against the schema of the RabbitMQ installed here, where there is one
+    schemas = sorted(
+        Path("/usr/lib/rabbitmq/lib").glob("*/plugins/rabbit-*/priv/schema/rabbit.schema")
+    )
+    if schemas:
+        mappings = set(re.findall(r'\{mapping, "([^"]+)"', schemas[-1].read_text()))
+        for key in conf:
+            pattern = general(key) if key.startswith("listeners.ssl.") else key
+            pattern = re.sub(r"^loopback_users\.\w+$", "loopback_users.$user", pattern)
+            assert pattern in mappings, f"{key}: not a RabbitMQ setting ({schemas[-1]})"
+
+
+def test_gateway_s3_door_passes_only_presigned_requests_to_minio(
+    remote_model: dict[str, Any],
+) -> None:
+    gateway = remote_model["services"]["gateway"]
+    mount = merged_mounts(gateway)["/etc/nginx/conf.d/s3-door.conf"]
+    assert mount["type"] == "bind" and mount["read_only"] is True
+    assert Path(mount["source"]) == S3_DOOR
+    assert merged_mounts(gateway)["/etc/nginx/conf.d/tls.conf"]["read_only"] is True
+    conf = S3_DOOR.read_text()
+    assert re.search(r"^\s*listen 9443 ssl;", conf, flags=re.MULTILINE)
+    assert re.search(r"^\s*proxy_pass http://minio:9000;", conf, flags=re.MULTILINE)
+    assert re.search(r"^\s*if \(\$http_authorization\) \{ return 403; \}", conf, flags=re.MULTILINE)
+    [methods] = re.findall(r"limit_except ([A-Z ]+) \{ deny all; \}", conf)
+    assert set(methods.split()) == {"GET", "POST"}  # GET allows HEAD too
+    assert re.search(r"proxy_set_header Host \$http_host;", conf)  # the host it was signed for
+    for secret, directive in (("tls_cert", "ssl_certificate"), ("tls_key", "ssl_certificate_key")):
+        assert re.search(rf"^\s*{directive}\s+/run/secrets/{secret};", conf, flags=re.MULTILINE)
+    # the log format it names is the gateway's (defined in the rendered template)
+    template = (ROOT / "deploy" / "gateway" / "gateway.conf.template").read_text()
+    assert "log_format peertrain_json" in template and "peertrain_json;" in conf
+
+
+def test_gateway_s3_door_is_accepted_by_nginx(tmp_path: Path) -> None:
+    """`nginx -t` on a throwaway nginx.conf that includes the door, with a dummy certificate."""
+    if not shutil.which("nginx"):
+        pytest.skip("nginx is not installed")
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "peertrain.test")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "tls_cert").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (secrets / "tls_key").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    # Only what needs the compose network or its secrets changes: their paths, and minio's
+    # name (nginx resolves proxy_pass hosts when it reads the file).
+    door = S3_DOOR.read_text()
+    assert "/run/secrets/" in door and "http://minio:9000" in door
+    door = door.replace("/run/secrets/", f"{secrets}/").replace(
+        "http://minio:9000", "http://127.0.0.1:9000"
+    )
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "s3-door.conf").write_text(door)
+    (tmp_path / "nginx.conf").write_text(
+        "pid nginx.pid;\n"
+        "events {}\n"
+        "http {\n"
+        "    client_body_temp_path tmp; proxy_temp_path tmp; fastcgi_temp_path tmp;\n"
+        "    uwsgi_temp_path tmp; scgi_temp_path tmp;\n"
+        "    log_format peertrain_json '$remote_addr';\n"
+        "    include s3-door.conf;\n"
+        "}\n"
+    )
+    done = subprocess.run(
+        ["nginx", "-t", "-p", f"{tmp_path}/", "-c", "nginx.conf", "-e", "logs/error.log"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr

@@ -2,7 +2,8 @@
 // loader, github.com/compose-spec/compose-go/v2: merge, !reset, interpolation) and
 // checks a production deployment:
 //
-//   - only the gateway publishes a port (and no service shares the host's network);
+//   - only the gateway publishes a port (and no service shares the host's network), or
+//     the services named with -also-publish besides it (the opt-in doors for remote peers);
 //   - no image floats (a digest, a full x.y.z version, or a tag the deployer must set);
 //   - every credential comes from the environment or a secret: a required variable
 //     (${VAR:?message}), an empty value, or a /run/secrets/ file, never a literal.
@@ -12,6 +13,10 @@
 // secrets; any other variable takes its default, as on a machine where it is unset.
 //
 //	compose-check -f docker-compose.yml -f docker-compose.prod.yml [-gateway gateway]
+//	    [-also-publish rabbitmq] [-dump merged.json]
+//
+// -dump writes the merged, interpolated model as JSON (what `docker compose config`
+// would print), for tests that look at more than these checks.
 //
 // Exit status: 0 when every check passes, 1 with one line per problem, 2 when the
 // files do not load.
@@ -22,6 +27,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -42,7 +48,10 @@ func (f *files) Set(v string) error { *f = append(*f, v); return nil }
 func main() {
 	var paths files
 	flag.Var(&paths, "f", "a compose file (repeat, in order)")
+	var also files
 	gateway := flag.String("gateway", "gateway", "the one service allowed to publish ports")
+	flag.Var(&also, "also-publish", "another service allowed to publish ports (repeat)")
+	dump := flag.String("dump", "", "write the merged model as JSON to this file")
 	flag.Parse()
 	if len(paths) == 0 {
 		fmt.Fprintln(os.Stderr, "compose-check: no -f file given")
@@ -53,7 +62,14 @@ func main() {
 		fmt.Fprintf(os.Stderr, "compose-check: %v\n", err)
 		os.Exit(2)
 	}
-	problems := check(project, *gateway)
+	if *dump != "" {
+		if err := writeJSON(project, *dump); err != nil {
+			fmt.Fprintf(os.Stderr, "compose-check: %v\n", err)
+			os.Exit(2)
+		}
+	}
+	publishers := append([]string{*gateway}, also...)
+	problems := check(project, publishers)
 	for _, p := range problems {
 		fmt.Println(p)
 	}
@@ -62,11 +78,27 @@ func main() {
 		os.Exit(1)
 	}
 	var open []string
-	for _, p := range project.Services[*gateway].Ports {
-		open = append(open, fmt.Sprintf("%s:%d/%s", orAny(p.Published), p.Target, p.Protocol))
+	for _, name := range publishers {
+		var ports []string
+		for _, p := range project.Services[name].Ports {
+			ports = append(ports, fmt.Sprintf("%s:%d/%s", orAny(p.Published), p.Target, p.Protocol))
+		}
+		if len(publishers) > 1 {
+			ports = append([]string{name}, ports...)
+		}
+		open = append(open, strings.Join(ports, " "))
 	}
-	fmt.Printf("compose-check: ok: %d services; only %s publishes: %s\n",
-		len(project.Services), *gateway, strings.Join(open, " "))
+	fmt.Printf("compose-check: ok: %d services; only %s publish%s: %s\n", len(project.Services),
+		strings.Join(publishers, ", "), map[bool]string{true: "", false: "es"}[len(publishers) > 1],
+		strings.Join(open, "; "))
+}
+
+func writeJSON(project *types.Project, path string) error {
+	data, err := project.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
 }
 
 // load sets a placeholder for every variable some file requires (compose interpolates
@@ -95,7 +127,7 @@ func load(ctx context.Context, paths []string) (*types.Project, error) {
 
 func fromEnv(v string) bool { return strings.HasPrefix(v, placeholder) }
 
-func check(project *types.Project, gateway string) []string {
+func check(project *types.Project, publishers []string) []string {
 	var problems []string
 	names := make([]string, 0, len(project.Services))
 	for name := range project.Services {
@@ -104,10 +136,10 @@ func check(project *types.Project, gateway string) []string {
 	sort.Strings(names)
 	for _, name := range names {
 		svc := project.Services[name]
-		if name != gateway {
+		if !slices.Contains(publishers, name) {
 			for _, p := range svc.Ports {
 				problems = append(problems, fmt.Sprintf("%s: publishes %s:%d/%s (only %s may publish a port)",
-					name, orAny(p.Published), p.Target, p.Protocol, gateway))
+					name, orAny(p.Published), p.Target, p.Protocol, strings.Join(publishers, ", ")))
 			}
 			if svc.NetworkMode == "host" {
 				problems = append(problems, fmt.Sprintf("%s: network_mode host opens every port it listens on", name))
