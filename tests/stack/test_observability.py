@@ -132,7 +132,8 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def platform(run_id: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
-    yield from run_platform(f"obs{run_id}", tmp_path_factory)
+    # two of each: every instance's metrics must reach the dashboards
+    yield from run_platform(f"obs{run_id}", tmp_path_factory, instances=2)
 
 
 def digits_csv() -> bytes:

@@ -310,16 +310,20 @@ async def test_sigterm_announces_leaving(
     s = stack_
     peer = s.peers[1]
     await eventually(lambda: all_active(http, s), timeout=60, what="all active")
-    assert await asyncio.to_thread(peer.stop) == 0  # clean exit
+    try:
+        assert await asyncio.to_thread(peer.stop) == 0  # clean exit
 
-    async def left() -> bool:
-        events = await peer_events(mongo, s, peer.peer_id)
-        return any(isinstance(e.data, PeerWentOffline) and e.data.reason == "left" for e in events)
+        async def left() -> bool:
+            events = await peer_events(mongo, s, peer.peer_id)
+            return any(
+                isinstance(e.data, PeerWentOffline) and e.data.reason == "left" for e in events
+            )
 
-    await eventually(left, timeout=30, what="went_offline (left)")
-    status = await asyncio.to_thread(peer.status)
-    assert not status["running"] and status["state"] == "stopped"
-    peer.start(interval_s=INTERVAL_S)
+        await eventually(left, timeout=30, what="went_offline (left)")
+        status = await asyncio.to_thread(peer.status)
+        assert not status["running"] and status["state"] == "stopped"
+    finally:  # the tests after this one share the peers
+        peer.start(interval_s=INTERVAL_S)
     await eventually(lambda: all_active(http, s), timeout=60, what="all active again")
 
 

@@ -11,13 +11,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from training_support import Platform, create_job, finished, peers_active, run_platform
+from training_support import INSTANCES, Platform, create_job, finished, peers_active, run_platform
 
 
 @pytest.fixture(scope="session")
 def platform(run_id: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
     """Auth, registry, dataset, orchestrator and aggregator, running; peers on demand."""
-    yield from run_platform(run_id, tmp_path_factory)
+    yield from run_platform(run_id, tmp_path_factory, instances=INSTANCES)
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """More than one orchestrator and aggregator: jobs spread over them, and the jobs of an
 instance that dies move to the others (leases, see ``peertrain.common.leases``).
 
-The training tests' platform runs two of each (``training_support.INSTANCES``). Here
+The training tests' platform runs two of each (``training_support.INSTANCES``), so
+every training test runs on a platform of several instances. Here
 four jobs run at once, undisturbed; then the same four again, and midway the
 orchestrator and the aggregator holding the most jobs are SIGKILLed and not restarted
 (until the end of the test). All four complete, bit-identical to the undisturbed runs.

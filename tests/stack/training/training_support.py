@@ -223,9 +223,7 @@ def _delete_queues(prefixes: list[str], peer_ids: list[str]) -> None:
 
 
 INSTANCES = 2
-"""Orchestrators and aggregators the platform runs: the gateway reaches the first of
-each (on the platform's ports), the others listen on free ports, and jobs are spread
-over all of them (leases)."""
+"""Orchestrators and aggregators the training tests' platform runs (``instances``)."""
 
 
 def run_platform(
@@ -234,9 +232,14 @@ def run_platform(
     *,
     registry_env: dict[str, str] | None = None,
     orchestrator_env: dict[str, str] | None = None,
+    instances: int = 1,
 ) -> Iterator[Platform]:
     """Start the platform; yield it; stop it and remove its queues. ``registry_env`` and
-    ``orchestrator_env`` add variables (the addresses they advertise to peers)."""
+    ``orchestrator_env`` add variables (the addresses they advertise to peers).
+
+    ``instances`` orchestrators and aggregators run: the gateway reaches the first of
+    each (on the platform's ports), the others listen on free ports (and the local
+    Prometheus scrapes them), and jobs are spread over all of them (leases)."""
     base = tmp_path_factory.mktemp("training")
     run = f"{run_id}{uuid.uuid4().hex[:4]}"
     with shared_auth_service(run_id=run_id, base_dir=tmp_path_factory.getbasetemp()) as auth:
@@ -253,7 +256,7 @@ def run_platform(
             with running_dataset_service(mongo_db=mongo_db, run=run, base_dir=base) as (ds, bucket):
                 instances: dict[str, ServiceProcess] = {}
                 targets = ExitStack()  # the local Prometheus scrapes the extra instances
-                for i in range(INSTANCES):
+                for i in range(instances):
                     suffix = "" if i == 0 else f"-{i + 1}"
                     log_dir = base if i == 0 else base / f"instance{suffix}"
                     log_dir.mkdir(exist_ok=True)

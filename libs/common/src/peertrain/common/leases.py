@@ -168,6 +168,10 @@ class Leases:
         """Job id -> monotonic time until which another instance is known to hold it."""
         self._member_since: dict[str, float] = {}
         """Live member -> monotonic time it was first seen live."""
+        self._others: dict[str, datetime] = {}
+        """Job id -> expiry of another instance's lease on it, as last read."""
+        self._due = 0.0
+        """Monotonic time of the next renewal (every ``ttl_s / 4``)."""
 
     @property
     def held(self) -> list[str]:
@@ -237,8 +241,17 @@ class Leases:
 
     async def keep(self, active: Iterable[str]) -> list[str]:
         """Renew membership and leases, then take the ``active`` jobs that are free and
-        this instance's to take; the jobs newly taken (the caller catches them up)."""
+        this instance's to take; the jobs newly taken (the caller catches them up).
+
+        Call it often (every tick): it touches the store every ``ttl_s / 4``, or at once
+        when an active job is neither this instance's nor known to be another's.
+        """
         since, now = time.monotonic(), datetime.now(UTC)
+        active = list(active)
+        settled = all(key in self._held or self._others.get(key, now) > now for key in active)
+        if settled and since < self._due:
+            return []
+        self._due = since + self.ttl_s / 4
         until = now + timedelta(seconds=self.ttl_s)
         await self.collection.update_one(
             {"_id": MEMBER + self.holder},
@@ -256,6 +269,7 @@ class Leases:
         }
         self._member_since = {m: self._member_since.get(m, since) for m in self._members}
         leases = {d["_id"]: d for d in docs if not d["_id"].startswith(MEMBER)}
+        self._others = {k: d["until"] for k, d in leases.items() if d["holder"] != self.holder}
         for key in list(self._held):
             if leases.get(key, {}).get("holder") != self.holder:
                 del self._held[key]
