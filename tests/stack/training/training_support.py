@@ -254,13 +254,13 @@ def run_platform(
         registry.start()
         try:
             with running_dataset_service(mongo_db=mongo_db, run=run, base_dir=base) as (ds, bucket):
-                instances: dict[str, ServiceProcess] = {}
+                running: dict[str, ServiceProcess] = {}
                 targets = ExitStack()  # the local Prometheus scrapes the extra instances
                 for i in range(instances):
                     suffix = "" if i == 0 else f"-{i + 1}"
                     log_dir = base if i == 0 else base / f"instance{suffix}"
                     log_dir.mkdir(exist_ok=True)
-                    instances["orchestrator" + suffix] = orchestrator_process(
+                    running["orchestrator" + suffix] = orchestrator_process(
                         mongo_db=mongo_db,
                         log_dir=log_dir,
                         queue_prefix=prefixes[1],
@@ -270,23 +270,23 @@ def run_platform(
                         },
                         **({} if i == 0 else {"port": free_port()}),
                     )
-                    instances["aggregator" + suffix] = aggregator_process(
+                    running["aggregator" + suffix] = aggregator_process(
                         mongo_db=mongo_db,
                         bucket=bucket,
                         log_dir=log_dir,
                         prefix=prefixes[2],
                         **({} if i == 0 else {"port": free_port()}),
                     )
-                for service in instances.values():
+                for service in running.values():
                     if service.port != PLATFORM_PORTS[service.name]:
                         targets.enter_context(scraped(service.name, service.port))
-                with ThreadPoolExecutor(max_workers=len(instances)) as pool:
-                    list(pool.map(lambda s: s.start(), instances.values()))
+                with ThreadPoolExecutor(max_workers=len(running)) as pool:
+                    list(pool.map(lambda s: s.start(), running.values()))
                 p = Platform(
                     base,
                     mongo_db,
                     bucket,
-                    {"registry": registry, "dataset": ds, **instances},
+                    {"registry": registry, "dataset": ds, **running},
                     queue_prefixes=prefixes,
                 )
                 try:
@@ -296,7 +296,7 @@ def run_platform(
                     # all at once: each says goodbye and waits for its broker link to close
                     with ThreadPoolExecutor(max_workers=16) as pool:
                         list(pool.map(lambda peer: peer.stop(), p.peers.values()))
-                        list(pool.map(lambda s: s.stop(), instances.values()))
+                        list(pool.map(lambda s: s.stop(), running.values()))
                     targets.close()
                     _delete_queues(prefixes, [peer.peer_id for peer in p.peers.values()])
         finally:
