@@ -35,9 +35,7 @@ class NoLog:
 
 def context(max_running_jobs: int = 3) -> OrchestratorContext:
     ctx = SimpleNamespace(log=NoLog(), db=None)
-    settings = SimpleNamespace(
-        max_running_jobs=max_running_jobs, instance_name="test", lease_ttl_s=10.0
-    )
+    settings = SimpleNamespace(max_running_jobs=max_running_jobs)
     octx = OrchestratorContext(ctx=cast(Any, ctx), settings=cast(Any, settings))
     d: Directory = octx.directory
     d.datasets["d1"] = DatasetInfo(

@@ -237,8 +237,7 @@ class Log:
 def context(log: Log | None = None) -> OrchestratorContext:
     """Working memory only: ``fold`` and ``replay`` touch nothing else."""
     ctx = SimpleNamespace(log=log or Log([]), db=None)
-    settings = SimpleNamespace(instance_name="test", lease_ttl_s=10.0)
-    return OrchestratorContext(ctx=cast(Any, ctx), settings=cast(Any, settings))
+    return OrchestratorContext(ctx=cast(Any, ctx), settings=cast(Any, None))
 
 
 def test_fold_sends_facts_to_the_directory_and_job_events_to_their_job() -> None:

@@ -10,7 +10,6 @@ orchestrator and the aggregator holding the most jobs are SIGKILLed and not rest
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import Counter
 from typing import Any
@@ -151,4 +150,3 @@ async def test_jobs_move_off_killed_instances_and_end_bit_identical(platform: Pl
     finally:
         for name, _ in killed:  # the platform is whole again for the tests after this one
             platform.services[name].start()
-        await asyncio.sleep(0)

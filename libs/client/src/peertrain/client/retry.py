@@ -14,6 +14,7 @@ themselves. What is retried:
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -27,6 +28,7 @@ __all__ = [
     "IDEMPOTENT",
     "NO_RETRY",
     "RETRY_STATUSES",
+    "Patience",
     "RetryPolicy",
     "is_safe",
     "is_transient",
@@ -120,3 +122,25 @@ def is_transient(exc: ClientError) -> bool:
     if isinstance(exc, ApiUnreachable):
         return True
     return isinstance(exc, ApiError) and exc.status in RETRY_STATUSES
+
+
+@dataclass
+class Patience:
+    """Transient failures in a row, tolerated for up to ``limit_s`` seconds (a long
+    watch outlives a gateway's restart). Pure bookkeeping: callers do the waiting."""
+
+    limit_s: float
+    _since: float | None = None
+
+    def failed(self, exc: ClientError) -> None:
+        """Count a failure: re-raise ``exc`` unless it is transient and the failures in
+        a row have not lasted past the limit."""
+        now = time.monotonic()
+        if self._since is None:
+            self._since = now
+        if not is_transient(exc) or now - self._since > self.limit_s:
+            raise exc
+
+    def ok(self) -> None:
+        """A success ends the run of failures."""
+        self._since = None

@@ -15,7 +15,7 @@ from .base import MAX_REDIRECTS, BaseClient
 from .calls import Call
 from .errors import ApiError, ApiUnreachable, ClientError, DatasetRejected, WaitTimeout
 from .jobs import JobProgress, dataset_outcome, rejection_message
-from .retry import RetryPolicy, is_transient
+from .retry import Patience, RetryPolicy
 from .tokens import Tokens, TokenStore
 from .upload import DownloadTarget, Progress, ProgressReader, file_part, upload_fields
 
@@ -340,18 +340,15 @@ class Client(BaseClient):
         client's own retries only skips polls, for up to ``patience`` seconds in a row:
         a gateway restarting does not end a long watch.
         """
-        failing_since: float | None = None
+        failures = Patience(patience)
         while True:
             try:
                 progress = self.poll_job(job_id)
             except ClientError as exc:
-                now = time.monotonic()
-                failing_since = now if failing_since is None else failing_since
-                if not is_transient(exc) or now - failing_since > patience:
-                    raise
+                failures.failed(exc)
                 time.sleep(max(interval, 0.05))
                 continue
-            failing_since = None
+            failures.ok()
             yield progress
             if progress.done:
                 return

@@ -27,7 +27,7 @@ from peertrain.common.events.training import JOB_EVENT_TYPES, job_stream
 from .domain import Job
 from .usecases import OrchestratorContext
 
-__all__ = ["FACT_TYPES", "catch_up", "fold", "follow", "replay"]
+__all__ = ["FACT_TYPES", "catch_up", "fold", "follow", "replay", "seen"]
 
 DATASET_TYPES = (DATASET_UPLOADED, DATASET_VALIDATED, DATASET_REJECTED, DATASET_DELETED)
 FACT_TYPES: tuple[str, ...] = (
@@ -86,6 +86,15 @@ async def follow(octx: OrchestratorContext, event: RecordedEvent) -> Job | None:
     if job_id is not None and job is not None and _after_gap(job, event):
         return await catch_up(octx, job_id)
     return fold(octx, event)
+
+
+async def seen(octx: OrchestratorContext, event: RecordedEvent, job_id: str) -> Job | None:
+    """The job, having folded ``event`` of its stream (read on from the log if this
+    instance has not got that far: another one appended it)."""
+    job = octx.jobs.get(job_id)
+    if job is None or job.version < event.seq:
+        return await catch_up(octx, job_id)
+    return job
 
 
 async def catch_up(octx: OrchestratorContext, job_id: str) -> Job | None:

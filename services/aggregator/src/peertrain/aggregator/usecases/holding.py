@@ -20,6 +20,7 @@ from peertrain.common.events.training import (
     ROUND_CLOSED,
 )
 
+from ..domain import JobState
 from .context import AggregatorContext
 from .versions import reconcile
 
@@ -52,9 +53,7 @@ async def on_job_event(actx: AggregatorContext, job_id: str, event: RecordedEven
                 state = await actx.load(job_id, catch_up=True, fresh_models=True)
         else:
             await reconcile(actx, state, event)  # the last try raises: redelivered
-    if state.ended is not None:
-        actx.active.discard(job_id)
-        await actx.leases.release(job_id)
+    await _let_go_if_ended(actx, state)
 
 
 async def keep_leases(actx: AggregatorContext) -> None:
@@ -69,9 +68,14 @@ async def keep_leases(actx: AggregatorContext) -> None:
             state = await actx.load(job_id, catch_up=True, fresh_models=True)
             log.info("job taken", job_id=job_id, versions=sorted(state.versions))
             await reconcile(actx, state, None)
-        if state.ended is not None:
-            actx.active.discard(job_id)
-            await actx.leases.release(job_id)
+        await _let_go_if_ended(actx, state)
+
+
+async def _let_go_if_ended(actx: AggregatorContext, state: JobState) -> None:
+    """An ended job is no longer active, and its lease goes back."""
+    if state.ended is not None:
+        actx.active.discard(state.job_id)
+        await actx.leases.release(state.job_id)
 
 
 async def find_active(actx: AggregatorContext) -> int:

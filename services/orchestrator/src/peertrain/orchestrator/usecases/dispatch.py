@@ -68,18 +68,14 @@ async def dispatch(octx: OrchestratorContext, event: RecordedEvent) -> None:
         if sent is not None and await sent:
             return
         async with octx.lock:  # another instance may have assigned it: read that far
-            job = octx.jobs.get(data.job_id)
-            if job is None or job.version < event.seq:
-                await projections.catch_up(octx, data.job_id)
+            await projections.seen(octx, event, data.job_id)
         message = await task_message(octx, data)
         if message is None:
             return
         await _send(octx, data.peer_id, "task", message.model_dump_json(), data.task_id)
     elif isinstance(data, JobCancelled):
         async with octx.lock:
-            job = octx.jobs.get(data.job_id)
-            if job is None or job.version < event.seq:
-                job = await projections.catch_up(octx, data.job_id)
+            job = await projections.seen(octx, event, data.job_id)
         if job is None or job.created is None:
             return
         peers = set(job.created.peers)
