@@ -62,6 +62,30 @@ def _proximal(model: nn.Module, anchor: list[torch.Tensor], mu: float) -> torch.
     return 0.5 * mu * torch.as_tensor(total)
 
 
+def _epoch_metrics(
+    epoch: int,
+    losses: list[torch.Tensor],
+    predicted: list[torch.Tensor],
+    labels: torch.Tensor,
+    batch_size: int,
+    began: float,
+) -> EpochMetrics:
+    """An epoch's metrics from its batches' losses and predictions (``labels`` in the
+    epoch's order), read once per epoch: no per-batch bookkeeping, no device sync."""
+    n = labels.shape[0]
+    sizes = torch.full((len(losses),), float(batch_size), dtype=torch.float64)
+    sizes[-1] = n - batch_size * (len(losses) - 1)
+    loss_sum = torch.stack(losses).to(device="cpu", dtype=torch.float64).mul(sizes).sum()
+    correct = (torch.cat(predicted) == labels).sum()
+    return EpochMetrics(
+        epoch=epoch,
+        loss=float(loss_sum) / n,
+        accuracy=int(correct) / n,
+        samples=n,
+        duration_s=time.perf_counter() - began,
+    )
+
+
 def train_local(
     model: nn.Module,
     x: torch.Tensor,
@@ -119,6 +143,7 @@ def train_local(
     initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
     anchor = [w.detach().clone() for w in model.parameters()] if p.proximal_mu > 0 else []
     optimizer = _optimizer(model, p)
+    weights = list(model.parameters())  # what the optimizer steps
     shuffle = torch.Generator(device="cpu").manual_seed(p.seed if seed is None else seed)
     epochs: list[EpochMetrics] = []
     n, started = x.shape[0], time.perf_counter()
@@ -126,9 +151,9 @@ def train_local(
         model.train()
         for epoch in range(1, p.local_epochs + 1):
             began = time.perf_counter()
-            loss_sum = torch.zeros((), dtype=torch.float64, device=dev)
-            correct = torch.zeros((), dtype=torch.int64, device=dev)
             order = torch.randperm(n, generator=shuffle).to(dev)
+            losses: list[torch.Tensor] = []
+            predicted: list[torch.Tensor] = []
             for start in range(0, n, p.batch_size):
                 if should_stop is not None and should_stop():
                     raise TrainingCancelled(epochs_done=epoch - 1)
@@ -137,18 +162,13 @@ def train_local(
                 out = model(xb)
                 loss = F.cross_entropy(out, yb)
                 total = loss + _proximal(model, anchor, p.proximal_mu) if anchor else loss
-                optimizer.zero_grad(set_to_none=True)
+                for w in weights:  # zero_grad(set_to_none=True), without its profiler scope
+                    w.grad = None
                 total.backward()  # type: ignore[no-untyped-call]
                 step(optimizer)  # optimizer.step(), without importing torch._dynamo
-                loss_sum += loss.detach().to(torch.float64) * yb.shape[0]
-                correct += (out.detach().argmax(dim=1) == yb).sum()
-            metrics = EpochMetrics(
-                epoch=epoch,
-                loss=float(loss_sum) / n,
-                accuracy=int(correct) / n,
-                samples=n,
-                duration_s=time.perf_counter() - began,
-            )
+                losses.append(loss.detach())
+                predicted.append(out.detach().argmax(dim=1))
+            metrics = _epoch_metrics(epoch, losses, predicted, y[order], p.batch_size, began)
             epochs.append(metrics)
             if on_epoch is not None:
                 on_epoch(metrics)

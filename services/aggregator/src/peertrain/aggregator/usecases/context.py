@@ -47,6 +47,8 @@ class AggregatorContext:
     settings: AggregatorSettings
     rounds: dict[str, RoundWork] = field(default_factory=dict)
     bases: dict[str, tuple[int, dict[str, torch.Tensor]]] = field(default_factory=dict)
+    holdouts: dict[str, tuple[str, torch.Tensor, torch.Tensor]] = field(default_factory=dict)
+    """Each job's holdout (its sha256, then ``x``, ``y``), fetched and checked once."""
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     active: set[str] = field(default_factory=set)
     """Jobs configured and not ended, as heard (the ones an instance may take over)."""
@@ -140,5 +142,6 @@ class AggregatorContext:
         if work is not None:
             work.close()
         self.bases.pop(job_id, None)
+        self.holdouts.pop(job_id, None)
         self.models.forget(model_stream(job_id))
         log.info("job forgotten", job_id=job_id)

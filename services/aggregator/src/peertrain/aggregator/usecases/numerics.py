@@ -158,13 +158,13 @@ def load_holdout(data: bytes) -> tuple[torch.Tensor, torch.Tensor]:
 def evaluate_state(
     configured: JobConfigured,
     state: Mapping[str, torch.Tensor],
-    holdout: bytes,
+    holdout: tuple[torch.Tensor, torch.Tensor],
     *,
     device: str,
     batch_size: int,
 ) -> EvalMetrics:
     """Loss, accuracy and per-class accuracy of ``state`` on the job's holdout."""
-    x, y = load_holdout(holdout)
+    x, y = holdout
     model = build_model(configured.model, configured.feature_spec)
     model.load_state_dict(dict(state))
     return evaluate(model, x, y, batch_size=batch_size, device=device)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -45,10 +46,14 @@ from .numerics import (
     evaluate_state,
     final_files,
     initial_state,
+    load_holdout,
     load_state,
     new_strategy,
 )
 from .storage import fetch_capped, model_state, server_state, sha256_hex
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["begin_work", "final_keys", "reconcile", "work_key"]
 
@@ -277,6 +282,22 @@ async def _aggregate(
     )
 
 
+async def _holdout(
+    actx: AggregatorContext, job_id: str, cfg: JobConfigured
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The job's holdout, fetched, checked against its recorded sha256 and decoded once
+    per job (every version is evaluated on it)."""
+    kept = actx.holdouts.get(job_id)
+    if kept is not None and kept[0] == cfg.holdout.sha256:
+        return kept[1], kept[2]
+    data = await actx.blobs.get_bytes(cfg.holdout.key)
+    if sha256_hex(data) != cfg.holdout.sha256:
+        raise RuntimeError(f"the holdout {cfg.holdout.key} does not have its recorded sha256")
+    x, y = await asyncio.to_thread(load_holdout, data)
+    actx.holdouts[job_id] = (cfg.holdout.sha256, x, y)
+    return x, y
+
+
 async def _evaluate(
     actx: AggregatorContext,
     state: JobState,
@@ -285,9 +306,7 @@ async def _evaluate(
     cause: RecordedEvent | None,
 ) -> None:
     started = time.perf_counter()
-    holdout = await actx.blobs.get_bytes(cfg.holdout.key)
-    if sha256_hex(holdout) != cfg.holdout.sha256:
-        raise RuntimeError(f"the holdout {cfg.holdout.key} does not have its recorded sha256")
+    holdout = await _holdout(actx, state.job_id, cfg)
     tensors = await model_state(actx, state, version)
     metrics = await asyncio.to_thread(
         evaluate_state,
@@ -297,7 +316,6 @@ async def _evaluate(
         device=actx.settings.eval_device,
         batch_size=actx.settings.eval_batch_size,
     )
-    del holdout
     evaluated = ModelEvaluated(
         job_id=state.job_id,
         version=version,
