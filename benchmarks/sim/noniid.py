@@ -16,7 +16,9 @@ Usage::
 ``--set`` overrides a key of the test's job blocks (``training.*``, ``aggregation.*``,
 ``fedprox.*``/``fedadam.*`` for one strategy only); the centralised run always trains
 with the shared ``TRAINING`` block, for rounds x local epochs epochs, as the test does.
-``--dataset-id ID`` replays one split (the id a run of the test prints).
+``--dataset-id ID`` replays one split drawn from a dataset id (the test's, before it
+fixed its seed); ``--holdout-seed N`` the split of an upload with that ``holdout_seed``
+(the test's is ``HOLDOUT_SEED``).
 """
 
 from __future__ import annotations
@@ -108,14 +110,20 @@ def one_split(
     overrides: dict[str, Any],
     strategies: tuple[str, ...],
     cache: dict[str, float],
+    holdout_seed: int | None = None,
 ) -> dict[str, Any]:
-    """The test's contenders on the holdout split of ``dataset_id``. The centralised
-    accuracy is looked up in ``cache`` (keyed on the split and its training block)."""
+    """The test's contenders on the holdout split of ``dataset_id`` (or of
+    ``holdout_seed``, as the test uploads). The centralised accuracy is looked up in
+    ``cache`` (keyed on the split and its training block)."""
     started = time.perf_counter()
     data = sim.load_data(
-        csv, label_column="letter", holdout_fraction=HOLDOUT_FRACTION, dataset_id=dataset_id
+        csv,
+        label_column="letter",
+        holdout_fraction=HOLDOUT_FRACTION,
+        dataset_id=dataset_id,
+        holdout_seed=holdout_seed,
     )
-    out: dict[str, Any] = {"dataset_id": dataset_id}
+    out: dict[str, Any] = {"dataset_id": dataset_id, "holdout_seed": holdout_seed}
     for strategy in strategies:
         result = sim.run(spec_for(strategy, overrides), data, peers=PEERS, device="cpu", threads=1)
         assert result.state == "completed", result.error
@@ -123,7 +131,7 @@ def one_split(
     training = spec_for(None, overrides)["training"]
     budget = {k: v for k, v in training.items() if k not in ("proximal_mu", "rounds")}
     budget["local_epochs"] = training["rounds"] * training["local_epochs"]
-    key = json.dumps([dataset_id, budget], sort_keys=True)
+    key = json.dumps([dataset_id if holdout_seed is None else holdout_seed, budget], sort_keys=True)
     if key not in cache:
         cache[key] = round(centralised(data, training), 4)
     out["centralised_accuracy"] = cache[key]
@@ -139,6 +147,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--first", type=int, default=0)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--dataset-id", help="one split: the id a test run printed")
+    parser.add_argument(
+        "--holdout-seed", type=int, help="one split: the test's (HOLDOUT_SEED) or another"
+    )
     parser.add_argument("--only", choices=("fedprox", "fedadam"), help="one strategy only")
     parser.add_argument("--cache", type=Path, help="JSON file of centralised accuracies")
     args = parser.parse_args(argv)
@@ -152,8 +163,10 @@ def main(argv: list[str]) -> int:
         csv = Path(tmp) / "letters.csv"
         csv.write_bytes(importlib.import_module("training_support").letters_csv())
         ids = [f"noniid-split-{i}" for i in range(args.first, args.first + args.splits)]
+        if args.holdout_seed is not None:
+            ids = [f"seed-{args.holdout_seed}"]
         for dataset_id in [args.dataset_id] if args.dataset_id else ids:
-            row = one_split(csv, dataset_id, overrides, strategies, cache)
+            row = one_split(csv, dataset_id, overrides, strategies, cache, args.holdout_seed)
             margins.append(row["margin"])
             print(json.dumps(row), flush=True)
             if args.cache is not None:

@@ -31,6 +31,8 @@ from peertrain.common.events.datasets import (
     DATASET_SHARDED,
     DatasetSharded,
     DatasetShardingFailed,
+    DatasetValidated,
+    dataset_stream,
     sharding_stream,
 )
 from peertrain.common.events.training import JOB_CREATED, JobCreated, ShardingSpec, job_stream
@@ -193,6 +195,25 @@ async def test_gzip_csv_with_semicolons(
     body = await validated(http, "people.csv.gz", data, eventually, holdout_fraction="0.25")
     assert body["rows"] == 120 and body["holdout_rows"] == 30
     assert body["class_counts"] == [40, 40, 40]
+
+
+async def test_a_chosen_holdout_seed_gives_every_upload_the_same_split(
+    user: tuple[str, httpx.AsyncClient], eventually: Callable[..., Any], mongo: Any, auth: Any
+) -> None:
+    _, http = user
+    data = csv_rows(200, seed=3)
+    seeded = [await validated(http, "people.csv", data, eventually, holdout_seed="7") for _ in "ab"]
+    drawn = await validated(http, "people.csv", data, eventually)
+    assert [b["holdout_seed"] for b in seeded] == [7, 7] and drawn["holdout_seed"] is None
+    log = EventLog(mongo[auth.mongo_db])
+
+    async def holdout_sha(body: dict[str, Any]) -> str:
+        events = await log.read_stream(dataset_stream(body["id"]))
+        (done,) = [e for e in events if isinstance(e.data, DatasetValidated)]
+        return done.data.holdout.sha256
+
+    first, second = [await holdout_sha(b) for b in seeded]
+    assert first == second != await holdout_sha(drawn)
 
 
 async def test_zip_of_csvs_is_concatenated(

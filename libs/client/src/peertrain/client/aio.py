@@ -208,11 +208,13 @@ class AsyncClient(BaseClient):
         holdout_fraction: float | None = None,
         image_size: str | None = None,
         progress: Progress | None = None,
+        holdout_seed: int | None = None,
     ) -> str:
         """Stream a ``.csv``, ``.csv.gz`` or ``.zip`` to the dataset service.
 
         Answers the new dataset's id at once (202); validation follows, see
-        :meth:`wait_for_dataset`.
+        :meth:`wait_for_dataset`. ``holdout_seed`` fixes the holdout split (the same
+        for every upload of the file); by default each upload draws its own.
         """
         path = Path(path)
         fields = upload_fields(
@@ -220,6 +222,7 @@ class AsyncClient(BaseClient):
             label_column=label_column,
             holdout_fraction=holdout_fraction,
             image_size=image_size,
+            holdout_seed=holdout_seed,
         )
         call = Call("POST", calls.DATASETS)
         auth = self._auth_for(call)

@@ -63,12 +63,14 @@ def upload_fields(
     label_column: str | None,
     holdout_fraction: float | None,
     image_size: str | None,
+    holdout_seed: int | None = None,
 ) -> dict[str, str]:
     """The optional form fields that go with the file."""
     fields: dict[str, Any] = {
         "name": name,
         "label_column": label_column,
         "holdout_fraction": holdout_fraction,
+        "holdout_seed": holdout_seed,
         "image_size": image_size,
     }
     return {k: str(v) for k, v in fields.items() if v is not None}

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from peertrain.common.events.datasets import ColumnEncoding, FeatureSpec
-from peertrain.dataset.domain.holdout import holdout_seed
+from peertrain.dataset.domain.holdout import holdout_seed as seed_of_holdout
 from peertrain.dataset.domain.limits import Limits
 from peertrain.dataset.prepare import PrepareOptions, prepare_upload
 
@@ -64,11 +64,12 @@ def load_data(
     holdout_fraction: float = DEFAULT_HOLDOUT_FRACTION,
     dataset_id: str = "sim",
     image_size: tuple[int, int] | None = None,
+    holdout_seed: int | None = None,
 ) -> SimData:
     """Prepare a ``.csv`` or ``.zip`` as the dataset service validates an upload.
 
-    The holdout is seeded from ``dataset_id`` as the service seeds it from the
-    dataset's id.
+    The holdout is seeded with ``holdout_seed``, else from ``dataset_id``, as the
+    service seeds it (the uploader's seed, else one from the dataset's id).
 
     Raises
     ------
@@ -79,7 +80,7 @@ def load_data(
     options = PrepareOptions(
         label_column=label_column,
         holdout_fraction=holdout_fraction,
-        holdout_seed=holdout_seed(dataset_id),
+        holdout_seed=seed_of_holdout(dataset_id, holdout_seed),
         image_size=image_size,
     )
     with tempfile.TemporaryDirectory(prefix="peertrain-sim-") as scratch:

@@ -47,6 +47,8 @@ class DatasetPublic(BaseModel):
     columns: int | None = None
     schema_: list[ColumnSchema] | None = Field(default=None, alias="schema")
     label_column: str | None = None
+    holdout_seed: int | None = None
+    """The holdout's seed when the uploader chose one."""
     classes: list[str] | None = None
     class_counts: list[int] | None = None
     train_rows: int | None = None

@@ -58,6 +58,7 @@ def _uploaded(data: DatasetUploaded, at: datetime) -> Doc:
         "error": None,
         "label_column": data.label_column,
         "holdout_fraction": data.holdout_fraction,
+        "holdout_seed": data.holdout_seed,
         "created_at": at,
     }
 

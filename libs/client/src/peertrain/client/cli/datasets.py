@@ -71,6 +71,10 @@ def upload(
         float | None, typer.Option(min=0.0, max=0.5, help="Held out for evaluation.")
     ] = None,
     image_size: Annotated[str | None, typer.Option(help="Image datasets: WIDTHxHEIGHT")] = None,
+    holdout_seed: Annotated[
+        int | None,
+        typer.Option(min=0, help="Fix the holdout split (default: each upload draws its own)."),
+    ] = None,
     wait: Annotated[bool, typer.Option("--wait", help="Wait until validation ended.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds --wait waits.")] = 600.0,
     json_out: JsonFlag = False,
@@ -90,6 +94,7 @@ def upload(
                 label_column=label_column,
                 holdout_fraction=holdout_fraction,
                 image_size=image_size,
+                holdout_seed=holdout_seed,
                 progress=report,
             )
         if not wait:

@@ -289,6 +289,8 @@ class DatasetUploaded(EventData):
     holdout_fraction: float = Field(gt=0, le=0.5)
     image_size: tuple[int, int] | None = None
     """Target (width, height) for image datasets; default: the most common size."""
+    holdout_seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    """The holdout's seed, when the uploader chose one (else one from the dataset id)."""
 
 
 @event_type(DATASET_VALIDATED)

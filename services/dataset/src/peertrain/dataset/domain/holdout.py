@@ -11,11 +11,17 @@ from peertrain.common import features
 
 from .errors import TooFewRows
 
-__all__ = ["holdout_counts", "holdout_seed", "stratified_holdout"]
+__all__ = ["MAX_HOLDOUT_SEED", "holdout_counts", "holdout_seed", "stratified_holdout"]
 
 
-def holdout_seed(dataset_id: str) -> int:
-    """The holdout's seed: a function of the dataset id (so a re-run splits alike)."""
+MAX_HOLDOUT_SEED = 2**63 - 1
+
+
+def holdout_seed(dataset_id: str, chosen: int | None = None) -> int:
+    """The holdout's seed: the uploader's choice (the same split for every upload of a
+    file), else a function of the dataset id (so a re-run splits alike)."""
+    if chosen is not None:
+        return chosen
     return int.from_bytes(hashlib.sha256(dataset_id.encode()).digest()[:8], "big") >> 1
 
 

@@ -25,6 +25,7 @@ from peertrain.common.ids import new_id
 from peertrain.dataset.api.form import FormPart, StreamingForm, boundary_of
 from peertrain.dataset.domain.dataset import raw_prefix
 from peertrain.dataset.domain.errors import InvalidUploadForm, UploadTooLarge
+from peertrain.dataset.domain.holdout import MAX_HOLDOUT_SEED
 from peertrain.dataset.domain.quota import Usage
 from peertrain.dataset.ingest.formats import SNIFF_BYTES, detect_format
 
@@ -32,7 +33,7 @@ from .context import DatasetContext
 
 __all__ = ["FORM_FIELDS", "UploadOptions", "receive_upload"]
 
-FORM_FIELDS = ("file", "label_column", "name", "holdout_fraction", "image_size")
+FORM_FIELDS = ("file", "label_column", "name", "holdout_fraction", "holdout_seed", "image_size")
 _FIELD_LIMIT = 1024
 _FORM_OVERHEAD = 64 * 1024
 """Room for the form's boundaries and small fields on top of the file's cap."""
@@ -46,6 +47,7 @@ class UploadOptions:
     name: str | None
     label_column: str | None
     holdout_fraction: float
+    holdout_seed: int | None
     image_size: tuple[int, int] | None
 
 
@@ -70,6 +72,15 @@ def _options(fields: dict[str, str], default_fraction: float) -> UploadOptions:
                 "holdout_fraction must be a number in (0, 0.5]",
                 detail={"field": "holdout_fraction"},
             )
+    seed: int | None = None
+    if fields.get("holdout_seed", "").strip():
+        text = fields["holdout_seed"].strip()
+        seed = int(text) if text.isdigit() and len(text) <= 19 else -1
+        if not 0 <= seed <= MAX_HOLDOUT_SEED:
+            raise InvalidUploadForm(
+                f"holdout_seed must be an integer in [0, {MAX_HOLDOUT_SEED}]",
+                detail={"field": "holdout_seed"},
+            )
     size: tuple[int, int] | None = None
     if fields.get("image_size", "").strip():
         match = re.fullmatch(r"\s*(\d{1,4})\s*[xX,]\s*(\d{1,4})\s*", fields["image_size"])
@@ -80,7 +91,7 @@ def _options(fields: dict[str, str], default_fraction: float) -> UploadOptions:
         size = (int(match[1]), int(match[2]))
     if name is not None and len(name) > 200:
         raise InvalidUploadForm("name is longer than 200 characters", detail={"field": "name"})
-    return UploadOptions(name, label, fraction, size)
+    return UploadOptions(name, label, fraction, seed, size)
 
 
 async def _prefix(chunks: AsyncIterator[bytes]) -> tuple[bytes, bool]:
@@ -173,6 +184,7 @@ async def receive_upload(
             raw=raw,
             label_column=options.label_column,
             holdout_fraction=options.holdout_fraction,
+            holdout_seed=options.holdout_seed,
             image_size=options.image_size,
         )
         event = NewEvent.of(

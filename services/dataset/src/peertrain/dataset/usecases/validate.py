@@ -56,7 +56,7 @@ async def validate_upload(dctx: DatasetContext, event: RecordedEvent) -> None:
         options = PrepareOptions(
             label_column=uploaded.label_column,
             holdout_fraction=uploaded.holdout_fraction,
-            holdout_seed=holdout_seed(uploaded.dataset_id),
+            holdout_seed=holdout_seed(uploaded.dataset_id, uploaded.holdout_seed),
             image_size=uploaded.image_size,
         )
         work = scratch / "work"

@@ -41,6 +41,13 @@ _UPLOAD_BODY = {
                             "maximum": 0.5,
                             "default": 0.1,
                         },
+                        "holdout_seed": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "maximum": 2**63 - 1,
+                            "description": "the holdout's seed: the same split for every "
+                            "upload of a file (default: one drawn from the dataset id)",
+                        },
                         "image_size": {
                             "type": "string",
                             "pattern": "^[0-9]+x[0-9]+$",
