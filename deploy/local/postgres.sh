@@ -11,7 +11,10 @@
 # development components give: RabbitMQ admin/admin, MinIO minioadmin).
 
 POSTGRES_PORT=$(port 54320)
-POSTGRES_TIMEOUT=60
+# A start after a kill replays the WAL written since the last checkpoint first; on a
+# loaded machine, after a large log was written, that took longer than 60 s (a CI run
+# at 447f6ca: nothing answered and nothing was logged within 60 s of the spawn).
+POSTGRES_TIMEOUT=180
 POSTGRES_VERSION=15
 PG_BIN="/usr/lib/postgresql/$POSTGRES_VERSION/bin"
 PG_DIR="$VAR_DIR/postgres"
@@ -69,13 +72,32 @@ pg_init() {
   }
 }
 
+# A SIGKILLed server leaves postmaster.pid behind. PostgreSQL starts anyway when the pid
+# in it is gone, but refuses ("lock file already exists") while that pid still exists,
+# and a killed postmaster stays a zombie until PID 1 reaps it, which can take a while
+# (a start one second after a kill failed so). A zombie is dead: wait a little for the
+# reaping, then drop the stale file. A live server is left alone (PostgreSQL refuses).
+pg_stale_lock() {
+  local lock=$PG_DATA/postmaster.pid pid deadline=$((SECONDS + 10))
+  [[ -s $lock ]] || return 0
+  pid=$(head -n 1 "$lock" | tr -dc '0-9')
+  [[ -n $pid ]] || return 0
+  while [[ $(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) == Z ]]; do
+    if ((SECONDS >= deadline)); then
+      log "postgres: pid $pid of postmaster.pid is a zombie; removing the stale lock file"
+      rm -f "$lock"
+      return 0
+    fi
+    sleep 0.2
+  done
+}
+
 postgres_launch() {
   pg_path_reachable
   mkdir -p "$PG_DIR" "$PG_RUN"
   if ((EUID == 0)); then chown postgres:postgres "$PG_DIR" "$PG_RUN"; fi
   pg_init || return 1
-  # A SIGKILLed server leaves postmaster.pid behind; PostgreSQL itself checks whether
-  # its pid is alive and starts anyway when it is not.
+  pg_stale_lock
   # Settings: listen on loopback only; fsync and synchronous_commit stay on (an append
   # that returned survives a crash of PostgreSQL: tests/stack/test_eventlog_crash.py).
   # FerretDB keeps a pool of up to 50 connections. plan_cache_mode: see

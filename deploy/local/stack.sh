@@ -59,6 +59,9 @@ await() {
   if ! wait_for "$c" "$(setting "$c" TIMEOUT)" "${c}_ready"; then
     log "$c: not ready; last lines of its log:"
     tail_log "$c" >&2
+    log "$c: its processes:"
+    ps -eo pid,pgid,stat,etime,time,args | grep -F -e "$(setting "$c" PORT)" -e "${c}" \
+      | grep -v grep >&2 || true
     return 1
   fi
   "${c}_configure"

@@ -36,7 +36,7 @@ MANAGEMENT = RABBIT_API
 
 
 def stack_ctl(
-    action: str, name: str | None = None, *, timeout: float = 180, env: dict[str, str] | None = None
+    action: str, name: str | None = None, *, timeout: float = 300, env: dict[str, str] | None = None
 ) -> str:
     """Run ``deploy/local/stack.sh ACTION [NAME]`` (with ``env`` added to this process's
     environment) and return its output."""
