@@ -6,10 +6,13 @@ pre-filled events, inserting only what is missing: a marker document in
 on the same log skips at once.
 
 The events are ``diagnostic.pinged`` (a catalogued type that no service folds or
-replays) built as :class:`RecordedEvent` and stored with :func:`to_document`, so each
-document has the shape, indexes and size of a real one: streams ``bench:prefill-<k>``
-of 100 events (``seq`` 1..100, each caused by the one before, one correlation id per
-stream). They are never published: nothing stages them in the outbox.
+replays): streams ``bench:prefill-<k>`` of 100 events (``seq`` 1..100, each caused by
+the one before, one correlation id per stream). The first event of each batch is built
+as a :class:`RecordedEvent` and stored with :func:`to_document`; the others are that
+document with their own id, stream, ``seq``, position, time, cause and payload filled in
+(a pydantic event per document cost the prefill a quarter of its CPU), so each document
+has the shape, indexes and size of a real one (``libs/common/tests/test_prefill.py``
+reads them back as events). They are never published: nothing stages them in the outbox.
 
 Positions come from the log's own :class:`PositionAllocator`, one block per batch of
 10,000: its ``allocate`` claims a block with one ``insert_many`` of claim documents per
@@ -27,6 +30,7 @@ import asyncio
 import sys
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from pymongo import AsyncMongoClient
@@ -39,7 +43,7 @@ from peertrain.common.events.diagnostics import DiagnosticPinged
 from peertrain.common.ids import new_id
 from peertrain.common.settings import ServiceSettings
 
-__all__ = ["PER_STREAM", "prefill", "prefilled", "stderr_progress"]
+__all__ = ["PER_STREAM", "documents", "prefill", "prefilled", "stderr_progress"]
 
 PER_STREAM = 100
 BATCH = 10_000
@@ -121,7 +125,7 @@ def stderr_progress() -> Callable[[int, int], None]:
 
 async def _insert(log: EventLog, first: int, positions: list[int]) -> None:
     """Pre-filled events from number ``first`` on (numbered across runs), at ``positions``."""
-    docs = [to_document(e) for e in _events(first, positions)]
+    docs = documents(first, positions)
     try:
         await log.events.insert_many(docs, ordered=False)
     except BulkWriteError as exc:  # a rerun after a crash: those (stream, seq) are in
@@ -129,30 +133,48 @@ async def _insert(log: EventLog, first: int, positions: list[int]) -> None:
             raise
 
 
-def _events(first: int, positions: list[int]) -> list[RecordedEvent]:
-    events: list[RecordedEvent] = []
-    correlation = new_id()
-    for i, position in enumerate(positions, start=first):
+def documents(first: int, positions: list[int]) -> list[Doc]:
+    """The stored documents of pre-filled events number ``first`` on, at ``positions``."""
+    if not positions:
+        return []
+    template = to_document(_first_event(first, positions[0]))
+    docs: list[Doc] = [template]
+    correlation = template["correlation_id"]
+    for i, position in enumerate(positions[1:], start=first + 1):
         stream, seq = divmod(i, PER_STREAM)
-        if seq == 0 or not events:
+        if seq == 0:  # a new stream: a new correlation, no cause
             correlation = new_id()
-        new = NewEvent.of(
-            DiagnosticPinged(n=i, note=f"prefill {stream}"),
-            producer=PRODUCER,
-            actor=PRODUCER,
-            correlation_id=correlation,
-            causation=events[-1] if events and seq else None,
+        docs.append(
+            template
+            | {
+                "_id": new_id(),
+                "stream": f"bench:prefill-{stream}",
+                "seq": seq + 1,
+                "position": position,
+                "occurred_at": datetime.now(UTC),
+                "correlation_id": correlation,
+                "causation_id": docs[-1]["_id"] if seq else None,
+                "data": {"n": i, "note": f"prefill {stream}"},
+            }
         )
-        events.append(
-            RecordedEvent(
-                **new.model_dump(exclude={"data"}),
-                data=new.data,
-                stream=f"bench:prefill-{stream}",
-                seq=seq + 1,
-                position=position,
-            )
-        )
-    return events
+    return docs
+
+
+def _first_event(i: int, position: int) -> RecordedEvent:
+    stream, seq = divmod(i, PER_STREAM)
+    new = NewEvent.of(
+        DiagnosticPinged(n=i, note=f"prefill {stream}"),
+        producer=PRODUCER,
+        actor=PRODUCER,
+        correlation_id=new_id(),
+    )
+    return RecordedEvent(
+        **new.model_dump(exclude={"data"}),
+        data=new.data,
+        stream=f"bench:prefill-{stream}",
+        seq=seq + 1,
+        position=position,
+    )
 
 
 async def _main() -> None:
