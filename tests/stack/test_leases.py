@@ -90,3 +90,18 @@ async def test_release_all_lets_others_take_over_at_once(
     assert await table.count_documents({"holder": "a"}) == 0
     taken = await b.keep(jobs)
     assert sorted(taken) == sorted(jobs) and b.members == {"b"}
+
+
+async def test_a_dead_holders_lease_of_an_ended_job_is_swept(
+    table: AsyncCollection[dict[str, Any]],
+) -> None:
+    a, b = Leases(table, "a", TTL), Leases(table, "b", TTL)
+    assert await a.claim("job-ended", force=True)
+    await b.keep([])  # the job ended; a dies before it lets go: nobody claims it again
+    assert await table.find_one({"_id": "job-ended"}) is not None  # not expired yet
+    deadline = time.monotonic() + 60
+    while await table.find_one({"_id": "job-ended"}) is not None:
+        assert time.monotonic() < deadline, "the dead holder's lease is still there"
+        await b.keep([])
+        await asyncio.sleep(TTL / 4)
+    assert (await table.find_one({"_id": "member:b"}) or {}).get("holder") == "b"

@@ -12,7 +12,9 @@ among the live members (:func:`preferred`). So jobs spread evenly, and only the 
 of an instance that comes or goes move: a stopped instance's once its leases expire,
 and a new instance's share once it has been live for ``ttl_s`` (their holders hand
 them over). A lease nobody took within ``ttl_s`` (its preferred instance never heard
-of the job) goes to whoever sees it first.
+of the job) goes to whoever sees it first. A lease left expired for a whole ``ttl_s``
+(its holder died, and the job may have ended meanwhile) is deleted by the next
+instance that renews.
 
 A lease is a promise, not a fence. An instance that stalls past its lease (a long
 pause, a partition) may still try one append after another has taken over: the job
@@ -292,8 +294,22 @@ class Leases:
                 continue
             if await self.claim(key, force=True):
                 taken.append(key)
-        stale = now - timedelta(seconds=self.ttl_s * 10)
-        gone = [d["_id"] for d in docs if d["_id"].startswith(MEMBER) and d["until"] < stale]
-        if gone:
-            await self.collection.delete_many({"_id": {"$in": gone}, "until": {"$lt": stale}})
+        await self._sweep(docs, now)
         return taken
+
+    async def _sweep(self, docs: list[dict[str, Any]], now: datetime) -> None:
+        """Delete memberships stale for ten TTLs and leases expired for one: a lease
+        nobody renewed for a whole TTL belongs to a dead instance (an active job's is
+        claimed again anyway, and an ended job's would otherwise stay for good)."""
+        stale = now - timedelta(seconds=self.ttl_s * 10)
+        expired = now - timedelta(seconds=self.ttl_s)
+        members, leases = [], []
+        for d in docs:
+            if d["_id"].startswith(MEMBER):
+                members += [d["_id"]] if d["until"] < stale else []
+            elif d["until"] < expired:
+                leases.append(d["_id"])
+        if members:
+            await self.collection.delete_many({"_id": {"$in": members}, "until": {"$lt": stale}})
+        if leases:
+            await self.collection.delete_many({"_id": {"$in": leases}, "until": {"$lt": expired}})
