@@ -13,6 +13,8 @@ from peertrain.common.app.responses import errors
 from peertrain.common.blobs import BlobNotFound
 from peertrain.common.security import CurrentUser
 
+from ... import projections
+from ...domain import Job
 from ...domain.errors import JobNotFound
 from ...models import (
     EventPublic,
@@ -121,7 +123,7 @@ async def list_jobs(
 )
 async def get_job(job_id: str, user: CurrentUser, orch: OrchestratorDep) -> JobDetail:
     """A failed task shows the peer's error and traceback."""
-    return JobDetail.of(jobs.get_job(orch, job_id, user))
+    return JobDetail.of(await _current(orch, job_id, user))
 
 
 @router.get(
@@ -131,7 +133,7 @@ async def get_job(job_id: str, user: CurrentUser, orch: OrchestratorDep) -> JobD
 )
 async def get_metrics(job_id: str, user: CurrentUser, orch: OrchestratorDep) -> JobMetrics:
     """Holdout loss and accuracy of each model version; training metrics peers reported."""
-    return JobMetrics.of(jobs.get_job(orch, job_id, user))
+    return JobMetrics.of(await _current(orch, job_id, user))
 
 
 @router.get(
@@ -162,7 +164,7 @@ async def get_events(
 )
 async def get_config(job_id: str, user: CurrentUser, orch: OrchestratorDep) -> Response:
     """Written once the data is sharded (404 before)."""
-    job = jobs.get_job(orch, job_id, user)
+    job = await _current(orch, job_id, user)
     if job.configured is None:
         raise JobNotFound(f"job {job_id!r} has no config yet (state: {job.state})")
     try:
@@ -183,3 +185,12 @@ async def cancel_job(job_id: str, user: CurrentUser, orch: OrchestratorDep) -> J
     """Peers get ``peer.<id>.cancel`` and stop their task."""
     job = await jobs.cancel_job(orch, job_id, user)
     return JobCancelling(job_id=job.job_id, state=job.state)
+
+
+async def _current(orch: OrchestratorDep, job_id: str, user: CurrentUser) -> Job:
+    """The job as its streams hold it now, for a caller who may see it. Every instance
+    answers reads and folds every job from its own feed, which can lag behind the one
+    that answered the caller's last read: reading on from the log first (two indexed
+    reads) means a job seen completed never shows a round it has not folded yet."""
+    job = jobs.get_job(orch, job_id, user)
+    return await projections.catch_up(orch, job_id) or job
