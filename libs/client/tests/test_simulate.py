@@ -48,6 +48,8 @@ def test_simulate_runs_a_job_file_on_a_csv_and_writes_the_platforms_model(tmp_pa
             "3",
             "--peers-per-round",
             "2",
+            "--threads",
+            "1",
             "-o",
             str(out),
             "--json",

@@ -80,6 +80,15 @@ def simulate(
     workers: Annotated[
         int, typer.Option("--workers", min=0, help="Worker processes for training.")
     ] = 0,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            "--threads",
+            min=1,
+            help="torch threads per training process (default: 1 in this process; "
+            "the cores shared out among --workers). Bits depend on it.",
+        ),
+    ] = None,
     dropout: Annotated[
         float, typer.Option("--dropout", min=0.0, max=0.99, help="Chance a peer vanishes.")
     ] = 0.0,
@@ -122,6 +131,7 @@ def simulate(
             peers_per_round=peers_per_round,
             volunteers=volunteers,
             workers=workers,
+            threads=threads,
             on_round=on_round,
         )
         if not json_out:
