@@ -161,7 +161,7 @@ async def test_malformed_requests(http: httpx.AsyncClient, blobs: BlobStore) -> 
     assert_error(r, 422, "invalid_upload")
     r = await http.post("/", files={"file": ("a.csv", CSV)}, data={"holdout_fraction": "0.9"})
     assert_error(r, 422, "invalid_upload")
-    for seed in ("-1", "1.5", "seven", str(2**63)):
+    for seed in ("-1", "1.5", "seven", "\u00b2", str(2**63)):
         r = await http.post("/", files={"file": ("a.csv", CSV)}, data={"holdout_seed": seed})
         assert_error(r, 422, "invalid_upload")
     async with httpx.AsyncClient(base_url=GATEWAY_URL, timeout=30) as anonymous:

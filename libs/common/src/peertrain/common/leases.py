@@ -303,12 +303,10 @@ class Leases:
         claimed again anyway, and an ended job's would otherwise stay for good)."""
         stale = now - timedelta(seconds=self.ttl_s * 10)
         expired = now - timedelta(seconds=self.ttl_s)
-        members, leases = [], []
-        for d in docs:
-            if d["_id"].startswith(MEMBER):
-                members += [d["_id"]] if d["until"] < stale else []
-            elif d["until"] < expired:
-                leases.append(d["_id"])
+        members = [d["_id"] for d in docs if d["_id"].startswith(MEMBER) and d["until"] < stale]
+        leases = [
+            d["_id"] for d in docs if not d["_id"].startswith(MEMBER) and d["until"] < expired
+        ]
         if members:
             await self.collection.delete_many({"_id": {"$in": members}, "until": {"$lt": stale}})
         if leases:

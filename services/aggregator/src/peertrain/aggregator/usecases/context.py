@@ -136,6 +136,11 @@ class AggregatorContext:
         )
         return list(saved.events)
 
+    def remembered(self) -> set[str]:
+        """The jobs this instance keeps working memory for (running sums, bases,
+        holdouts)."""
+        return {*self.rounds, *self.bases, *self.holdouts}
+
     def forget(self, job_id: str) -> None:
         """Drop a finished job's working memory (its state is in the log)."""
         work = self.rounds.pop(job_id, None)

@@ -61,8 +61,8 @@ async def keep_leases(actx: AggregatorContext) -> None:
     for job_id in actx.leases.held:
         if job_id not in actx.active:
             await actx.leases.release(job_id)
-    for job_id in [j for j in actx.rounds if not actx.leases.holds(j)]:
-        actx.forget(job_id)  # handed over (or lost): its running sum is the holder's now
+    for job_id in [j for j in actx.remembered() if not actx.leases.holds(j)]:
+        actx.forget(job_id)  # handed over (or lost): its working memory is the holder's now
     for job_id in await actx.leases.keep(sorted(actx.active)):
         async with actx.lock(job_id):
             state = await actx.load(job_id, catch_up=True, fresh_models=True)

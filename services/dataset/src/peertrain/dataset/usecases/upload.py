@@ -75,7 +75,7 @@ def _options(fields: dict[str, str], default_fraction: float) -> UploadOptions:
     seed: int | None = None
     if fields.get("holdout_seed", "").strip():
         text = fields["holdout_seed"].strip()
-        seed = int(text) if text.isdigit() and len(text) <= 19 else -1
+        seed = int(text) if re.fullmatch(r"[0-9]{1,19}", text) else -1
         if not 0 <= seed <= MAX_HOLDOUT_SEED:
             raise InvalidUploadForm(
                 f"holdout_seed must be an integer in [0, {MAX_HOLDOUT_SEED}]",

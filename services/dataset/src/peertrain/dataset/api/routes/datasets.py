@@ -8,6 +8,7 @@ from peertrain.common.app import Page, PagingDep
 from peertrain.common.security import CurrentUser
 from peertrain.dataset.api.deps import DatasetDep
 from peertrain.dataset.api.responses import errors
+from peertrain.dataset.domain.holdout import MAX_HOLDOUT_SEED
 from peertrain.dataset.models import DatasetAccepted, DatasetPublic, Preview
 from peertrain.dataset.usecases.manage import delete_dataset, get_dataset, preview
 from peertrain.dataset.usecases.upload import receive_upload
@@ -44,7 +45,7 @@ _UPLOAD_BODY = {
                         "holdout_seed": {
                             "type": "integer",
                             "minimum": 0,
-                            "maximum": 2**63 - 1,
+                            "maximum": MAX_HOLDOUT_SEED,
                             "description": "the holdout's seed: the same split for every "
                             "upload of a file (default: one drawn from the dataset id)",
                         },
