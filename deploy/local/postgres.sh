@@ -77,8 +77,20 @@ pg_init() {
 # and a killed postmaster stays a zombie until PID 1 reaps it, which can take a while
 # (a start one second after a kill failed so). A zombie is dead: wait a little for the
 # reaping, then drop the stale file. A live server is left alone (PostgreSQL refuses).
+#
+# Its other processes outlive it too: every backend and auxiliary process has a process
+# group of its own, so a kill of the postmaster's group does not reach them; they see
+# the postmaster gone and exit by themselves, and until then a new server fails with
+# "could not bind ... Address already in use" (a CI run, 2026-12-02). Every server
+# process runs in the data directory, so wait (30 s at most) until none is left there.
 pg_stale_lock() {
-  local lock=$PG_DATA/postmaster.pid pid deadline=$((SECONDS + 10))
+  local lock=$PG_DATA/postmaster.pid pid deadline=$((SECONDS + 10)) left
+  local gone_by=$((SECONDS + 30)) dir
+  dir=$(cd "$PG_DATA" && pwd -P)
+  while left=$(pg_left_in "$dir") && ((SECONDS < gone_by)); do
+    sleep 0.2
+  done
+  [[ -z ${left:-} ]] || log "postgres: pids $left still run in $dir after 30 s"
   [[ -s $lock ]] || return 0
   pid=$(head -n 1 "$lock" | tr -dc '0-9')
   [[ -n $pid ]] || return 0
@@ -90,6 +102,16 @@ pg_stale_lock() {
     fi
     sleep 0.2
   done
+}
+
+# pg_left_in DIR: the pids of live processes whose working directory is DIR (printed on
+# one line); false when there are none.
+pg_left_in() {
+  local p found=()
+  for p in /proc/[0-9]*; do
+    [[ $(readlink "$p/cwd" 2>/dev/null) == "$1" ]] && found+=("${p#/proc/}")
+  done
+  ((${#found[@]})) && echo "${found[*]}"
 }
 
 postgres_launch() {
