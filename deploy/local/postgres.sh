@@ -114,7 +114,23 @@ pg_left_in() {
   ((${#found[@]})) && echo "${found[*]}"
 }
 
+# PostgreSQL's port (54320 + offset) lies in Linux's ephemeral range (32768-60999): while
+# the server is down, an outgoing connection can get it as its local port, and a start
+# then fails with "could not bind ... Address already in use" although no server
+# process is left (a CI run, 2026-12-02, 15 s after a clean stop). Reserve it, when
+# this machine lets us (root, or a writable sysctl); the other components' ports lie
+# below the range.
+pg_reserve_port() {
+  local file=/proc/sys/net/ipv4/ip_local_reserved_ports have
+  [[ -w $file ]] || return 0
+  have=$(<"$file")
+  [[ ,$have, == *",$POSTGRES_PORT,"* ]] && return 0
+  echo "${have:+$have,}$POSTGRES_PORT" >"$file" 2>/dev/null ||
+    log "postgres: could not reserve port $POSTGRES_PORT from the ephemeral range"
+}
+
 postgres_launch() {
+  pg_reserve_port
   pg_path_reachable
   mkdir -p "$PG_DIR" "$PG_RUN"
   if ((EUID == 0)); then chown postgres:postgres "$PG_DIR" "$PG_RUN"; fi
