@@ -4,19 +4,19 @@ Delivery is at-least-once, so a consumer may see an event twice (a redelivery af
 crash, or the relay publishing again after a lost confirm). The :class:`Inbox` makes the
 second delivery a success with no second effect.
 
-Protocol (inserts only on the common path: on FerretDB/SQLite a lookup scans the whole
-collection, while an insert under the unique ``_id`` index is cheap and atomic):
+Protocol (one indexed lookup and one insert per event):
 
-1. :meth:`Inbox.begin` inserts a *claim* ``<consumer>:<event id>``. It succeeds for a
-   first delivery: handle the event.
-2. After the handler, :meth:`Inbox.done` inserts ``<consumer>:<event id>:done``.
-3. A delivery whose claim already exists looks for the ``done`` record (the only
-   lookup, on the rare redelivery path): there, the event is a duplicate; absent, an
-   earlier attempt died or failed mid-way, so the handler runs again.
+1. :meth:`Inbox.begin` looks up the record ``<consumer>:<event id>:done`` under the
+   unique ``_id`` index. Absent, the event is new (or an earlier attempt died or failed
+   mid-way): handle it. Present, it is a duplicate: acknowledge it, no second effect.
+2. After the handler, :meth:`Inbox.done` inserts that record (a second insert of it, by
+   a copy handled at the same time, is a duplicate key and changes nothing).
 
 So a redelivery after a completed handler has no second effect. A crash *inside* a
 handler can still repeat its effect; handlers whose effect is a write to one document
-make it atomic with the record through :meth:`Inbox.apply_once_to`.
+make it atomic with the record through :meth:`Inbox.apply_once_to`. (On FerretDB's
+PostgreSQL backend the lookup uses the ``_id`` index's companion:
+``deploy/local/postgres/ferretdb-indexes.sql``.)
 """
 
 from __future__ import annotations
@@ -50,26 +50,20 @@ class Inbox:
         self.processed: AsyncCollection[Doc] = db["processed_events"]
 
     def _key(self, event_id: str) -> str:
-        return f"{self.consumer}:{event_id}"
+        return f"{self.consumer}:{event_id}:done"
 
     async def begin(self, event_id: str) -> bool:
-        """Claim ``event_id``; ``False`` if it was already fully processed."""
-        try:
-            await self.processed.insert_one({"_id": self._key(event_id)})
-        except DuplicateKeyError:
-            return not await self.seen(event_id)
-        return True
+        """Whether to handle ``event_id``: ``False`` if it was already fully processed."""
+        return not await self.seen(event_id)
 
     async def done(self, event_id: str) -> None:
         """Record that the handler of ``event_id`` completed."""
         with contextlib.suppress(DuplicateKeyError):
-            await self.processed.insert_one(
-                {"_id": f"{self._key(event_id)}:done", "at": datetime.now(UTC)}
-            )
+            await self.processed.insert_one({"_id": self._key(event_id), "at": datetime.now(UTC)})
 
     async def seen(self, event_id: str) -> bool:
         """Whether ``event_id`` was fully processed by this consumer (a lookup)."""
-        return await self.processed.find_one({"_id": f"{self._key(event_id)}:done"}) is not None
+        return await self.processed.find_one({"_id": self._key(event_id)}) is not None
 
     @staticmethod
     async def apply_once_to(

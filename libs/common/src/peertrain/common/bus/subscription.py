@@ -71,7 +71,7 @@ STALL_S = 30.0
 class _Line:
     next: int = 1
     running: bool = False
-    waiting: set[int] = field(default_factory=set)
+    waiting: dict[int, asyncio.Event] = field(default_factory=dict)
 
 
 class InOrder:
@@ -80,36 +80,37 @@ class InOrder:
     RabbitMQ numbers a channel's deliveries 1, 2, 3, ... (a new channel after a
     reconnect starts again at 1), and the client handles each in a task of its own,
     which may reach the handler in another order. A delivery waits here until the one
-    before it on its channel has been handled. Should a predecessor never arrive (it
-    cannot, short of a bug in the client), the line moves on after :data:`STALL_S`.
+    before it on its channel has been handled; a finished delivery wakes only its
+    successor (waking every waiter cost a task per prefetched message for each message
+    handled). Should a predecessor never arrive (it cannot, short of a bug in the
+    client), the line moves on after :data:`STALL_S`.
     """
 
     def __init__(self) -> None:
         self._lines: dict[int, _Line] = {}
-        self._cond = asyncio.Condition()
 
     @asynccontextmanager
     async def turn(self, channel: object, tag: int) -> AsyncIterator[None]:
         """Wait for every earlier delivery of ``channel``; hold the line meanwhile."""
         line = self._lines.setdefault(id(channel), _Line())
-        async with self._cond:
-            line.waiting.add(tag)
-            while line.next < tag:
-                try:
-                    await asyncio.wait_for(self._cond.wait(), STALL_S)
-                except TimeoutError:
-                    if not line.running and min(line.waiting) == tag:
-                        log.warning("a delivery never reached its handler", missing=line.next)
-                        line.next = tag
-            line.waiting.discard(tag)
-            line.running = True
+        while line.next < tag:
+            wake = line.waiting.setdefault(tag, asyncio.Event())
+            try:
+                await asyncio.wait_for(wake.wait(), STALL_S)
+            except TimeoutError:
+                if not line.running and min(line.waiting) == tag:
+                    log.warning("a delivery never reached its handler", missing=line.next)
+                    line.next = tag
+        line.waiting.pop(tag, None)
+        line.running = True
         try:
             yield
         finally:
-            async with self._cond:
-                line.next = max(line.next, tag + 1)
-                line.running = False
-                self._cond.notify_all()
+            line.next = max(line.next, tag + 1)
+            line.running = False
+            successor = line.waiting.get(line.next)
+            if successor is not None:
+                successor.set()
 
 
 @dataclass(frozen=True)
