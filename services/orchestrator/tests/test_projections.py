@@ -36,14 +36,16 @@ from peertrain.common.events.peers import (
 )
 from peertrain.common.events.training import (
     JOB_EVENT_TYPES,
+    IncludedUpdate,
     JobCreated,
+    RoundClosed,
     RoundOpened,
     ShardingSpec,
     TaskAssigned,
 )
 from peertrain.orchestrator.domain import Directory
 from peertrain.orchestrator.domain.configuration import configure
-from peertrain.orchestrator.projections import FACT_TYPES, fold, replay
+from peertrain.orchestrator.projections import FACT_TYPES, catch_up, fold, replay
 from peertrain.orchestrator.usecases import OrchestratorContext
 
 SHA = "0" * 64
@@ -381,3 +383,54 @@ async def test_replay_reads_facts_and_job_events_and_overlaps_consuming_freely()
     assert await replay(consumed) == len(log_events)
     assert consumed.directory.peers == fresh.directory.peers
     assert consumed.jobs["j1"] == job
+
+
+class Streams(Log):
+    """``read_stream`` too: what catch_up and a first load read."""
+
+    async def read_stream(self, stream: str, *, after_seq: int = 0) -> list[RecordedEvent]:
+        return [e for e in self.events if e.stream == stream and e.seq > after_seq]
+
+
+def closed_round(octx: OrchestratorContext) -> list[RecordedEvent]:
+    """j1's round 1: t0's update accepted (model stream), then the round closed (job
+    stream), in log order."""
+    events = running_job(octx)
+    events.append(recorded("model:j1", 1, accepted_fact("j1", "t0", "p1")))
+    events.append(
+        recorded(
+            "job:j1",
+            5,
+            RoundClosed(
+                job_id="j1",
+                round=1,
+                attempt=1,
+                reason="complete",
+                included=(
+                    IncludedUpdate(shard=0, peer_id="p1", task_id="t0", key="u", sha256=SHA),
+                ),
+            ),
+        )
+    )
+    return events
+
+
+async def test_catch_up_folds_the_jobs_streams_in_log_order() -> None:
+    # An instance that folded the job up to its task, then reads on from the log: the
+    # update accepted before the round closed counts in that round.
+    octx = context()
+    log_events = closed_round(octx)
+    octx.ctx.log = Streams(log_events)  # type: ignore[misc]
+    job = await catch_up(octx, "j1")
+    assert job is not None
+    rnd = job.rounds[(1, 1)]
+    assert rnd.state == "closed" and list(rnd.accepted) == [0]
+
+
+async def test_a_first_load_folds_the_jobs_streams_in_log_order() -> None:
+    log_events = closed_round(context())
+    fresh = context(Streams(log_events))
+    job = await catch_up(fresh, "j1")
+    assert job is not None
+    rnd = job.rounds[(1, 1)]
+    assert rnd.state == "closed" and list(rnd.accepted) == [0]

@@ -8,8 +8,10 @@ whole log at start-up (:func:`replay`), so replaying and consuming may overlap f
 
 from __future__ import annotations
 
+import heapq
 from datetime import datetime
 
+from peertrain.common.eventlog import Cached
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.datasets import (
     DATASET_DELETED,
@@ -99,16 +101,26 @@ async def seen(octx: OrchestratorContext, event: RecordedEvent, job_id: str) -> 
 
 async def catch_up(octx: OrchestratorContext, job_id: str) -> Job | None:
     """The job with all that its streams hold (read on from what it has folded);
-    ``None`` if the log has no such job."""
-    job = (await octx.repository.load(job_stream(job_id), refresh=True)).state
-    if job.created is None:
-        return None
-    for event in await octx.log.read_stream(model_stream(job_id), after_seq=job.model_seq):
-        job.apply(event)
+    ``None`` if the log has no such job.
+
+    What follows is folded in log order (by position) across the job's streams, as the
+    bus delivers it: an update accepted before its round closed counts in that round.
+    """
+    stream = job_stream(job_id)
+    job = octx.jobs.get(job_id)
+    if job is None:  # a first load folds every stream of the job, in log order
+        job = (await octx.repository.load(stream)).state
+        return job if job.created is not None else None
+    reads = [
+        await octx.log.read_stream(stream, after_seq=job.version),
+        await octx.log.read_stream(model_stream(job_id), after_seq=job.model_seq),
+    ]
     if job.sharded is None and job.sharding_failed is None:
-        for event in await octx.log.read_stream(sharding_stream(job_id)):
-            job.apply(event)
-    return job
+        reads.append(await octx.log.read_stream(sharding_stream(job_id)))
+    for event in heapq.merge(*reads, key=lambda e: e.position):
+        job.apply(event)
+    octx.repository.cache.put(stream, Cached(job, job.version))  # read on: not stale
+    return None if job.created is None else job
 
 
 def _measure(octx: OrchestratorContext, job: Job, accepted: UpdateAccepted, at: datetime) -> None:

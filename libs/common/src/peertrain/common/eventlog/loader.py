@@ -10,6 +10,7 @@ their states current from the bus without reading the log.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import zlib
 from collections.abc import Sequence
 from enum import Enum
@@ -130,14 +131,18 @@ class Loader(Generic[S]):
         return await self._refresh(loaded) if refresh or entry.stale else loaded
 
     async def _read_all(self, stream: str) -> tuple[S, int, list[RecordedEvent], bool]:
-        """The fold of every source stream; the own events; whether any event was read."""
+        """The fold of every source stream; the own events; whether any event was read.
+
+        The sources' events are folded in log order (by position), as the bus delivers
+        them: a fold may depend on it (an update accepted before its round closed).
+        """
         state, version, own, found = self.fold.initial(stream), 0, [], False
-        for source in self.fold.sources(stream):
-            for event in await self.log.read_stream(source):
-                state, found = self.fold.apply(state, event), True
-                if event.stream == stream:
-                    version = event.seq
-                    own.append(event)
+        sources = [await self.log.read_stream(source) for source in self.fold.sources(stream)]
+        for event in heapq.merge(*sources, key=lambda e: e.position):
+            state, found = self.fold.apply(state, event), True
+            if event.stream == stream:
+                version = event.seq
+                own.append(event)
         return state, version, own, found
 
     async def _first(self, stream: str) -> Loaded[S]:

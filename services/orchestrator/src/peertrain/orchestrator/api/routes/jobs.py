@@ -191,6 +191,8 @@ async def _current(orch: OrchestratorDep, job_id: str, user: CurrentUser) -> Job
     """The job as its streams hold it now, for a caller who may see it. Every instance
     answers reads and folds every job from its own feed, which can lag behind the one
     that answered the caller's last read: reading on from the log first (two indexed
-    reads) means a job seen completed never shows a round it has not folded yet."""
+    reads) means a job seen completed never shows a round it has not folded yet. Under
+    the lock, as the bus folds, so that the two never interleave out of log order."""
     job = jobs.get_job(orch, job_id, user)
-    return await projections.catch_up(orch, job_id) or job
+    async with orch.lock:
+        return await projections.catch_up(orch, job_id) or job
