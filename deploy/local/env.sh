@@ -82,6 +82,9 @@ lock_key() { sha256sum "$ROOT/uv.lock" | cut -c1-16; }
 export UV_PROJECT_ENVIRONMENT="$PEERTRAIN_CACHE/venvs/py311-$(lock_key)"
 export UV_LINK_MODE=copy
 export UV_CACHE_DIR="$PEERTRAIN_CACHE/uv-cache"
+# mypy's cache beside the venv (so keyed on mypy's version too): a fresh clone checks
+# again only what differs, as mypy compares a file's hash once its mtime changed.
+export MYPY_CACHE_DIR="${MYPY_CACHE_DIR:-$UV_PROJECT_ENVIRONMENT.mypy-cache}"
 export PATH="$UV_PROJECT_ENVIRONMENT/bin:$PATH"
 # The venv is shared by every checkout (CI clones, worktrees) with the same lock, and
 # its editable installs point at whichever checkout synced last. This checkout's own
