@@ -6,9 +6,10 @@ second delivery a success with no second effect.
 
 Protocol (one indexed lookup and one insert per event):
 
-1. :meth:`Inbox.begin` looks up the record ``<consumer>:<event id>:done`` under the
-   unique ``_id`` index. Absent, the event is new (or an earlier attempt died or failed
-   mid-way): handle it. Present, it is a duplicate: acknowledge it, no second effect.
+1. Before the handler, :meth:`Inbox.seen` looks up the record
+   ``<consumer>:<event id>:done`` under the unique ``_id`` index. Absent, the event is
+   new (or an earlier attempt died or failed mid-way): handle it. Present, it is a
+   duplicate: acknowledge it, no second effect.
 2. After the handler, :meth:`Inbox.done` inserts that record (a second insert of it, by
    a copy handled at the same time, is a duplicate key and changes nothing).
 
@@ -51,10 +52,6 @@ class Inbox:
 
     def _key(self, event_id: str) -> str:
         return f"{self.consumer}:{event_id}:done"
-
-    async def begin(self, event_id: str) -> bool:
-        """Whether to handle ``event_id``: ``False`` if it was already fully processed."""
-        return not await self.seen(event_id)
 
     async def done(self, event_id: str) -> None:
         """Record that the handler of ``event_id`` completed."""

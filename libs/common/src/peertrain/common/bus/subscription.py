@@ -309,7 +309,7 @@ async def _handle(sub: Subscription, message: RabbitMessage) -> None:
     with structlog.contextvars.bound_contextvars(
         correlation_id=event.correlation_id, event_id=event.id, event_type=event.type
     ):
-        if sub.inbox is not None and not await sub.inbox.begin(event.id):
+        if sub.inbox is not None and await sub.inbox.seen(event.id):
             EVENTS_CONSUMED.labels(queue=sub.queue, outcome="duplicate").inc()
             return
         try:
