@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from peertrain.common.eventlog import ConcurrencyError, EventLog
+from peertrain.common.eventlog.log import POINT_READS
 from peertrain.common.events import NewEvent
 from peertrain.common.events.diagnostics import DiagnosticPinged
 
@@ -59,6 +60,20 @@ async def test_read_stream_and_read_all_from_a_position(event_log: EventLog) -> 
     assert len(typed) == 4
     assert all(e.correlation_id == "c1" for e in typed)
     assert [e.seq for e in await event_log.find_by_correlation("c1")][:3] == [1, 2, 3]
+
+
+async def test_reading_on_from_any_version_gives_exactly_the_tail(event_log: EventLog) -> None:
+    # Reading on looks events up one by one (POINT_READS of them), then reads the rest
+    # in one query: every version, on either side of that switch, gives the same tail.
+    total = (POINT_READS // 10 + 4) * 10  # whole appends of 10
+    for k in range(0, total, 10):
+        await event_log.append("job:f", [ping(k + j) for j in range(10)], expected_version=k)
+    for after in (0, 1, 7, total - POINT_READS - 1, total - POINT_READS, 39, total - 1, total):
+        tail = await event_log.read_stream("job:f", after_seq=after)
+        assert [e.seq for e in tail] == list(range(after + 1, total + 1)), after
+        assert [e.data.n for e in tail] == list(range(after, total))  # type: ignore[union-attr]
+    assert await event_log.read_stream("job:f", after_seq=total + 5) == []
+    assert await event_log.read_stream("job:nothing", after_seq=3) == []
 
 
 async def test_new_events_are_in_the_outbox_until_confirmed(event_log: EventLog) -> None:

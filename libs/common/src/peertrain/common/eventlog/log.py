@@ -19,7 +19,8 @@ Every read here is an equality lookup (``_id``, ``stream``, ``type``,
 GIN companions ``deploy/local/postgres/ferretdb-indexes.sql`` adds: its cost follows
 what it returns, not the size of the log. Range filters (``position > N``) and sorts are
 evaluated by FerretDB itself over what the equality part returned, so they are never
-used alone.
+used alone, and reading a stream on from a version looks its events up by ``seq``
+equality (:meth:`EventLog.read_stream`).
 
 A global ``position`` gives every event its place in append order (with gaps), so
 replays fold in the order things happened. No multi-document transactions are used, so
@@ -28,6 +29,7 @@ this works on FerretDB and on MongoDB.
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
@@ -47,6 +49,13 @@ from .positions import PositionAllocator
 __all__ = ["AppendListener", "ConcurrencyError", "EventLog"]
 
 Doc = dict[str, Any]
+
+POINT_READS = 64
+"""How many events :meth:`EventLog.read_stream` looks up one by one when reading on from
+a version, before it reads the rest of the stream in one query."""
+POINT_BATCH = 8
+"""The most of those lookups in flight at once."""
+
 AppendListener = Callable[[list[RecordedEvent]], None]
 """Called with the events of each successful append, right after it (no I/O)."""
 
@@ -194,9 +203,35 @@ class EventLog:
     # -- reading ----------------------------------------------------------------------
 
     async def read_stream(self, stream: str, *, after_seq: int = 0) -> list[RecordedEvent]:
-        """All events of ``stream`` with ``seq`` > ``after_seq``, in order."""
-        cursor = self.events.find({"stream": stream, "seq": {"$gt": after_seq}}).sort("seq", 1)
-        return [from_document(d) async for d in cursor]
+        """All events of ``stream`` with ``seq`` > ``after_seq``, in order.
+
+        Read on from a version (``after_seq`` > 0: a cached state catching up), the
+        events are looked up by ``(stream, seq)`` equality, a few at once, until one is
+        missing: FerretDB pushes both equalities down to PostgreSQL, but not the range
+        ``seq > n``, which fetched the whole stream from the backend for the few events
+        that followed (a 30-round job's stream holds about a thousand). Seqs are
+        contiguous, so the first missing one ends the stream. Past
+        :data:`POINT_READS` events the rest comes in one query.
+        """
+        events: list[RecordedEvent] = []
+        seq = after_seq + 1
+        if after_seq > 0:
+            batch = 1
+            while len(events) < POINT_READS:
+                docs = await asyncio.gather(
+                    *(
+                        self.events.find_one({"stream": stream, "seq": s})
+                        for s in range(seq, seq + batch)
+                    )
+                )
+                for doc in docs:
+                    if doc is None:  # the end of the stream (later ones: appended meanwhile)
+                        return events
+                    events.append(from_document(doc))
+                seq += batch
+                batch = min(batch * 2, POINT_BATCH)
+        cursor = self.events.find({"stream": stream, "seq": {"$gte": seq}}).sort("seq", 1)
+        return events + [from_document(d) async for d in cursor]
 
     async def stream_version(self, stream: str) -> int:
         """The ``seq`` of the last event of ``stream`` (0 if it has none)."""
