@@ -136,17 +136,37 @@ class AggregatorContext:
         )
         return list(saved.events)
 
-    def remembered(self) -> set[str]:
-        """The jobs this instance keeps working memory for (running sums, bases,
-        holdouts)."""
-        return {*self.rounds, *self.bases, *self.holdouts}
+    def observe(self, event: RecordedEvent) -> None:
+        """Fold a job event into its job's cached state if it is the next one (no I/O).
 
-    def forget(self, job_id: str) -> None:
-        """Drop a finished job's working memory (its state is in the log)."""
+        Every instance hears every job event; one that does not hold the job folds them
+        here, so the state it checks the job's updates against stays current without
+        reading the job stream (a read that cost the whole stream on FerretDB).
+        """
+        job_id = getattr(event.data, "job_id", None)
+        if not isinstance(job_id, str):
+            return
+        loaded = self.models.cached(model_stream(job_id))
+        if loaded is not None and event.seq == loaded.state.job_seq + 1:
+            loaded.state.apply(event)
+
+    def holder_memory(self) -> set[str]:
+        """The jobs this instance keeps a holder's working memory for (running sums,
+        holdouts)."""
+        return {*self.rounds, *self.holdouts}
+
+    def let_go(self, job_id: str) -> None:
+        """Drop a holder's working memory of a job handed over (or lost): its running
+        sum and holdout are the new holder's business. The job's state and base model
+        stay: any instance checks the job's updates."""
         work = self.rounds.pop(job_id, None)
         if work is not None:
             work.close()
-        self.bases.pop(job_id, None)
         self.holdouts.pop(job_id, None)
+
+    def forget(self, job_id: str) -> None:
+        """Drop everything kept on an ended job (its state is in the log)."""
+        self.let_go(job_id)
+        self.bases.pop(job_id, None)
         self.models.forget(model_stream(job_id))
         log.info("job forgotten", job_id=job_id)

@@ -2,8 +2,9 @@
 instances that stopped (see :mod:`peertrain.common.leases`).
 
 Every instance hears every job event (a queue of its own); the holder of a job's lease
-reconciles the job (:func:`~.versions.reconcile`), the others only note which jobs are
-active, so that one of them can take a job over when its holder stops renewing.
+reconciles the job (:func:`~.versions.reconcile`), the others fold the event into the
+job's cached state (they check its updates too) and note which jobs are active, so that
+one of them can take a job over when its holder stops renewing.
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ async def on_job_event(actx: AggregatorContext, job_id: str, event: RecordedEven
     elif event.type in ENDED:
         actx.active.discard(job_id)
     if not await actx.leases.claim(job_id):
+        async with actx.lock(job_id):
+            if event.type in ENDED:
+                actx.forget(job_id)
+            else:
+                actx.observe(event)  # current for checking the job's updates
         return
     async with actx.lock(job_id):
         # other instances record updates too: read them before making a round's version
@@ -61,8 +67,8 @@ async def keep_leases(actx: AggregatorContext) -> None:
     for job_id in actx.leases.held:
         if job_id not in actx.active:
             await actx.leases.release(job_id)
-    for job_id in [j for j in actx.remembered() if not actx.leases.holds(j)]:
-        actx.forget(job_id)  # handed over (or lost): its working memory is the holder's now
+    for job_id in [j for j in actx.holder_memory() if not actx.leases.holds(j)]:
+        actx.let_go(job_id)  # handed over (or lost): its running sum is the holder's now
     for job_id in await actx.leases.keep(sorted(actx.active)):
         async with actx.lock(job_id):
             state = await actx.load(job_id, catch_up=True, fresh_models=True)
