@@ -14,12 +14,18 @@ claim order is the position order: an append that starts after another one ended
 larger positions (which keeps each stream's positions in ``seq`` order). Positions may
 have gaps.
 
+So the claimed numbers are every number from 1 up to the highest claim, and whether a
+number is claimed is one ``_id`` lookup. After a conflict the claimer finds the lowest
+free number above the one it lost by lookups: doubling steps until a free one, then
+halving the gap (:meth:`PositionAllocator.first_free_above`). A process that appends
+rarely, while others append a lot, is hundreds of numbers behind; it catches up in
+about twice the logarithm of that many lookups. (It used to probe upward one failed
+insert at a time, then read the newest segment of claims in full: FerretDB answers a
+sorted read by scanning.) At start-up the same search runs from the newest segment's
+first number.
+
 Claims live in segments of :data:`SEGMENT` numbers, one collection each
-(``<log>_positions_<k>`` holds ``k * SEGMENT`` up to ``(k + 1) * SEGMENT - 1``). After a
-conflict the claimer probes upward one number at a time (each probe an insert); only
-after :data:`MAX_PROBES` failed probes in a row, and at start-up, does it read the
-highest claimed number. FerretDB answers that sorted read by scanning, so it reads the
-newest segment only: its cost is bounded by the segment size, not by the log's.
+(``<log>_positions_<k>`` holds ``k * SEGMENT`` up to ``(k + 1) * SEGMENT - 1``).
 """
 
 from __future__ import annotations
@@ -32,10 +38,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
-__all__ = ["MAX_PROBES", "SEGMENT", "PositionAllocator"]
-
-MAX_PROBES = 16
-"""Failed claims in a row before reading the highest claimed number instead."""
+__all__ = ["SEGMENT", "PositionAllocator"]
 
 SEGMENT = 10_000
 """Positions per claims collection (bounds the cost of reading the highest claim)."""
@@ -62,9 +65,15 @@ class PositionAllocator:
         return self.db[f"{self.prefix}{number // SEGMENT}"]
 
     async def highest_claimed(self) -> int:
-        """The highest claimed position (0 when none): a read of the newest segment."""
+        """The highest claimed position (0 when none)."""
         names = await self.db.list_collection_names()
         segments = [int(n[len(self.prefix) :]) for n in names if _is_segment(n, self.prefix)]
+        if segments:
+            first = max(max(segments) * SEGMENT, 1)
+            if await self.claimed(first):
+                return await self.first_free_above(first) - 1
+        # No segment (a log written before segments keeps its claims in one collection),
+        # or one without its first number (not written by this allocator): read them.
         sources = [self.db[f"{self.prefix}{max(segments)}"]] if segments else []
         if not segments and self._legacy.name in names:
             sources.append(self._legacy)
@@ -74,6 +83,31 @@ class PositionAllocator:
             if doc is not None:
                 highest = max(highest, int(doc["_id"]))
         return highest
+
+    async def claimed(self, number: int) -> bool:
+        """Whether ``number`` is claimed (one ``_id`` lookup)."""
+        return await self.segment(number).find_one({"_id": number}, {"_id": 1}) is not None
+
+    async def first_free_above(self, taken: int) -> int:
+        """The lowest number above ``taken`` (a claimed one) that was free when looked up.
+
+        Claims are every number up to the highest, so the claimed ones above ``taken``
+        are a run: steps that double find a free number past it, then halving the
+        interval finds the run's end. Never past a free number, so claiming from the
+        answer keeps the claim order the position order.
+        """
+        low, step = taken, 1  # low: claimed
+        high = low + step
+        while await self.claimed(high):
+            low, step = high, step * 2
+            high = low + step
+        while high - low > 1:  # low claimed, high free
+            middle = (low + high) // 2
+            if await self.claimed(middle):
+                low = middle
+            else:
+                high = middle
+        return high
 
     async def claim(self, numbers: list[int]) -> int:
         """Insert claims for consecutive ``numbers``; return how many, from the first, held.
@@ -100,21 +134,14 @@ class PositionAllocator:
             if self._next is None:
                 self._next = await self.highest_claimed() + 1
             got: list[int] = []
-            probes = 0
             while len(got) < count:
                 want = list(range(self._next, self._next + count - len(got)))
                 done = await self.claim(want)
                 got += want[:done]
                 if done == len(want):
                     self._next = want[-1] + 1
-                    continue
-                taken = want[done]
-                probes = 0 if done else probes + 1
-                if probes < MAX_PROBES:
-                    self._next = taken + 1
-                else:
-                    self._next = max(taken + 1, await self.highest_claimed() + 1)
-                    probes = 0
+                else:  # someone else holds want[done]: go on from the first free above
+                    self._next = await self.first_free_above(want[done])
             return got
 
 
