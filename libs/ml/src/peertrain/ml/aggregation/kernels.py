@@ -7,7 +7,9 @@ is one correctly rounded IEEE operation and nothing is fused:
 
 - on the CPU, a numba kernel (one pass, no temporaries), split across threads; without
   numba, numpy ufuncs over cache-sized chunks, split the same way (about a third of
-  numba's speed: three passes over each chunk instead of one);
+  numba's speed: three passes over each chunk instead of one). Folds of fewer than
+  :data:`NUMBA_MIN` values take numpy's way too: importing numba and compiling the
+  kernel cost a process 3-5 s of CPU, which a small model's folds never earn back;
 - elsewhere (CUDA), torch ops over chunks.
 """
 
@@ -28,6 +30,8 @@ __all__ = ["fold_exact", "numba_available"]
 _CHUNK = 1 << 16
 _DEVICE_CHUNK = 1 << 24
 _MIN_PER_THREAD = 1 << 20
+NUMBA_MIN = 1 << 20
+"""The fewest values a fold has for the numba kernel (numpy below: see above)."""
 _Kernel = Callable[[np.ndarray, np.ndarray, float], None]
 
 
@@ -103,7 +107,7 @@ def fold_exact(acc: torch.Tensor, update: torch.Tensor, scale: float) -> None:
     if acc.device.type != "cpu":
         _fold_torch(acc, update.to(acc.device), scale)
         return
-    kernel = _numba_kernel() or _fold_numpy
+    kernel = (_numba_kernel() if acc.numel() >= NUMBA_MIN else None) or _fold_numpy
     if update.dtype not in (torch.float32, torch.float64):
         update = update.to(torch.float32)
     a, u = acc.numpy(), update.detach().cpu().contiguous().numpy()
