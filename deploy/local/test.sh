@@ -12,18 +12,20 @@
 #   PYTEST_ARGS="-k x" test.sh           lint, typecheck, then pytest PYTEST_ARGS in lane 0
 #   LANES=1 test.sh                      everything in lane 0, one after another
 #
-# Lane 1 runs LANE1_PATHS (end-to-end training and the outbox: about half of the suite's
-# time); lane 0 runs the rest. Lint, typecheck and pytest all run even when one fails, so
+# Lane 1 runs LANE1_PATHS (end-to-end training, the outbox and the remote peer: about
+# half of the suite's time); lane 0 runs the rest. Lint, typecheck and pytest all run even when one fails, so
 # one run reports every problem; on success pytest's summary is the last line of output.
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$HERE/../.."
 
 LANE1_OFFSET=${LANE1_OFFSET:-100}
-# The end-to-end training tests, which share one training platform per lane, and the
-# 10,000-event outbox test, which balances the lanes (measured at b74c310, without it:
-# lane 0 20.5 minutes, lane 1 18.8 on a busy machine; see README).
-LANE1_PATHS=(tests/stack/training tests/stack/test_outbox.py)
+# The end-to-end training tests, which share one training platform per lane, and two
+# tests that balance the lanes: the 10,000-event outbox test (at b74c310, without it:
+# lane 0 20.5 minutes, lane 1 18.8) and the remote peer (2026-12-02, without it: lane 0 18.6,
+# lane 1 16.2; it takes 1 to 1.5 minutes). The remote peer goes first: it
+# restarts its lane's RabbitMQ, before the training platform is up.
+LANE1_PATHS=(tests/stack/test_remote_peer.py tests/stack/training tests/stack/test_outbox.py)
 LANES=${LANES:-2}
 PYTEST_ARGS=${PYTEST_ARGS:-}
 if [[ -n $PYTEST_ARGS ]]; then LANES=1; fi
