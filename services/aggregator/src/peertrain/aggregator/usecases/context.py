@@ -136,16 +136,14 @@ class AggregatorContext:
         )
         return list(saved.events)
 
-    def observe(self, event: RecordedEvent) -> None:
-        """Fold a job event into its job's cached state if it is the next one (no I/O).
+    def observe(self, job_id: str, event: RecordedEvent) -> None:
+        """Fold an event of the job's stream into its cached state if it is the next one
+        (no I/O).
 
         Every instance hears every job event; one that does not hold the job folds them
         here, so the state it checks the job's updates against stays current without
         reading the job stream (a read that cost the whole stream on FerretDB).
         """
-        job_id = getattr(event.data, "job_id", None)
-        if not isinstance(job_id, str):
-            return
         loaded = self.models.cached(model_stream(job_id))
         if loaded is not None and event.seq == loaded.state.job_seq + 1:
             loaded.state.apply(event)

@@ -46,7 +46,7 @@ async def on_job_event(actx: AggregatorContext, job_id: str, event: RecordedEven
             if event.type in ENDED:
                 actx.forget(job_id)
             else:
-                actx.observe(event)  # current for checking the job's updates
+                actx.observe(job_id, event)  # current for checking the job's updates
         return
     async with actx.lock(job_id):
         # other instances record updates too: read them before making a round's version
