@@ -16,21 +16,33 @@ port() { echo $(($1 + PEERTRAIN_PORT_OFFSET)); }
 # Data and logs of the local stack: one git-ignored folder in the clone (a second lane's
 # beside it: .var-lane100).
 export VAR_DIR="${PEERTRAIN_VAR:-$ROOT/.var}"
+# What the services' settings and the client default to, moved with the ports: the
+# shared ServiceSettings (PEERTRAIN_*) and each service's own (PEERTRAIN_<NAME>_*).
+# PEERTRAIN_MOVED_FOR says for which offset this file set them, so that sourcing it
+# again for another offset (0 included) in the same shell replaces them, while addresses
+# a user set by hand stay as they are at offset 0.
+_moved=(PEERTRAIN_REGISTRY_PEER_AMQP_URL PEERTRAIN_REGISTRY_RABBITMQ_MANAGEMENT_URL PEERTRAIN_API)
+for _prefix in PEERTRAIN PEERTRAIN_AUTH PEERTRAIN_REGISTRY PEERTRAIN_DATASET \
+  PEERTRAIN_ORCHESTRATOR PEERTRAIN_AGGREGATOR; do
+  _moved+=("${_prefix}_MONGO_URL" "${_prefix}_AMQP_URL" "${_prefix}_S3_ENDPOINT_URL")
+done
+if [[ -n ${PEERTRAIN_MOVED_FOR:-} && $PEERTRAIN_MOVED_FOR != "$PEERTRAIN_PORT_OFFSET" ]]; then
+  unset "${_moved[@]}" PEERTRAIN_MOVED_FOR
+fi
 if ((PEERTRAIN_PORT_OFFSET)); then
   VAR_DIR="$VAR_DIR-lane$PEERTRAIN_PORT_OFFSET"
-  # What the services' settings and the client default to, moved with the ports: the
-  # shared ServiceSettings (PEERTRAIN_*) and each service's own (PEERTRAIN_<NAME>_*).
   for _prefix in PEERTRAIN PEERTRAIN_AUTH PEERTRAIN_REGISTRY PEERTRAIN_DATASET \
     PEERTRAIN_ORCHESTRATOR PEERTRAIN_AGGREGATOR; do
     export "${_prefix}_MONGO_URL=mongodb://127.0.0.1:$(port 27017)/"
     export "${_prefix}_AMQP_URL=amqp://admin:admin@127.0.0.1:$(port 5672)/"
     export "${_prefix}_S3_ENDPOINT_URL=http://127.0.0.1:$(port 9000)"
   done
-  unset _prefix
   export PEERTRAIN_REGISTRY_PEER_AMQP_URL="amqp://127.0.0.1:$(port 5672)/"
   export PEERTRAIN_REGISTRY_RABBITMQ_MANAGEMENT_URL="http://127.0.0.1:$(port 15672)"
   export PEERTRAIN_API="http://127.0.0.1:$(port 8080)"
+  export PEERTRAIN_MOVED_FOR="$PEERTRAIN_PORT_OFFSET"
 fi
+unset _prefix _moved
 
 # Peers on other machines (README "Peers on other machines"): unset, every server
 # listens on loopback only. Set to an address of this machine, the gateway also serves
