@@ -111,15 +111,16 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )
     try:
         deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{url}/-/ready", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert process.poll() is None, (base / "prometheus.log").read_text()[-2000:]
-            assert time.monotonic() < deadline, "prometheus did not become ready"
-            time.sleep(0.2)
+        with httpx.Client(timeout=2) as http:  # one client: each costs an SSL context
+            while True:
+                try:
+                    if http.get(f"{url}/-/ready").status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                assert process.poll() is None, (base / "prometheus.log").read_text()[-2000:]
+                assert time.monotonic() < deadline, "prometheus did not become ready"
+                time.sleep(0.2)
         yield url
     finally:
         process.terminate()
@@ -181,17 +182,17 @@ async def train_and_churn(platform: Platform) -> None:
         await wait_for(offline, timeout=30, what="the stopped peer offline")
 
 
-def query(prometheus: str, expr: str) -> list[Any]:
-    r = httpx.get(f"{prometheus}/api/v1/query", params={"query": expr}, timeout=10)
+def query(prometheus: httpx.Client, expr: str) -> list[Any]:
+    r = prometheus.get("/api/v1/query", params={"query": expr})
     assert r.status_code == 200, f"{expr}: {r.text}"
     result: list[Any] = r.json()["data"]["result"]
     return result
 
 
-def exported_metrics(prometheus: str) -> set[str]:
+def exported_metrics(prometheus: httpx.Client) -> set[str]:
     """Metric names the targets declared (metadata) or have samples of."""
-    names = set(httpx.get(f"{prometheus}/api/v1/metadata", timeout=10).json()["data"])
-    names |= set(httpx.get(f"{prometheus}/api/v1/label/__name__/values", timeout=10).json()["data"])
+    names = set(prometheus.get("/api/v1/metadata").json()["data"])
+    names |= set(prometheus.get("/api/v1/label/__name__/values").json()["data"])
     return names
 
 
@@ -208,6 +209,7 @@ async def test_every_dashboard_expression_has_data(platform: Platform, prometheu
     expressions = dashboard_expressions()
     assert len(expressions) >= 30, "the dashboards lost their queries"
     await train_and_churn(platform)
+    api = httpx.Client(base_url=prometheus, timeout=10)
 
     def missing() -> list[str]:
         gaps = []
@@ -215,19 +217,20 @@ async def test_every_dashboard_expression_has_data(platform: Platform, prometheu
             concrete = expr
             for var, value in VARIABLES.items():
                 concrete = concrete.replace(var, value)
-            if not query(prometheus, concrete):
+            if not query(api, concrete):
                 gaps.append(f"{board} / {title}: {concrete}")
         return gaps
 
     # Scrapes are every second; give the last ones (the peer's departure) a few.
-    deadline = time.monotonic() + 30
-    gaps = missing()
-    while gaps and time.monotonic() < deadline:
-        await asyncio.sleep(2)
+    with api:
+        deadline = time.monotonic() + 30
         gaps = missing()
-    assert not gaps, "dashboard expressions without data:\n  " + "\n  ".join(gaps)
+        while gaps and time.monotonic() < deadline:
+            await asyncio.sleep(2)
+            gaps = missing()
+        assert not gaps, "dashboard expressions without data:\n  " + "\n  ".join(gaps)
+        known = exported_metrics(api)
 
-    known = exported_metrics(prometheus)
     unknown = sorted(
         {
             f"{board} / {title}: {name}"

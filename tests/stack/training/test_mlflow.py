@@ -79,15 +79,16 @@ class MlflowServer:
 
     def wait_ready(self, timeout: float = 300) -> None:
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail(f"mlflow server exited with {self.proc.returncode}:\n{self.tail()}")
-            try:
-                if httpx.get(f"{self.uri}/health", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
+        with httpx.Client(timeout=2) as http:  # one client: each costs an SSL context
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    pytest.fail(f"mlflow server exited with {self.proc.returncode}:\n{self.tail()}")
+                try:
+                    if http.get(f"{self.uri}/health").status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.5)
         pytest.fail(f"mlflow server not ready after {timeout}s:\n{self.tail()}")
 
     def stop(self) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -68,8 +69,12 @@ def _idx(path: Path) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
 
 
+@cache
 def mnist_csv_gz() -> bytes:
-    """MNIST 10k as ``label,p0..p783`` CSV (gzip): what a user would upload."""
+    """MNIST 10k as ``label,p0..p783`` CSV (gzip): what a user would upload.
+
+    Made once per session (numpy's ``savetxt`` takes seconds of CPU; tests upload it
+    again and again)."""
     base = shared_data() / "mnist"
     images = _idx(base / "t10k-images-idx3-ubyte.gz").reshape(10_000, 784)
     labels = _idx(base / "t10k-labels-idx1-ubyte.gz")

@@ -65,15 +65,20 @@ class ServiceProcess:
             start_new_session=True,
         )
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}: {self.tail()}")
-            try:
-                if httpx.get(self.base_url + self.ready_path, timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
+        # One client for all the polls: an httpx client builds an SSL context when made
+        # (about 60 ms of CPU), which a poll every 0.2 s multiplied into seconds a start.
+        with httpx.Client(timeout=2) as http:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(
+                        f"{self.name} exited with {self.proc.returncode}: {self.tail()}"
+                    )
+                try:
+                    if http.get(self.base_url + self.ready_path).status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"{self.name} did not become ready in {timeout}s: {self.tail()}")
 
