@@ -280,6 +280,7 @@ async def test_killed_peer_goes_offline_and_comes_back_online(
     s = stack_
     victim = s.peers[0]
     await eventually(lambda: all_active(http, s), timeout=60, what="all active")
+    judged_before = await metric(http, "registry_catch_up_wait_seconds_count")
     await asyncio.to_thread(victim.kill)
 
     async def offline() -> bool:
@@ -292,6 +293,8 @@ async def test_killed_peer_goes_offline_and_comes_back_online(
     assert isinstance(gone.data, PeerWentOffline) and gone.data.reason == "missed_heartbeats"
     r = await http.get(f"{REGISTRY}/peers/{victim.peer_id}", headers=bearer(s.owner_token))
     assert r.json()["status"] == "offline"
+    # judged only once a marker came back through the heartbeat queue (nothing waiting)
+    assert await metric(http, "registry_catch_up_wait_seconds_count") > judged_before
     online_before = types(events).count(PEER_WENT_ONLINE)
 
     victim.start(interval_s=INTERVAL_S)

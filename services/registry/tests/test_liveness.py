@@ -114,3 +114,17 @@ def test_unknown_peers_are_offline() -> None:
 def test_thresholds_must_be_ordered() -> None:
     with pytest.raises(ValueError):
         LivenessTracker(stale_after=3, offline_after=2)
+
+
+def test_overdue_says_whether_a_sweep_would_declare_anyone_offline() -> None:
+    t = tracker()
+    assert not t.overdue(0.0)
+    t.seen("p", 0.0, interval_s=IV)
+    assert not t.overdue(3.0)
+    assert t.overdue(3.1)
+    t.pause(3.1)
+    assert not t.overdue(10.0)  # blind: nobody is due
+    t.resume(3.1)
+    [gone] = t.sweep(3.2)
+    assert gone.peer_id == "p"
+    assert not t.overdue(100.0)  # already offline

@@ -5,6 +5,7 @@ from __future__ import annotations
 from prometheus_client import Counter, Gauge, Histogram
 
 __all__ = [
+    "CATCH_UP_WAIT",
     "HEARTBEATS",
     "HEARTBEAT_LAG",
     "LOOP_LAG",
@@ -63,6 +64,12 @@ LOOP_LAG = Histogram(
     "registry_event_loop_lag_seconds",
     "How late the sweeper woke up (the event loop was busy, or the process starved)",
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+)
+CATCH_UP_WAIT = Histogram(
+    "registry_catch_up_wait_seconds",
+    "Before declaring a peer offline, how long the sweeper waited for the heartbeat"
+    " queue to catch up (a backlog, such as a flood of junk, ahead of honest heartbeats)",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
 )
 TELEMETRY_CONNECTED = Gauge(
     "registry_telemetry_connected", "1 while the heartbeat consumer is connected"

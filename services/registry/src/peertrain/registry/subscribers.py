@@ -19,13 +19,18 @@ after the delivery limit.
 
 The connection is supervised here: it is re-established with backoff after any loss,
 and while it is down, liveness is paused (a blind registry must not declare every
-peer offline).
+peer offline). A registry that is merely behind (a flood of junk ahead of honest
+heartbeats in the FIFO queue) must not either: before it declares anyone offline, it
+sends a marker of its own through the heartbeat queue (the default exchange, where
+peers may not publish) and judges once the marker is back, that is once every
+heartbeat queued before it has been consumed (:meth:`TelemetryConsumer.caught_up`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 from typing import Any
 
 import aiormq
@@ -107,6 +112,8 @@ class TelemetryConsumer:
         self.connected = asyncio.Event()
         self._loop = Background("registry-telemetry", self._supervise)
         self._acks: _Acks | None = None
+        self._markers: dict[bytes, asyncio.Future[None]] = {}
+        self.presence.judge_after(self.caught_up)
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -171,6 +178,37 @@ class TelemetryConsumer:
                 with contextlib.suppress(Exception):
                     await self._acks.flush()
 
+    async def caught_up(self) -> None:
+        """Return once every heartbeat queued before the call has been consumed.
+
+        A marker published now into the heartbeat queue comes out after all of them
+        (the queue is FIFO, and the handling of a heartbeat up to its effect does not
+        wait on anything once its token is known). A marker lost with its connection,
+        or expired behind a backlog longer than the queue's TTL, is sent again: until
+        one comes back, nobody is declared offline.
+        """
+        while True:
+            await self.connected.wait()
+            acks = self._acks
+            if acks is None or acks.channel.is_closed:
+                await asyncio.sleep(0.1)
+                continue
+            token = secrets.token_hex(16).encode()
+            back = self._markers[token] = asyncio.get_running_loop().create_future()
+            try:
+                await acks.channel.basic_publish(
+                    token, exchange="", routing_key=self.heartbeat_queue
+                )
+                await asyncio.wait_for(back, self.settings.heartbeat_ttl_s + 5.0)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # timed out, or the channel went: the sweeper waits on
+                log.warning("heartbeat queue marker lost; sending another", error=repr(exc))
+                await asyncio.sleep(0.1)
+            finally:
+                self._markers.pop(token, None)
+
     # -- topology ---------------------------------------------------------------------------
 
     async def _consume(
@@ -222,7 +260,12 @@ class TelemetryConsumer:
     # -- delivery ---------------------------------------------------------------------------
 
     async def _on_heartbeat(self, message: DeliveredMessage) -> None:
-        await self.gate.heartbeat(message)
+        if message.exchange == "":  # one of caught_up's markers (a stale one: ignored)
+            back = self._markers.get(message.body)
+            if back is not None and not back.done():
+                back.set_result(None)
+        else:
+            await self.gate.heartbeat(message)
         acks = self._acks
         if acks is not None and acks.channel is message.channel:
             await acks.done(_tag(message))

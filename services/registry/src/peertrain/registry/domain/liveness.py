@@ -15,6 +15,10 @@ While the registry cannot see heartbeats at all (its broker connection is down),
 is *paused* for liveness: a blind registry must not declare everyone offline. On
 resume, the blind time is excused: every peer's age continues from where it was (its
 ``last_seen`` stays the true time of its last heartbeat).
+
+A registry that sees heartbeats late (its queue holds a backlog, say a flood of junk)
+must not judge by the late ones either: :meth:`overdue` lets the shell first wait until
+every heartbeat queued before ``now`` is in, and only then :meth:`sweep` at ``now``.
 """
 
 from __future__ import annotations
@@ -182,14 +186,19 @@ class LivenessTracker:
 
     # -- output -------------------------------------------------------------------------
 
+    def overdue(self, now: float) -> bool:
+        """Whether :meth:`sweep` at ``now`` would declare any peer offline."""
+        if self._paused_at is not None:
+            return False
+        return any(self._due(peer, now) for peer in self._peers.values())
+
     def sweep(self, now: float) -> list[Transition]:
         """The ``went_offline`` transitions due at ``now`` (none while paused)."""
         if self._paused_at is not None:
             return []
         due: list[Transition] = []
-        limit = self.offline_after
         for peer_id, peer in self._peers.items():
-            if peer.online and now - peer.last_seen - peer.excused > limit * peer.interval_s:
+            if self._due(peer, now):
                 peer.online = False
                 due.append(
                     Transition(
@@ -229,6 +238,11 @@ class LivenessTracker:
 
     def __contains__(self, peer_id: object) -> bool:
         return peer_id in self._peers
+
+    def _due(self, peer: Liveness, now: float) -> bool:
+        """An online peer silent for more than ``offline_after`` of its intervals."""
+        age = now - peer.last_seen - peer.excused
+        return peer.online and age > self.offline_after * peer.interval_s
 
     def _clamp(self, interval_s: float) -> float:
         return min(self.max_interval_s, max(self.min_interval_s, interval_s))

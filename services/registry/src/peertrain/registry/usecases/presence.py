@@ -3,13 +3,16 @@
 The hot path (:meth:`Presence.heartbeat`) touches memory only. Transitions go on a
 queue that one writer task appends, in order, retrying while the database is away,
 so a slow or absent MongoDB never slows heartbeat consumption. The sweeper turns
-silence into ``went_offline``.
+silence into ``went_offline``, judged only once the heartbeat consumer has caught up
+with the moment it judges (see :meth:`Presence.judge_after`): a heartbeat that waits in
+the queue behind a flood of junk still counts for the time it was sent.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 import structlog
@@ -18,7 +21,14 @@ from peertrain.common.events.peers import Heartbeat, Leaving
 from peertrain.common.periodic import Background
 from peertrain.registry.domain.liveness import LivenessTracker, Status, Transition, TransitionKind
 from peertrain.registry.domain.peer import decide_offline, decide_online
-from peertrain.registry.metrics import HEARTBEAT_LAG, HEARTBEATS, LOOP_LAG, PEERS, TRANSITIONS
+from peertrain.registry.metrics import (
+    CATCH_UP_WAIT,
+    HEARTBEAT_LAG,
+    HEARTBEATS,
+    LOOP_LAG,
+    PEERS,
+    TRANSITIONS,
+)
 from peertrain.registry.projections import Directory
 
 from .streams import PeerStreams
@@ -74,6 +84,7 @@ class Presence:
         self.clock = clock or Clock()
         self.sweep_interval_s = sweep_interval_s
         self._pending: asyncio.Queue[Transition] = asyncio.Queue()
+        self._caught_up: Callable[[], Awaitable[None]] | None = None
         self._tasks = (
             Background("registry-sweeper", self._sweep_forever),
             Background("registry-transitions", self._write_forever),
@@ -113,6 +124,13 @@ class Presence:
     def forget(self, peer_id: str) -> None:
         """Stop tracking a removed peer (its offline transition is already in the log)."""
         self.tracker.forget(peer_id)
+
+    def judge_after(self, caught_up: Callable[[], Awaitable[None]]) -> None:
+        """Before declaring anyone offline, await ``caught_up()``: it returns once every
+        heartbeat queued before the call has been consumed. (Without it, offline is
+        judged by the heartbeats consumed so far: right only for a consumer never
+        behind.)"""
+        self._caught_up = caught_up
 
     # -- blindness ------------------------------------------------------------------------
 
@@ -170,12 +188,22 @@ class Presence:
             woke = time.monotonic() + self.sweep_interval_s
             await asyncio.sleep(self.sweep_interval_s)
             LOOP_LAG.observe(max(0.0, time.monotonic() - woke))
-            for transition in self.tracker.sweep(self.clock.mono()):
-                self._pending.put_nowait(transition)
+            await self.sweep()
             ticks += 1
             if ticks % max(1, round(5 / self.sweep_interval_s)) == 0:  # every ~5 s
                 for status, n in self.count_by_status().items():
                     PEERS.labels(status=status.value).set(n)
+
+    async def sweep(self) -> None:
+        """Declare offline whoever was silent too long as of now, counting every
+        heartbeat sent before now, however long it waits in the queue."""
+        now = self.clock.mono()
+        if self._caught_up is not None and self.tracker.overdue(now):
+            waited = time.monotonic()
+            await self._caught_up()
+            CATCH_UP_WAIT.observe(time.monotonic() - waited)
+        for transition in self.tracker.sweep(now):
+            self._pending.put_nowait(transition)
 
     async def _write_forever(self) -> None:
         while True:
