@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from peertrain.common.app import install_error_handlers
 from peertrain.common.specs import AggregationSpec, MLPSpec, TrainingParams
+from peertrain.common.text import NO_NUL
 from peertrain.orchestrator.models import JobRequest
 
 
@@ -39,6 +40,11 @@ BASE = {"name": "j", "dataset_id": "d1", "peers": ["p1"]}
         ({"training": {"rounds": 0}}, ["body", "training", "rounds"]),
         ({"training": {"epochs": 3}}, ["body", "training", "epochs"]),
         ({"aggregation": {"strategy": "krum"}}, ["body", "aggregation", "strategy"]),
+        # text the store cannot hold (a NUL) never reaches a write or a lookup
+        ({"name": "a\x00b"}, ["body", "name"]),
+        ({"dataset_id": "d1\x00"}, ["body", "dataset_id"]),
+        ({"peers": ["p1", "\x00"]}, ["body", "peers", 1]),
+        ({"init_from": {"job_id": "j\x00"}}, ["body", "init_from", "job_id"]),
     ],
 )
 def test_a_bad_spec_is_refused_where_it_is_wrong(block: dict[str, Any], loc: list[Any]) -> None:
@@ -69,3 +75,4 @@ def test_the_openapi_document_shows_the_spec_schemas() -> None:
     model = schema["JobRequest"]["properties"]["model"]
     assert model["discriminator"]["propertyName"] == "arch"
     assert {"LogRegSpec", "MLPSpec", "CNNSpec", "TrainingParams", "AggregationSpec"} <= set(schema)
+    assert schema["JobRequest"]["properties"]["name"]["pattern"] == NO_NUL

@@ -86,6 +86,10 @@ async def test_mnist_on_four_peers_reaches_093_and_final_pt_reproduces_it(
     dataset_id = await mnist(platform)
     peers = [platform.peer(f"p{i}").peer_id for i in range(4)]
     await peers_active(platform, peers)
+    # text the store cannot hold (a NUL) is a 422 at the edge, not a failed write
+    for bad in ({"name": "a\x00b"}, {"dataset_id": f"{dataset_id}\x00"}, {"peers": ["\x00"]}):
+        r = await http.post("/api/jobs", json={**mnist_job(dataset_id, peers), **bad})
+        assert r.status_code == 422 and r.json()["error"]["code"] == "validation_failed", r.text
     job_id = await create_job(platform, mnist_job(dataset_id, peers))
 
     job = await finished(platform, job_id)

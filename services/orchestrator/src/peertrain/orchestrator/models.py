@@ -17,6 +17,7 @@ from peertrain.common.specs import (
     ShardingName,
     TrainingParams,
 )
+from peertrain.common.text import Id, Name
 
 from .domain import Job, Round, Task
 from .domain.job import JobState, TaskStateName
@@ -79,7 +80,7 @@ class InitFrom(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    job_id: str = Field(min_length=1, max_length=100)
+    job_id: Id
     version: int | None = Field(
         default=None, ge=0, description="The version (round); default: the job's newest"
     )
@@ -95,9 +96,9 @@ class JobRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=200)
-    dataset_id: str = Field(min_length=1, max_length=100)
-    peers: list[str] | None = Field(default=None, min_length=1, max_length=MAX_PEERS)
+    name: Name
+    dataset_id: Id
+    peers: list[Id] | None = Field(default=None, min_length=1, max_length=MAX_PEERS)
     selection: PeerSelection | None = None
     model: ModelSpec = Field(default_factory=lambda: MLPSpec(arch="mlp"))
     training: TrainingParams = TrainingParams()
