@@ -161,6 +161,9 @@ async def test_malformed_requests(http: httpx.AsyncClient, blobs: BlobStore) -> 
     assert_error(r, 422, "invalid_upload")
     r = await http.post("/", files={"file": ("a.csv", CSV)}, data={"holdout_fraction": "0.9"})
     assert_error(r, 422, "invalid_upload")
+    # text the store cannot hold (a NUL) is refused before anything is stored
+    r = await http.post("/", files={"file": ("a.csv", CSV)}, data={"name": "a\x00b"})
+    assert "NUL" in assert_error(r, 422, "invalid_upload")["message"]
     for seed in ("-1", "1.5", "seven", "\u00b2", str(2**63)):
         r = await http.post("/", files={"file": ("a.csv", CSV)}, data={"holdout_seed": seed})
         assert_error(r, 422, "invalid_upload")

@@ -70,6 +70,17 @@ async def test_truncated_and_oversized() -> None:
         await part.text(1024)
 
 
+async def test_a_nul_in_a_field_or_a_filename_is_refused() -> None:
+    form = StreamingForm(chunked(body([("name", None, b"a\x00b")]), 50), BOUNDARY)
+    part = await form.next_part()
+    assert part is not None
+    with pytest.raises(InvalidUploadForm, match="NUL"):
+        await part.text(1024)
+    form = StreamingForm(chunked(body([("file", "a\x00.csv", b"a,b\r\n")]), 50), BOUNDARY)
+    with pytest.raises(InvalidUploadForm, match="NUL"):
+        await form.next_part()
+
+
 def test_content_type_must_be_multipart() -> None:
     assert boundary_of(f"multipart/form-data; boundary={BOUNDARY.decode()}") == BOUNDARY
     for bad in (None, "text/csv", "multipart/form-data"):

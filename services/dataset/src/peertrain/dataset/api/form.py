@@ -56,9 +56,12 @@ class FormPart:
             if len(buffer) > limit:
                 raise InvalidUploadForm(f"form field {self.name!r} is longer than {limit} bytes")
         try:
-            return buffer.decode("utf-8")
+            text = buffer.decode("utf-8")
         except UnicodeDecodeError:
             raise InvalidUploadForm(f"form field {self.name!r} is not UTF-8") from None
+        if "\x00" in text:  # the store cannot hold it (see peertrain.common.app.body_guard)
+            raise InvalidUploadForm(f"form field {self.name!r} holds a NUL character")
+        return text
 
 
 class StreamingForm:
@@ -170,6 +173,8 @@ class StreamingForm:
         name = params[b"name"].decode("utf-8", "replace")
         raw_filename = params.get(b"filename")
         filename = raw_filename.decode("utf-8", "replace") if raw_filename is not None else None
+        if filename is not None and "\x00" in filename:
+            raise InvalidUploadForm(f"the filename of form part {name!r} holds a NUL character")
         ctype = headers.get("content-type")
         return FormPart(name, filename, ctype.decode("latin-1") if ctype else None, self)
 
