@@ -414,6 +414,16 @@ async def test_a_removed_peer_loses_its_broker_login_at_once(
     )
     assert r.status_code == 404
     assert PEER_REMOVED in types(await peer_events(mongo, s, spare.peer_id))
+    # and auth signs it in no more: peer.removed reaches auth's audit queue
+    identity = json.loads((spare.config_dir / "identity.json").read_text())
+    login = {"peer_id": identity["peer_id"], "peer_secret": identity["peer_secret"]}
+
+    async def refused() -> bool:
+        r = await http.post(f"{AUTH}/peers/token", json=login)
+        assert r.status_code in (200, 401), r.text
+        return r.status_code == 401
+
+    await eventually(refused, timeout=120, what="auth refusing the removed peer a token")
 
 
 async def test_a_disabled_users_peers_lose_their_broker_users(

@@ -1,8 +1,9 @@
 """Auth's event subscribers.
 
-``auth.audit`` receives every event auth produces: it keeps the security audit trail
-(one structured log line per event, a counter for refresh-token reuse) and applies
-``user.disabled`` locally (see :mod:`.projections`). Its effects are idempotent (a log
+``auth.audit`` receives every event auth produces, and the registry's ``peer.removed``:
+it keeps the security audit trail (one structured log line per event, a counter for
+refresh-token reuse), applies ``user.disabled`` locally (see :mod:`.projections`) and
+marks a removed peer so that it gets no more tokens. Its effects are idempotent (a log
 line, a flag set, sessions revoked), so a redelivery is harmless.
 """
 
@@ -14,10 +15,10 @@ from prometheus_client import Counter
 from peertrain.common.app import ServiceContext
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.auth import AUTH_KEYS_ROTATED, AUTH_REFRESH_REUSE_DETECTED
-from peertrain.common.events.peers import PEER_ENROLLED
+from peertrain.common.events.peers import PEER_ENROLLED, PEER_REMOVED, PeerRemoved
 from peertrain.common.events.users import USER_DISABLED, USER_REGISTERED, UserDisabled
 
-from .usecases import AuthContext
+from .usecases import AuthContext, peers
 from .usecases.accounts import apply_disabled
 
 __all__ = ["AUDITED", "AUDIT_QUEUE", "subscribe"]
@@ -29,6 +30,7 @@ AUDITED = (
     USER_REGISTERED,
     USER_DISABLED,
     PEER_ENROLLED,
+    PEER_REMOVED,
     AUTH_KEYS_ROTATED,
     AUTH_REFRESH_REUSE_DETECTED,
 )
@@ -47,5 +49,7 @@ def subscribe(ctx: ServiceContext, auth: AuthContext) -> None:
         getattr(log, level)("audit", audit_type=event.type, stream=event.stream, actor=event.actor)
         if isinstance(event.data, UserDisabled) and await auth.users.get(event.data.user_id):
             await apply_disabled(auth, event.data.user_id)
+        elif isinstance(event.data, PeerRemoved):
+            await peers.removed(auth, event.data, at=event.occurred_at)
 
     ctx.subscriptions.add(AUDIT_QUEUE, AUDITED, on_audited)

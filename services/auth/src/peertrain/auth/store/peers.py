@@ -47,6 +47,8 @@ class PeerRecord:
     name: str
     secret_hash: str
     enrolled_at: datetime
+    removed_at: datetime | None = None
+    """When its ``peer.removed`` reached auth: it gets no token from then on."""
 
     @classmethod
     def from_doc(cls, doc: Doc) -> PeerRecord:
@@ -57,6 +59,7 @@ class PeerRecord:
             name=doc["name"],
             secret_hash=doc["secret_hash"],
             enrolled_at=doc["enrolled_at"],
+            removed_at=doc.get("removed_at"),
         )
 
 
@@ -141,6 +144,12 @@ class PeerStore:
     async def event_recorded(self, peer_id: str) -> None:
         """The peer's ``peer.enrolled`` is in the log."""
         await self.peers.update_one({"_id": peer_id}, {"$unset": {"pending_event": ""}})
+
+    async def mark_removed(self, peer_id: str, *, at: datetime) -> None:
+        """The peer is removed for good (idempotent: the first time stays)."""
+        await self.peers.update_one(
+            {"_id": peer_id, "removed_at": {"$exists": False}}, {"$set": {"removed_at": at}}
+        )
 
     async def pending(self) -> list[tuple[PeerRecord, str]]:
         """Peers whose ``peer.enrolled`` may not be in the log."""

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import hmac
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from peertrain.auth.domain.errors import InvalidEnrollmentToken, InvalidPeerCredentials
 from peertrain.auth.domain.tokens import digest, new_enrollment_token, new_peer_secret
 from peertrain.auth.store import EnrollmentRecord, PeerRecord
 from peertrain.common.errors import NotFound
-from peertrain.common.events.peers import PeerEnrolled, peer_stream
+from peertrain.common.events.peers import PeerEnrolled, PeerRemoved, peer_stream
 from peertrain.common.ids import new_id
 from peertrain.common.security import ROLE_PEER, Principal
 
@@ -22,6 +22,7 @@ __all__ = [
     "get_peer",
     "peer_token",
     "record_pending",
+    "removed",
 ]
 
 PEER_ROLES: tuple[str, ...] = (ROLE_PEER,)
@@ -122,13 +123,21 @@ async def peer_token(auth: AuthContext, peer_id: str, secret: str) -> IssuedToke
     Raises
     ------
     InvalidPeerCredentials
-        Wrong id or secret, or the owner is disabled.
+        Wrong id or secret, the peer is removed, or the owner is disabled.
     """
     peer = await auth.peers.get_peer(peer_id)
     presented = digest(secret)
     if peer is None or not hmac.compare_digest(peer.secret_hash, presented):
         raise InvalidPeerCredentials()
+    if peer.removed_at is not None:
+        raise InvalidPeerCredentials()
     owner = await auth.users.get(peer.owner_id)
     if owner is None or owner.disabled:
         raise InvalidPeerCredentials()
     return await auth.access_token(subject=peer.id, roles=PEER_ROLES, owner=peer.owner_id)
+
+
+async def removed(auth: AuthContext, event: PeerRemoved, *, at: datetime) -> None:
+    """``peer.removed`` (from the registry): the peer gets no token from now on (tokens
+    it holds expire within their lifetime; the registry refuses its telemetry)."""
+    await auth.peers.mark_removed(event.peer_id, at=at)
