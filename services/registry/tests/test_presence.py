@@ -80,3 +80,41 @@ async def test_without_a_consumer_to_wait_for_the_sweep_judges_by_what_it_has() 
     await p.sweep()
     record = p.tracker.get("peer")
     assert record is not None and not record.online
+
+
+async def test_a_flood_of_refused_heartbeats_pauses_liveness_until_it_ends() -> None:
+    clock = FakeClock()
+    p = Presence(
+        LivenessTracker(default_interval_s=1.0, stale_after=2, offline_after=3),
+        PeerStreams(cast(Any, None), Directory(), producer="registry"),
+        Directory(),
+        clock=clock,
+        flood_refusals_per_s=10,
+        flood_quiet_s=2.0,
+    )
+    p.heartbeat("honest", beat(clock, 0))
+    p.heartbeat("dead", beat(clock, 0))
+    for _ in range(9):
+        p.refused()  # a few refusals are no flood
+    assert not p.tracker.paused
+    clock.t = 0.5
+    for second in range(20):  # 20 s of junk, 10 a second: honest beats wait behind it
+        clock.t = 0.5 + second
+        for _ in range(10):
+            p.refused()
+        await p.sweep()
+        assert p.tracker.paused
+    clock.t = 20.0
+    p.heartbeat("honest", beat(clock, 1))  # its beat, out from behind the junk
+    clock.t = 21.0
+    await p.sweep()
+    assert p.tracker.paused  # quiet for only 1.5 s
+    clock.t = 22.0
+    await p.sweep()
+    assert not p.tracker.paused
+    honest, dead = p.tracker.get("honest"), p.tracker.get("dead")
+    assert honest is not None and honest.online
+    assert dead is not None and dead.online  # its silence during the flood is excused
+    clock.t = 25.6
+    await p.sweep()
+    assert not dead.online and not honest.online  # silent again, past their window

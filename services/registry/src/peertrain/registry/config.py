@@ -45,6 +45,11 @@ class RegistrySettings(ServiceSettings):
     offline_after_intervals: float = Field(default=3.0, gt=0)
     sweep_interval_s: float = Field(default=0.5, gt=0)
     """How often silence is checked (each sweep visits every tracked peer)."""
+    flood_refusals_per_s: int = Field(default=50, ge=1)
+    """Refused heartbeats in one second that make a flood: while one lasts, honest
+    heartbeats wait behind it (in the broker as in the queue), so liveness is paused."""
+    flood_quiet_s: float = Field(default=2.0, gt=0)
+    """Seconds without a flood's worth of refusals before liveness resumes."""
 
     # -- telemetry consumption ------------------------------------------------------------
     heartbeat_prefetch: int = Field(default=2000, ge=1)

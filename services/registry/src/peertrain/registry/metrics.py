@@ -8,6 +8,7 @@ __all__ = [
     "CATCH_UP_WAIT",
     "HEARTBEATS",
     "HEARTBEAT_LAG",
+    "LIVENESS_PAUSED",
     "LOOP_LAG",
     "PEERS",
     "REJECTED_HEARTBEATS",
@@ -70,6 +71,11 @@ CATCH_UP_WAIT = Histogram(
     "Before declaring a peer offline, how long the sweeper waited for the heartbeat"
     " queue to catch up (a backlog, such as a flood of junk, ahead of honest heartbeats)",
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+)
+LIVENESS_PAUSED = Gauge(
+    "registry_liveness_paused",
+    "1 while liveness is paused: the heartbeat consumer is disconnected, or heartbeats"
+    " are being refused at a flood's rate (nobody is declared offline meanwhile)",
 )
 TELEMETRY_CONNECTED = Gauge(
     "registry_telemetry_connected", "1 while the heartbeat consumer is connected"

@@ -69,7 +69,13 @@ class RegistryContext:
             max_interval_s=settings.max_interval_s,
         )
         presence = Presence(
-            tracker, streams, directory, clock=clock, sweep_interval_s=settings.sweep_interval_s
+            tracker,
+            streams,
+            directory,
+            clock=clock,
+            sweep_interval_s=settings.sweep_interval_s,
+            flood_refusals_per_s=settings.flood_refusals_per_s,
+            flood_quiet_s=settings.flood_quiet_s,
         )
         http = httpx.AsyncClient(
             base_url=settings.rabbitmq_management_url,

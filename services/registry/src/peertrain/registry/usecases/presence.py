@@ -6,6 +6,12 @@ so a slow or absent MongoDB never slows heartbeat consumption. The sweeper turns
 silence into ``went_offline``, judged only once the heartbeat consumer has caught up
 with the moment it judges (see :meth:`Presence.judge_after`): a heartbeat that waits in
 the queue behind a flood of junk still counts for the time it was sent.
+
+A flood delays honest heartbeats before they reach the queue too (the broker takes in
+the junk first), where no marker can see them. So while heartbeats are refused at a
+flood's rate, liveness is paused as when the consumer is disconnected, and resumes
+``flood_quiet_s`` after the flood: under a flood, an offline peer is declared late,
+never an online one early.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from peertrain.registry.metrics import (
     CATCH_UP_WAIT,
     HEARTBEAT_LAG,
     HEARTBEATS,
+    LIVENESS_PAUSED,
     LOOP_LAG,
     PEERS,
     TRANSITIONS,
@@ -77,6 +84,8 @@ class Presence:
         *,
         clock: Clock | None = None,
         sweep_interval_s: float = 0.2,
+        flood_refusals_per_s: int = 50,
+        flood_quiet_s: float = 2.0,
     ) -> None:
         self.tracker = tracker
         self.streams = streams
@@ -85,6 +94,12 @@ class Presence:
         self.sweep_interval_s = sweep_interval_s
         self._pending: asyncio.Queue[Transition] = asyncio.Queue()
         self._caught_up: Callable[[], Awaitable[None]] | None = None
+        self.flood_refusals_per_s = flood_refusals_per_s
+        self.flood_quiet_s = flood_quiet_s
+        self._disconnected = False
+        self._flooded_until: float | None = None
+        self._refusals_second = -1
+        self._refusals = 0
         self._tasks = (
             Background("registry-sweeper", self._sweep_forever),
             Background("registry-transitions", self._write_forever),
@@ -136,11 +151,37 @@ class Presence:
 
     def blind(self) -> None:
         """The heartbeat consumer lost its connection."""
-        self.tracker.pause(self.clock.mono())
+        self._disconnected = True
+        self._pause_or_resume(self.clock.mono())
 
     def seeing(self) -> None:
         """The heartbeat consumer is consuming again."""
-        self.tracker.resume(self.clock.mono())
+        self._disconnected = False
+        self._pause_or_resume(self.clock.mono())
+
+    def refused(self) -> None:
+        """A heartbeat was refused: at a flood's rate, liveness pauses until it ends."""
+        now = self.clock.mono()
+        second = int(now)
+        if second != self._refusals_second:
+            self._refusals_second, self._refusals = second, 0
+        self._refusals += 1
+        if self._refusals < self.flood_refusals_per_s:
+            return
+        if self._flooded_until is None:
+            log.warning("heartbeat flood: liveness paused until it ends")
+        self._flooded_until = now + self.flood_quiet_s
+        self._pause_or_resume(now)
+
+    def _pause_or_resume(self, now: float) -> None:
+        if self._flooded_until is not None and now >= self._flooded_until:
+            self._flooded_until = None
+            log.info("heartbeat flood over: liveness resumes")
+        if self._disconnected or self._flooded_until is not None:
+            self.tracker.pause(now)
+        else:
+            self.tracker.resume(now)
+        LIVENESS_PAUSED.set(int(self.tracker.paused))
 
     # -- reading --------------------------------------------------------------------------
 
@@ -198,6 +239,8 @@ class Presence:
         """Declare offline whoever was silent too long as of now, counting every
         heartbeat sent before now, however long it waits in the queue."""
         now = self.clock.mono()
+        if self._flooded_until is not None:
+            self._pause_or_resume(now)  # resumes once the flood has been quiet long enough
         if self._caught_up is not None and self.tracker.overdue(now):
             waited = time.monotonic()
             await self._caught_up()

@@ -171,6 +171,8 @@ class TelemetryGate:
     ) -> None:
         counter = REJECTED_HEARTBEATS if kind == HEARTBEAT else REJECTED_TELEMETRY
         counter.labels(reason=reason).inc()
+        if kind == HEARTBEAT:
+            self.reg.presence.refused()
         warn_throttled(
             log,
             ("telemetry", reason),
