@@ -59,7 +59,7 @@ class FormPart:
             text = buffer.decode("utf-8")
         except UnicodeDecodeError:
             raise InvalidUploadForm(f"form field {self.name!r} is not UTF-8") from None
-        if "\x00" in text:  # the store cannot hold it (see peertrain.common.app.body_guard)
+        if "\x00" in text:  # the store cannot hold it (see peertrain.common.text)
             raise InvalidUploadForm(f"form field {self.name!r} holds a NUL character")
         return text
 

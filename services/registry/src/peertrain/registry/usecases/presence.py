@@ -168,10 +168,11 @@ class Presence:
         self._refusals += 1
         if self._refusals < self.flood_refusals_per_s:
             return
-        if self._flooded_until is None:
-            log.warning("heartbeat flood: liveness paused until it ends")
+        flooded = self._flooded_until is not None
         self._flooded_until = now + self.flood_quiet_s
-        self._pause_or_resume(now)
+        if not flooded:  # the flood's first: pause once, not per refusal (a hot path)
+            log.warning("heartbeat flood: liveness paused until it ends")
+            self._pause_or_resume(now)
 
     def _pause_or_resume(self, now: float) -> None:
         if self._flooded_until is not None and now >= self._flooded_until:
