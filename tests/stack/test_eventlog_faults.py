@@ -4,10 +4,13 @@
   started again: every append that returned is in the log and reaches a consumer, once
   in effect (its effect is a write guarded by the inbox, which absorbs republished and
   retried copies); none is lost.
-* The link to RabbitMQ hangs for 60 s (a TCP proxy that stops forwarding, not a clean
-  close): the relay keeps the events, delivers all of them within seconds once the link
-  comes back, and nothing is restarted (the broker object, relay and subscriber live on
-  in this process).
+* The link to RabbitMQ hangs (a TCP proxy that stops forwarding, not a clean close):
+  the relay keeps the events, delivers all of them within seconds once the link comes
+  back, and nothing is restarted (the broker object, relay and subscriber live on in
+  this process). The hang lasts HANG_S, 20 s: issue 11 said 60, issue 13 asks for
+  shorter fault windows. Both windows take the same path: the relay's publishes time
+  out every 5 s (four times in 20 s), and the AMQP heartbeat notices a hang in neither
+  (60 s; aiormq declares a silent link dead after 3 x 61 s).
 """
 
 from __future__ import annotations
@@ -103,6 +106,10 @@ async def test_postgres_killed_while_ten_thousand_events_are_appended(
         await relay.stop()
 
 
+HANG_S = 20
+"""How long the link to RabbitMQ hangs (see the module's docstring)."""
+
+
 class HangingProxy:
     """A TCP proxy to RabbitMQ that can stop forwarding without closing anything."""
 
@@ -174,7 +181,7 @@ async def test_a_hung_link_to_rabbitmq_loses_nothing_and_recovers_in_seconds(
             appended += await event_log.append(
                 f"h:{note}:1", [ping(k * 10 + j, note) for j in range(10)], expected_version=k * 10
             )
-        await asyncio.sleep(60)
+        await asyncio.sleep(HANG_S)
         assert not ({e.id for e in appended} & seen)  # nothing went through meanwhile
         assert relay.pending >= len(appended)  # kept, not dropped
         proxy.flowing.set()
