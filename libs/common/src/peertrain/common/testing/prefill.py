@@ -215,14 +215,10 @@ class FerretPostgres:
             # one document, or numbers FerretDB would type "long" (the copies keep "int")
             return await _insert(log, first, positions)
         rerun = not await _insert(log, first, positions[:1])
-        schema = log.events.database.name
-        table = (await self.run(_TABLE_SQL, schema=schema, collection=log.events.name)).strip()
-        if not table:
-            raise RuntimeError(f"no FerretDB table for {log.events.full_name}")
         copied = await self.run(
             _COPY_SQL,
-            schema=schema,
-            table=table,
+            schema=log.events.database.name,
+            collection=log.events.name,
             first=first,
             per_stream=PER_STREAM,
             stream=f"bench:prefill-{first // PER_STREAM}",
@@ -235,17 +231,17 @@ class FerretPostgres:
         return not rerun
 
 
-_TABLE_SQL = """
-SELECT _jsonb->>'table' FROM :"schema"._ferretdb_database_metadata
-WHERE _jsonb->>'_id' = :'collection'
-"""
 # Row k (from 1) is event first + k. Within the batch and a stream, each event is caused
 # by the one before (row 1: by the batch's first event, the document FerretDB stored,
 # unless a stream starts there); every stream the batch starts gets a correlation of its
 # own, as documents() does. "$s" types causation_id "null" on a stream's first event.
+# The collection's table comes first (\gset: no row, and psql stops with an error).
 _COPY_SQL = """
+SELECT _jsonb->>'table' AS target FROM :"schema"._ferretdb_database_metadata
+WHERE _jsonb->>'_id' = :'collection'
+\\gset
 WITH t AS (
-  SELECT _jsonb AS j FROM :"schema".:"table"
+  SELECT _jsonb AS j FROM :"schema".:"target"
   WHERE _jsonb->'stream' = to_jsonb(:'stream'::text) AND _jsonb->'seq' = to_jsonb(:seq)
 ),
 r0 AS (
@@ -266,7 +262,7 @@ d AS (
   FROM r
 ),
 ins AS (
-  INSERT INTO :"schema".:"table" (_jsonb)
+  INSERT INTO :"schema".:"target" (_jsonb)
   SELECT jsonb_set(t.j, '{$s,p,causation_id,t}',
                    CASE WHEN d.q = 0 THEN '"null"' ELSE '"string"' END::jsonb)
     || jsonb_build_object(
