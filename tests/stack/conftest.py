@@ -148,8 +148,9 @@ def eventually() -> Callable[..., Any]:
 
 @pytest.fixture
 def consume(broker: Any) -> Callable[..., Awaitable[None]]:
-    """``await consume(queue, handler, inbox=..., delivery_limit=...)``: a started consumer
-    of the test events (``diagnostic.pinged``) on ``queue``, the platform's way."""
+    """``await consume(queue, handler, inbox=..., delivery_limit=..., observe=...)``: a
+    started consumer of the test events (``diagnostic.pinged``) on ``queue``, the
+    platform's way."""
 
     async def start(
         queue: str,
@@ -157,8 +158,9 @@ def consume(broker: Any) -> Callable[..., Awaitable[None]]:
         *,
         inbox: Inbox | None = None,
         delivery_limit: int = 5,
+        observe: Callable[[RecordedEvent], None] | None = None,
     ) -> None:
-        subs = Subscriptions(delivery_limit=delivery_limit)
+        subs = Subscriptions(delivery_limit=delivery_limit, observe=observe)
         subs.add(queue, [DIAGNOSTIC_PINGED], handler, inbox=inbox)
         await subs.declare(broker)
         subs.attach(broker)

@@ -1,15 +1,20 @@
 """Global log positions on the real MongoDB-wire server: claims from several processes
-(one allocator each) stay unique and dense, and an allocator that fell behind catches
-up by lookups, not by failing one insert per number it is behind."""
+(one allocator each) stay unique and dense, an allocator that fell behind catches up by
+lookups, not by failing one insert per number it is behind, and one that heard of the
+others' events on the bus claims above them at once."""
 
 from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Callable
 from typing import Any
 
+from peertrain.common.bus import OutboxRelay
 from peertrain.common.eventlog import EventLog
 from peertrain.common.eventlog.positions import SEGMENT, PositionAllocator
+from peertrain.common.events import NewEvent, RecordedEvent
+from peertrain.common.events.diagnostics import DiagnosticPinged
 
 
 class Counting(PositionAllocator):
@@ -67,3 +72,69 @@ async def test_start_up_finds_the_highest_claim_across_segments(event_log: Event
     assert await late.highest_claimed() == SEGMENT + 25
     assert late.lookups <= 2 * math.ceil(math.log2(SEGMENT)) + 2
     assert await late.allocate(1) == [SEGMENT + 26]
+
+
+async def test_a_position_heard_of_moves_the_next_claim_past_it(event_log: EventLog) -> None:
+    behind, busy = allocators(event_log, 2)
+    assert await behind.allocate(1) == [1]
+    taken = await busy.allocate(20)  # another process's appends
+    behind.observe(taken[-1])  # ... one of whose events reached this process
+    behind.lookups = behind.claims = 0
+    assert await behind.allocate(2) == [22, 23]
+    assert (behind.lookups, behind.claims) == (1, 1)  # the hint checked, one claim held
+
+
+async def test_a_position_not_claimed_in_this_log_is_no_hint(event_log: EventLog) -> None:
+    allocator = allocators(event_log, 1)[0]
+    assert await allocator.allocate(2) == [1, 2]
+    allocator.observe(1_000_000)  # an event of another log on the same broker
+    assert await allocator.allocate(1) == [3]  # nothing free is jumped over
+    allocator.lookups = 0
+    assert await allocator.allocate(1) == [4]
+    assert allocator.lookups == 0  # checked once, then forgotten
+
+
+async def test_a_service_answering_events_from_the_bus_claims_without_losing(
+    event_log: EventLog,
+    broker: Any,
+    consume: Any,
+    unique: Callable[[str], str],
+    eventually: Any,
+) -> None:
+    """Two processes on one log: one appends and relays, the other consumes (observing,
+    as every service's subscriptions do) and answers each event with an append of its
+    own. Its claims start above what it heard of, so none is lost to the first."""
+    note = unique("n")
+    answering = EventLog(event_log.db, event_log.events.name)
+    answering.positions = counting = Counting(event_log.db, event_log.events.name)
+    await answering.append(
+        f"answers:{note}", [_ping(0, note, producer="answerer")], expected_version=0
+    )
+    answers: list[RecordedEvent] = []
+
+    async def answer(event: RecordedEvent) -> None:
+        if event.stream == f"asks:{note}":
+            answers.extend(
+                await answering.append(
+                    f"answers:{note}",
+                    [_ping(event.seq, note, producer="answerer")],
+                    expected_version=len(answers) + 1,
+                )
+            )
+
+    await consume(unique("test.positions"), answer, observe=answering.observed)
+    relay = OutboxRelay(event_log, broker, producer="test")
+    relay.start()
+    try:
+        for k in range(20):  # each appends after the other's last: a ping-pong
+            await event_log.append(f"asks:{note}", [_ping(k, note)], expected_version=k)
+            await eventually(lambda k=k: len(answers) == k + 1, what=f"the answer to {k}")
+    finally:
+        await relay.stop()
+    positions = [e.position for e in answers]
+    assert positions == sorted(positions)
+    assert counting.claims == 1 + 20  # not one claim lost to the other process
+
+
+def _ping(n: int, note: str, *, producer: str = "test") -> NewEvent:
+    return NewEvent.of(DiagnosticPinged(n=n, note=note), producer=producer)

@@ -102,7 +102,9 @@ async def connect_context(
             db=mongo[settings.own_db],
             broker=broker,
             blobs=blobs,
-            subscriptions=Subscriptions(delivery_limit=settings.delivery_limit),
+            subscriptions=Subscriptions(
+                delivery_limit=settings.delivery_limit, observe=event_log.observed
+            ),
         )
         if setup is not None:
             await setup(ctx)

@@ -144,6 +144,9 @@ class Subscriptions:
     """
 
     delivery_limit: int = 5
+    observe: Callable[[RecordedEvent], None] | None = None
+    """Told every event decoded, before its handler (the service's log learns the
+    positions other processes claimed: :meth:`EventLog.observed`)."""
     items: list[Subscription] = field(default_factory=list)
 
     def add(
@@ -227,10 +230,14 @@ class Subscriptions:
                 ack_policy=AckPolicy.NACK_ON_ERROR,
                 title=sub.queue,
                 decoder=_the_message_itself,
-            )(_consumer(sub, self.delivery_limit))
+            )(_consumer(sub, self.delivery_limit, self.observe))
 
 
-def _consumer(sub: Subscription, delivery_limit: int) -> Callable[[RabbitMessage], Awaitable[None]]:
+def _consumer(
+    sub: Subscription,
+    delivery_limit: int,
+    observe: Callable[[RecordedEvent], None] | None = None,
+) -> Callable[[RabbitMessage], Awaitable[None]]:
     order = InOrder()
 
     async def consume(message: RabbitMessage) -> None:
@@ -244,7 +251,7 @@ def _consumer(sub: Subscription, delivery_limit: int) -> Callable[[RabbitMessage
                     if sub.raw is not None:
                         await _handle_raw(sub, sub.raw, message)
                     else:
-                        await _handle(sub, message)
+                        await _handle(sub, message, observe)
                     if outage is not None:
                         log.info("a dependency is back", queue=sub.queue, waited_s=outage.age)
                     return
@@ -298,7 +305,11 @@ def _delivery_count(message: RabbitMessage) -> int:
     return count if isinstance(count, int) and count >= 0 else 0
 
 
-async def _handle(sub: Subscription, message: RabbitMessage) -> None:
+async def _handle(
+    sub: Subscription,
+    message: RabbitMessage,
+    observe: Callable[[RecordedEvent], None] | None = None,
+) -> None:
     try:
         event = decode_message(message.body)
     except (MalformedEvent, UnknownEventType) as exc:
@@ -306,6 +317,8 @@ async def _handle(sub: Subscription, message: RabbitMessage) -> None:
         DEAD_LETTERED.labels(queue=sub.queue).inc()
         log.error("rejecting malformed message", queue=sub.queue, reason=str(exc))
         raise RejectMessage() from exc
+    if observe is not None:
+        observe(event)
     with structlog.contextvars.bound_contextvars(
         correlation_id=event.correlation_id, event_id=event.id, event_type=event.type
     ):

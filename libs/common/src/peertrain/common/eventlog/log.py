@@ -107,6 +107,11 @@ class EventLog:
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
+    def observed(self, event: RecordedEvent) -> None:
+        """``event`` reached this process from the bus: its position (another process's
+        claim, if it is of this log) hints where the next append's claim starts."""
+        self.positions.observe(event.position)
+
     def _appended(self, recorded: list[RecordedEvent]) -> None:
         if recorded:
             for listener in list(self._listeners):

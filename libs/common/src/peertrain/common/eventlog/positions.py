@@ -24,6 +24,14 @@ insert at a time, then read the newest segment of claims in full: FerretDB answe
 sorted read by scanning.) At start-up the same search runs from the newest segment's
 first number.
 
+Services append in answer to each other's events, so a process's next number is
+usually stale by the few events that made it act, and each append paid a lost claim and
+a search. The bus tells it better: every event it consumes carries its position
+(:meth:`PositionAllocator.observe`). Before claiming, the highest one seen is looked up
+in this log's claims (one lookup; an event of another log sharing the broker may hold
+any number), and a claimed one moves the next claim above it: every number below a
+claimed one is claimed, so nothing free is jumped over.
+
 Claims live in segments of :data:`SEGMENT` numbers, one collection each
 (``<log>_positions_<k>`` holds ``k * SEGMENT`` up to ``(k + 1) * SEGMENT - 1``).
 """
@@ -58,6 +66,7 @@ class PositionAllocator:
         # that a log written by an older version goes on above its highest position.
         self._legacy: AsyncCollection[Doc] = db[f"{log_collection}_positions"]
         self._next: int | None = None
+        self._seen = 0  # the highest position observed on the bus, not yet checked
         self._lock = asyncio.Lock()
 
     def segment(self, number: int) -> AsyncCollection[Doc]:
@@ -128,11 +137,21 @@ class PositionAllocator:
             held += len(part)
         return held
 
+    def observe(self, position: int) -> None:
+        """``position`` was seen on an event from the bus: a hint for the next claim.
+
+        Checked against the claims before it is used (see the module docstring).
+        """
+        self._seen = max(self._seen, position)
+
     async def allocate(self, count: int) -> list[int]:
         """Claim ``count`` increasing positions."""
         async with self._lock:  # one claimer per process: no contention with ourselves
             if self._next is None:
                 self._next = await self.highest_claimed() + 1
+            seen, self._seen = self._seen, 0
+            if seen >= self._next and await self.claimed(seen):
+                self._next = seen + 1
             got: list[int] = []
             while len(got) < count:
                 want = list(range(self._next, self._next + count - len(got)))
