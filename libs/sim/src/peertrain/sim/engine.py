@@ -36,6 +36,7 @@ import torch
 from peertrain.aggregator.config import AggregatorSettings
 from peertrain.aggregator.subscribers import JOB_EVENTS
 from peertrain.aggregator.usecases import AggregatorContext
+from peertrain.aggregator.usecases.holding import fold_job_event
 from peertrain.aggregator.usecases.updates import receive_update
 from peertrain.aggregator.usecases.versions import final_keys
 from peertrain.aggregator.usecases.versions import reconcile as aggregate
@@ -372,6 +373,8 @@ class Simulation:
             async with actx.lock(self.job_id):
                 state = await actx.load(self.job_id, event)
                 await aggregate(actx, state, event)
+        else:  # the aggregator hears every job event, and folds the others
+            await fold_job_event(self.aggregator, self.job_id, event)
         if isinstance(data, TaskAssigned):
             self._assigned.append(data)
         elif isinstance(data, RoundOpened):
