@@ -18,7 +18,8 @@ Positions come from the log's own :class:`PositionAllocator`, one block per batc
 10,000: its ``allocate`` claims a block with one ``insert_many`` of claim documents per
 segment, and steps over numbers a running service claims meanwhile, so the services
 keep appending above (or between) the pre-filled events. The events of a batch go in
-with one ``insert_many``; a few batches are in flight at once.
+with one ``insert_many``; a few batches are in flight at once (over the wire; copied in
+PostgreSQL, one at a time: see below).
 
 On the local stack (FerretDB on PostgreSQL) ``sql=FerretPostgres.local()`` writes each
 batch in PostgreSQL itself: the batch's first document goes in through FerretDB as
@@ -26,10 +27,14 @@ above, and one ``INSERT ... SELECT`` (through ``psql``) copies FerretDB's stored
 it for the rest of the batch, each copy with its own id (time-ordered, as
 :func:`~peertrain.common.ids.new_id`), stream, ``seq``, position, cause, correlation and
 payload. PostgreSQL keeps the log's indexes as it does for FerretDB's own inserts;
-FerretDB's conversion and pymongo's encoding are skipped. Measured on the local stack
-(2 cores, CPU-seconds of the whole machine): 200,000 events 69 CPU-s and 49 s over the
-wire, 29.5 CPU-s and 23 s copied; a million copied, 233-250 CPU-s and 146-165 s, most of
-it PostgreSQL's upkeep of the nine indexes, which grows with the table. The copies read
+FerretDB's conversion and pymongo's encoding are skipped. The copied batches go in one
+at a time: four at once did the same work in the same time with 40% more CPU (on two
+cores, concurrent inserts into the same tables only contend). Measured on the local
+stack (2 cores, CPU-seconds of the whole machine):
+200,000 events 69 CPU-s and 49 s over the wire, 29.5 CPU-s and 23 s copied four at a
+time; a million copied four at a time 233-250 CPU-s and 146-165 s, one at a time 165
+CPU-s and 146 s. (Without seven of the log's nine indexes during the copy, 200,000 took
+32 instead of 39 CPU-s, and building them afterwards 5.5: not worth it.) The copies read
 back through FerretDB as the wire path's documents do (``test_very_large_log.py``).
 
 Run alone: ``python -m peertrain.common.testing.prefill --db pt_bench --count 1000000
@@ -72,6 +77,7 @@ __all__ = [
 PER_STREAM = 100
 BATCH = 10_000
 IN_FLIGHT = 4
+"""Batches in flight at once over the wire (copied in PostgreSQL: one)."""
 PRODUCER = "bench-prefill"
 _MARKER = "prefill"
 _DUPLICATE_KEY = 11000
@@ -123,9 +129,10 @@ async def prefill(
     await log.ensure_indexes()
     marker = db[f"{collection}_prefill"]
     inserted = 0
+    in_flight = IN_FLIGHT if sql is None else 1
     while inserted < missing:
         group: list[tuple[int, int]] = []  # (first event, how many)
-        while len(group) < IN_FLIGHT and inserted + sum(n for _, n in group) < missing:
+        while len(group) < in_flight and inserted + sum(n for _, n in group) < missing:
             first = done + sum(n for _, n in group)
             group.append((first, min(BATCH, missing - inserted - (first - done))))
         # Claimed in order, so positions follow the events' numbering (and each
