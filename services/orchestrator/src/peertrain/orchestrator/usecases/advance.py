@@ -70,6 +70,8 @@ async def on_fact(octx: OrchestratorContext, event: RecordedEvent) -> None:
         touched = await projections.follow(octx, event)
         if touched is None:
             return
+        async with octx.folded:
+            octx.folded.notify_all()
         if touched.terminal is not None:
             gauge(octx)
         elif await octx.leases.claim(touched.job_id):

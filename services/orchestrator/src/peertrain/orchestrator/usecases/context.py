@@ -100,6 +100,8 @@ class OrchestratorContext:
     """The log was replayed (routes answer 503 before)."""
     dispatching: dict[str, asyncio.Task[bool]] = field(default_factory=dict)
     """``task.assigned`` event id -> its in-process dispatch (see ``dispatch_soon``)."""
+    folded: asyncio.Condition = field(default_factory=asyncio.Condition)
+    """Notified whenever the feed folded an event into a job (see :meth:`folded_to`)."""
     repository: Repository[Job] = field(init=False)
     """Job streams: load, decide, append, with :attr:`jobs` as the cache."""
     leases: Holding = field(init=False)
@@ -111,6 +113,26 @@ class OrchestratorContext:
         )
         settings = self.settings
         self.leases = leases_for(self.ctx.db, settings)
+
+    async def folded_to(self, job_id: str, seq: int, *, timeout_s: float) -> bool:
+        """Wait (without :attr:`lock`) until the job has folded its stream up to ``seq``,
+        at most ``timeout_s``; whether it has.
+
+        An event another instance appended reaches this one twice: on the feed, which
+        folds it, and on a work queue (dispatch). Waiting a moment for the feed spares
+        the work queue's handler a read of the job's streams.
+        """
+
+        def reached() -> bool:
+            job = self.jobs.get(job_id)
+            return job is not None and job.version >= seq
+
+        async with self.folded:
+            try:
+                await asyncio.wait_for(self.folded.wait_for(reached), timeout_s)
+            except TimeoutError:
+                return False
+        return True
 
     @property
     def log(self) -> EventLog:

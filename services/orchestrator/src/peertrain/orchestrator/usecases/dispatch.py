@@ -35,6 +35,10 @@ log = structlog.get_logger(__name__)
 MAX_DISPATCHING = 10_000
 """In-process dispatches remembered until the bus brings their ``task.assigned``."""
 
+FEED_WAIT_S = 2.0
+"""How long a dispatch waits for this instance's feed to fold an event another instance
+appended, before it reads the job's streams itself."""
+
 
 def dispatch_soon(octx: OrchestratorContext, event: RecordedEvent) -> None:
     """Send a task this process just assigned without waiting for the bus to bring
@@ -67,6 +71,7 @@ async def dispatch(octx: OrchestratorContext, event: RecordedEvent) -> None:
         sent = octx.dispatching.pop(event.id, None)
         if sent is not None and await sent:
             return
+        await octx.folded_to(data.job_id, event.seq, timeout_s=FEED_WAIT_S)
         async with octx.lock:  # another instance may have assigned it: read that far
             await projections.seen(octx, event, data.job_id)
         message = await task_message(octx, data)
@@ -74,6 +79,7 @@ async def dispatch(octx: OrchestratorContext, event: RecordedEvent) -> None:
             return
         await _send(octx, data.peer_id, "task", message.model_dump_json(), data.task_id)
     elif isinstance(data, JobCancelled):
+        await octx.folded_to(data.job_id, event.seq, timeout_s=FEED_WAIT_S)
         async with octx.lock:
             job = await projections.seen(octx, event, data.job_id)
         if job is None or job.created is None:
