@@ -20,7 +20,15 @@ import torch
 from pymongo import MongoClient
 from safetensors.torch import load as load_safetensors
 from test_mnist import mnist, mnist_job
-from training_support import INSTANCES, Platform, create_job, peers_active, same_weights, wait_for
+from training_support import (
+    INSTANCES,
+    Platform,
+    create_job,
+    drop_instance_queues,
+    peers_active,
+    same_weights,
+    wait_for,
+)
 
 from peertrain.common.settings import ServiceSettings
 
@@ -156,3 +164,4 @@ async def test_jobs_move_off_killed_instances_and_end_bit_identical(platform: Pl
     finally:
         for name, _ in killed:  # the platform is whole again for the tests after this one
             platform.services[name].start()
+        drop_instance_queues(platform, [victim_name for _, victim_name in killed])

@@ -221,6 +221,19 @@ def queue_depths(p: Platform, names: list[str]) -> dict[str, int]:
     }
 
 
+def drop_instance_queues(p: Platform, instance_names: list[str]) -> None:
+    """Delete the own queues (``<prefix>.feed.<instance>`` and its DLQ) of instances gone
+    for good: the broker keeps them until ``feed_expires_s``, filling with events."""
+    own = tuple(f".feed.{name}{end}" for name in instance_names for end in ("", ".dlq"))
+    with httpx.Client(base_url=MGMT, auth=("admin", "admin"), timeout=10) as mgmt:
+        r = mgmt.get("/queues/%2F", params={"columns": "name"})
+        r.raise_for_status()
+        for q in r.json():
+            name = q["name"]
+            if name.endswith(own) and any(name.startswith(pre + ".") for pre in p.queue_prefixes):
+                mgmt.delete(f"/queues/%2F/{quote(name, safe='')}").raise_for_status()
+
+
 def _delete_queues(prefixes: list[str], peer_ids: list[str]) -> None:
     with httpx.Client(base_url=MGMT, auth=("admin", "admin"), timeout=10) as mgmt:
         for peer_id in peer_ids:
