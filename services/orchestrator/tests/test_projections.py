@@ -4,6 +4,7 @@ and consuming may overlap, so every fold must ignore what it has already applied
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from itertools import count
@@ -434,3 +435,27 @@ async def test_a_first_load_folds_the_jobs_streams_in_log_order() -> None:
     assert job is not None
     rnd = job.rounds[(1, 1)]
     assert rnd.state == "closed" and list(rnd.accepted) == [0]
+
+
+async def test_a_work_queue_handler_waits_for_the_feed_to_fold_a_jobs_event() -> None:
+    octx = context()
+    assigned = running_job(octx)[-1]  # folded up to job:j1 seq 4, t0 assigned
+    assert await octx.folded_to("j1", 4, timeout_s=0)  # there already
+    waiting = asyncio.create_task(octx.folded_to("j1", 5, timeout_s=30))
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    again = assigned.data.model_copy(update={"task_id": "t1"})
+    fold(octx, recorded("job:j1", 5, again))
+    assert octx.jobs["j1"].version == 5
+    async with octx.folded:  # what on_fact does after each fold
+        octx.folded.notify_all()
+    assert await waiting
+    assert not await octx.folded_to("j1", 6, timeout_s=0.01)  # the feed never brought it
+
+
+async def test_a_job_never_heard_of_is_not_waited_for() -> None:
+    octx = context()
+    assigned = running_job(context())[-1].data.model_copy(update={"job_id": "elsewhere"})
+    fold(octx, recorded("job:elsewhere", 4, assigned))  # its creation went by unheard
+    assert not await octx.folded_to("elsewhere", 4, timeout_s=30)
+    assert not await octx.folded_to("nobody", 1, timeout_s=30)

@@ -120,13 +120,20 @@ class OrchestratorContext:
 
         An event another instance appended reaches this one twice: on the feed, which
         folds it, and on a work queue (dispatch). Waiting a moment for the feed spares
-        the work queue's handler a read of the job's streams.
+        the work queue's handler a read of the job's streams. A job whose creation this
+        instance never heard of (another deployment's, on a shared broker) is not
+        waited for: its feed would not fold it.
         """
+        known = self.jobs.get(job_id)
+        if known is None or known.created is None:
+            return False
 
         def reached() -> bool:
             job = self.jobs.get(job_id)
             return job is not None and job.version >= seq
 
+        if reached():
+            return True
         async with self.folded:
             try:
                 await asyncio.wait_for(self.folded.wait_for(reached), timeout_s)
