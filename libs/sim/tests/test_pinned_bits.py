@@ -89,6 +89,18 @@ PINS: dict[str, dict[str, str]] = {
         "sgd": "41b4fd67afbd74f8",
         "adam": "e0f5756c1b51a066",
     },
+    # AMD EPYC with AVX512 (and AVX512-BF16, no AMX), torch 2.15, ATen's AVX512 path;
+    # main 889ec68 and 21bc6f9 agreed on every digest (2026-12-03)
+    "cda3460c1d779327": {
+        "dropout_adam_two_epochs": "e962e3032a7d2b98",
+        "fedadam_dirichlet": "15a437cc66738f33",
+        "fedavg_sgd": "73d3fabfa2473508",
+        "fedprox_momentum_weight_decay": "6a4b44fc26a4a128",
+        "sampled": "8f3443f3f376707d",
+        "init": "7f1fb85c74181e84",
+        "sgd": "74e7557a6fe0f9e1",
+        "adam": "931000cc422d43a6",
+    },
 }
 
 
