@@ -56,9 +56,7 @@ up: venv console stack-up services-up
 down:
 	@bash deploy/local/services.sh down
 	@bash deploy/local/stack.sh down
-	@$(ENV) for o in 100 200; do \
-		if [[ -d $$VAR_DIR-lane$$o ]]; then PEERTRAIN_PORT_OFFSET=$$o bash deploy/local/stack.sh down; fi; \
-	done
+	@$(ENV) if [[ -d $$VAR_DIR-lane100 ]]; then PEERTRAIN_PORT_OFFSET=100 bash deploy/local/stack.sh down; fi
 
 # Dead-lettered messages back into their queues once the cause is fixed (QUEUES="a b"
 # for some; default every non-empty <queue>.dlq).
@@ -82,7 +80,7 @@ check-helm:
 	@bash deploy/helm/check.sh
 
 # Lint, typecheck and pytest all run even when one fails, so one CI run reports every
-# problem; the exit status is non-zero when any of them failed. pytest runs in three lanes
+# problem; the exit status is non-zero when any of them failed. pytest runs in two lanes
 # at once, each on a local stack of its own (deploy/local/test.sh); PYTEST_ARGS=... runs
 # those tests in one lane. On success pytest's summary is the last line (CI reads it).
 test: venv console

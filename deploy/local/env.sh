@@ -7,14 +7,14 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 export ROOT
 export PEERTRAIN_CACHE="${PEERTRAIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/peertrain}"
-# More copies of the stack (make test's lanes 1 and 2) run beside the first with every
+# A second copy of the stack (make test's second lane) runs beside the first with every
 # port shifted by PEERTRAIN_PORT_OFFSET and data of its own; 0 is the stack of the
 # README (RabbitMQ 5672, FerretDB 27017, MinIO 9000, gateway 8080, services 8001-8005).
 export PEERTRAIN_PORT_OFFSET="${PEERTRAIN_PORT_OFFSET:-0}"
 # port DEFAULT: this stack's port for a component whose default port is DEFAULT.
 port() { echo $(($1 + PEERTRAIN_PORT_OFFSET)); }
 # Data and logs of the local stack: one git-ignored folder in the clone (a second lane's
-# beside it: .var-lane100, .var-lane200).
+# beside it: .var-lane100).
 export VAR_DIR="${PEERTRAIN_VAR:-$ROOT/.var}"
 # What the services' settings and the client default to, moved with the ports: the
 # shared ServiceSettings (PEERTRAIN_*) and each service's own (PEERTRAIN_<NAME>_*).

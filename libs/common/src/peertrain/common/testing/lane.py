@@ -1,11 +1,10 @@
 """Which copy of the local stack a test or benchmark runs against, and its addresses.
 
-``make test`` runs its tests in three lanes at once, each on a copy of the local stack
-of its own (``deploy/local/env.sh``): lane 0 on the ports the README lists, the others
-with every port moved by ``PEERTRAIN_PORT_OFFSET`` (100 and 200: RabbitMQ 5672 + offset,
-the gateway 8080 + offset, the services 8001..8005 + offset, ...). Tests take every
-address from here, and start services with :func:`child_env`, so that a test runs
-unchanged in any lane.
+``make test`` runs its tests in two lanes at once, each on a copy of the local stack of
+its own (``deploy/local/env.sh``): lane 0 on the ports the README lists, the other with
+every port moved by ``PEERTRAIN_PORT_OFFSET`` (RabbitMQ 5672 + offset, the gateway 8080 +
+offset, the services 8001..8005 + offset, ...). Tests take every address from here, and
+start services with :func:`child_env`, so that a test runs unchanged in either lane.
 """
 
 from __future__ import annotations
