@@ -30,50 +30,25 @@ from .state import SECURITY_EVENT_TYPES, Security
 from .verifier import TokenVerifier
 
 if TYPE_CHECKING:
-    from .deps import (
-        SECURITY_EXTRA,
-        AdminUser,
-        CurrentPeer,
-        CurrentPrincipal,
-        CurrentUser,
-        SecurityDep,
-        get_principal,
-        get_security,
-        require_role,
-    )
-    from .install import install_security, security_queue
-    from .telemetry import PeerMessage, peer_message_handler, refuse
+    from .deps import *  # noqa: F403
+    from .install import *  # noqa: F403
+    from .telemetry import *  # noqa: F403
 
 # The service side (FastAPI dependencies, installing security into a service, the peer
 # message handler) imports FastAPI, FastStream and the service skeleton. A peer needs
-# only ``peer_headers``, so those parts load on first use: a peer starts 0.8 s sooner.
-_LAZY = {
-    **dict.fromkeys(
-        (
-            "SECURITY_EXTRA",
-            "AdminUser",
-            "CurrentPeer",
-            "CurrentPrincipal",
-            "CurrentUser",
-            "SecurityDep",
-            "get_principal",
-            "get_security",
-            "require_role",
-        ),
-        "deps",
-    ),
-    **dict.fromkeys(("install_security", "security_queue"), "install"),
-    **dict.fromkeys(("PeerMessage", "peer_message_handler", "refuse"), "telemetry"),
-}
+# only ``peer_headers``, so those modules load on first use of a name they export: a
+# peer starts 0.8 CPU-s sooner.
+_SERVICE_SIDE = ("deps", "install", "telemetry")
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+    for module in _SERVICE_SIDE:
+        found = importlib.import_module(f".{module}", __name__)
+        if name in found.__all__:
+            value = getattr(found, name)
+            globals()[name] = value
+            return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
