@@ -5,6 +5,7 @@
     model.version_created(v0)            (from job.configured: the seeded initial model)
     update.accepted / update.rejected    (one per announced update, duplicates ignored)
     model.version_created(v<r>)          (from round.closed r) -> model.evaluated(v<r>)
+                                         | model.diverged(v<r>) (non-finite: the job fails)
     model.exported                       (after the last round: final.pt, final.safetensors)
 
 Version ``v`` lives at ``models/<job>/v<v>.safetensors``; a stateful strategy's server
@@ -21,13 +22,16 @@ from .catalogue import event_type
 from .envelope import EventData
 
 __all__ = [
+    "MODEL_DIVERGED",
     "MODEL_EVALUATED",
     "MODEL_EVENT_TYPES",
     "MODEL_EXPORTED",
     "MODEL_VERSION_CREATED",
+    "NUMERIC_REFUSALS",
     "UPDATE_ACCEPTED",
     "UPDATE_REJECTED",
     "Lineage",
+    "ModelDiverged",
     "ModelEvaluated",
     "ModelExported",
     "ModelVersionCreated",
@@ -44,14 +48,23 @@ UPDATE_REJECTED = "update.rejected"
 MODEL_VERSION_CREATED = "model.version_created"
 MODEL_EVALUATED = "model.evaluated"
 MODEL_EXPORTED = "model.exported"
+MODEL_DIVERGED = "model.diverged"
 
 MODEL_EVENT_TYPES: tuple[str, ...] = (
     UPDATE_ACCEPTED,
     UPDATE_REJECTED,
     MODEL_VERSION_CREATED,
     MODEL_EVALUATED,
+    MODEL_DIVERGED,
     MODEL_EXPORTED,
 )
+
+NUMERIC_REFUSALS: frozenset[str] = frozenset({"non_finite", "norm_too_large", "norm_outlier"})
+"""``update.rejected`` codes about an update's numbers, not its sender's honesty: a
+diverging job gives them to every honest peer. They carry no ``strike`` when made; the
+orchestrator counts them against their peers only in a round that closed with more
+accepted updates than such refusals (an honest majority), and a round that ends with
+none accepted and some of these fails the job (``training_diverged``)."""
 
 
 def model_stream(job_id: str) -> str:
@@ -153,6 +166,17 @@ class ModelEvaluated(EventData):
     accuracy: float
     per_class_accuracy: tuple[float | None, ...] = ()
     samples: int = Field(ge=0)
+
+
+@event_type(MODEL_DIVERGED)
+class ModelDiverged(EventData):
+    """Model version ``version`` cannot be used: its weights, or its loss on the
+    holdout, are not finite. Appended instead of ``model.evaluated``; the job fails
+    (``training_diverged``) and nothing is exported."""
+
+    job_id: str
+    version: int = Field(ge=0)
+    reason: str
 
 
 @event_type(MODEL_EXPORTED)

@@ -3,9 +3,13 @@
 Lifecycle of one job::
 
     job.created -> (dataset.sharded) -> job.configured
-      -> round.opened(r) -> task.assigned ... -> task.accepted / task.progress /
-         task.failed / task.lost -> round.closed(r) | round.failed(r)
+      -> [round.waiting(r)] -> round.opened(r) -> task.assigned ... -> task.accepted /
+         task.progress / task.failed / task.lost -> round.closed(r) | round.failed(r)
       -> ... -> job.completed | job.failed | job.cancelled
+
+A round (or a retry) opens only with enough of the job's peers online; until then it
+waits (``round.waiting``, at most ``aggregation.peer_wait_s``), and a failed attempt's
+retry opens after a backoff (``round.failed`` ``retry_at``).
 
 ``job.created`` is the contract the dataset service shards from: it carries the whole
 job specification, validated by the orchestrator, as the typed specs of
@@ -44,6 +48,7 @@ __all__ = [
     "ROUND_CLOSED",
     "ROUND_FAILED",
     "ROUND_OPENED",
+    "ROUND_WAITING",
     "TASK_ACCEPTED",
     "TASK_ASSIGNED",
     "TASK_FAILED",
@@ -60,6 +65,7 @@ __all__ = [
     "RoundClosed",
     "RoundFailed",
     "RoundOpened",
+    "RoundWaiting",
     "ShardPlan",
     "ShardingSpec",
     "TaskAccepted",
@@ -74,6 +80,7 @@ __all__ = [
 JOB_CREATED = "job.created"
 JOB_CONFIGURED = "job.configured"
 ROUND_OPENED = "round.opened"
+ROUND_WAITING = "round.waiting"
 TASK_ASSIGNED = "task.assigned"
 TASK_ACCEPTED = "task.accepted"
 TASK_PROGRESS = "task.progress"
@@ -90,6 +97,7 @@ JOB_TERMINAL_TYPES: tuple[str, ...] = (JOB_COMPLETED, JOB_FAILED, JOB_CANCELLED)
 JOB_EVENT_TYPES: tuple[str, ...] = (
     JOB_CREATED,
     JOB_CONFIGURED,
+    ROUND_WAITING,
     ROUND_OPENED,
     TASK_ASSIGNED,
     TASK_ACCEPTED,
@@ -209,6 +217,23 @@ class RoundOpened(EventData):
     deadline: datetime
 
 
+@event_type(ROUND_WAITING)
+class RoundWaiting(EventData):
+    """Attempt ``attempt`` of round ``round`` cannot open yet: fewer of the job's peers
+    are online (and not excluded) than it needs. It opens as soon as ``needed`` are
+    online; at ``until`` (``aggregation.peer_wait_s`` after ``since``) the job fails
+    (``too_few_peers_online``). Appended once per attempt."""
+
+    job_id: str
+    round: int = Field(ge=1)
+    attempt: int = Field(ge=1)
+    online: int = Field(ge=0)
+    """The job's peers online (and not excluded) when the wait began."""
+    needed: int = Field(ge=1)
+    since: datetime
+    until: datetime
+
+
 @event_type(TASK_ASSIGNED)
 class TaskAssigned(EventData):
     """Shard ``shard`` of round ``round`` goes to ``peer_id`` (sent on ``peer.<id>.task``).
@@ -312,7 +337,10 @@ class RoundClosed(EventData):
 class RoundFailed(EventData):
     """The round ended with fewer accepted updates than ``min_peers``.
 
-    ``retry``: the round is opened again; otherwise the job fails.
+    ``retry``: the round is opened again (not before ``retry_at``, when set); otherwise
+    the job fails. ``counted``: the attempt counts against the round's attempts because
+    peers failed it (an update refused, a training failed, a deadline missed); an
+    attempt whose peers only went offline does not (the platform may have lost them).
     """
 
     job_id: str
@@ -321,6 +349,8 @@ class RoundFailed(EventData):
     accepted: int = Field(ge=0)
     min_peers: int = Field(ge=1)
     retry: bool
+    counted: bool = True
+    retry_at: datetime | None = None
 
 
 @event_type(JOB_COMPLETED)

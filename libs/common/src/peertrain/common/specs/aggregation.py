@@ -35,6 +35,9 @@ class AggregationSpec(BaseModel):
         Fewest accepted updates a round may close with (the orchestrator's rule).
     round_deadline_s
         Seconds a round stays open (the orchestrator's rule).
+    peer_wait_s
+        Seconds a round (or a retry) waits for ``min_peers`` of the job's peers to be
+        online before the job fails (``too_few_peers_online``); the orchestrator's rule.
     server_lr
         Server step; ``None`` for the strategy's default (1.0, or 0.1 for FedAdam).
     trim_fraction
@@ -65,6 +68,7 @@ class AggregationSpec(BaseModel):
     strategy: AggregationName = "fedavg"
     min_peers: int = Field(default=1, ge=1, le=10_000)
     round_deadline_s: float = Field(default=600.0, gt=0, le=7 * 24 * 3600)
+    peer_wait_s: float = Field(default=300.0, gt=0, le=7 * 24 * 3600)
     server_lr: float | None = Field(default=None, gt=0, le=100)
     trim_fraction: float = Field(default=0.1, ge=0, lt=0.5)
     max_update_norm: float = Field(default=100.0, gt=0, le=1e9)
