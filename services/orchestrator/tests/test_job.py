@@ -16,6 +16,7 @@ from peertrain.common.events.datasets import (
     ShardRef,
 )
 from peertrain.common.events.models import (
+    ModelDiverged,
     ModelEvaluated,
     ModelExported,
     ModelVersionCreated,
@@ -31,6 +32,7 @@ from peertrain.common.events.training import (
     RoundClosed,
     RoundFailed,
     RoundOpened,
+    RoundWaiting,
     ShardingSpec,
     TaskAssigned,
     TaskLost,
@@ -40,6 +42,8 @@ from peertrain.orchestrator.domain import Env, Job, reconcile
 from peertrain.orchestrator.domain.configuration import configure
 from peertrain.orchestrator.domain.errors import JobStateConflict
 from peertrain.orchestrator.domain.job import decide_cancel, decide_configured
+from peertrain.orchestrator.domain.rounds import retry_delay
+from peertrain.orchestrator.models import JobDetail
 
 SHA = "0" * 64
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -56,6 +60,8 @@ class Harness:
         rounds: int = 2,
         deadline_s: float = 60,
         peers_per_round: int | None = None,
+        peer_wait_s: float = 300,
+        exclude_after: int = 3,
     ) -> None:
         self.job = Job("j1")
         self.seq = {"job": 0, "model": 0, "sharding": 0}
@@ -77,6 +83,8 @@ class Harness:
                     "min_peers": min_peers,
                     "round_deadline_s": deadline_s,
                     "peers_per_round": peers_per_round,
+                    "peer_wait_s": peer_wait_s,
+                    "exclude_after": exclude_after,
                 },
             ),
         )
@@ -290,14 +298,18 @@ def test_below_min_peers_the_round_is_opened_again_then_the_job_fails():
         h.now += timedelta(seconds=11)
         events = h.settle()
         failed = next(e for e in events if isinstance(e, RoundFailed))
-        assert failed.attempt == attempt and failed.accepted == 1
+        assert failed.attempt == attempt and failed.accepted == 1 and failed.counted
         assert failed.retry == (attempt < 3)
+        assert not any(isinstance(e, RoundOpened) for e in events)  # never in the same batch
+        if failed.retry_at is not None:
+            h.now = failed.retry_at
+            assert isinstance(h.settle()[0], RoundOpened)
     assert isinstance(events[-1], JobFailed) and events[-1].code == "too_few_updates"
     assert h.job.state == "failed"
     assert h.settle() == []
 
 
-def _reject(h: Harness, task: TaskAssigned) -> None:
+def _reject(h: Harness, task: TaskAssigned, code: str = "non_finite") -> None:
     h.record(
         "model",
         UpdateRejected(
@@ -307,8 +319,8 @@ def _reject(h: Harness, task: TaskAssigned) -> None:
             shard=task.shard,
             task_id=task.task_id,
             peer_id=task.peer_id,
-            code="non_finite",
-            reason="NaN",
+            code=code,
+            reason="NaN" if code == "non_finite" else "L2 norm 3.1e+04 is over 100",
         ),
     )
 
@@ -544,3 +556,159 @@ def test_a_task_is_sent_only_while_it_and_its_round_are_open() -> None:
     assert h.job.dispatch(second.task_id) is None  # the job ended
     with pytest.raises(JobStateConflict):
         decide_cancel(h.job, "u1")
+
+
+# -- a job fails only for its own reasons ------------------------------------------------
+
+
+def test_with_too_few_peers_online_a_round_waits_once_and_opens_when_they_are_back():
+    h = configured(min_peers=2)
+    h.online = {"p1"}
+    (waiting,) = h.settle()
+    assert isinstance(waiting, RoundWaiting)
+    assert (waiting.round, waiting.attempt, waiting.online, waiting.needed) == (1, 1, 1, 2)
+    assert (waiting.since, waiting.until) == (T0, T0 + timedelta(seconds=300))
+    detail = JobDetail.of(h.job)
+    assert detail.waiting is not None and detail.waiting.until == waiting.until
+    h.now += timedelta(seconds=100)
+    assert h.settle() == []  # said once; no task is sent to an offline peer
+    h.online = {"p1", "p3"}
+    opened, *tasks = h.settle()
+    assert isinstance(opened, RoundOpened) and (opened.round, opened.attempt) == (1, 1)
+    assert {t.peer_id for t in tasks if isinstance(t, TaskAssigned)} == {"p1", "p3"}
+    assert h.job.waiting is None and JobDetail.of(h.job).waiting is None
+
+
+def test_a_round_that_waits_past_peer_wait_s_fails_the_job_saying_so():
+    h = configured(min_peers=3, peer_wait_s=120)
+    h.online = set()
+    (waiting,) = h.settle()
+    assert isinstance(waiting, RoundWaiting) and waiting.online == 0
+    h.now = waiting.until - timedelta(seconds=1)
+    h.online = {"p0", "p1"}  # two are back: not enough
+    assert h.settle() == []
+    h.now = waiting.until
+    (failed,) = h.settle()
+    assert isinstance(failed, JobFailed) and failed.code == "too_few_peers_online"
+    assert "round 1" in failed.reason and "2 of the job's 4 peer(s) online" in failed.reason
+    assert "3 needed" in failed.reason and "aggregation.peer_wait_s" in failed.reason
+    assert h.job.state == "failed" and h.settle() == []
+
+
+def test_attempts_whose_peers_only_went_offline_are_not_counted_and_back_off():
+    h = configured(min_peers=2)
+    h.settle()
+    for attempt in range(1, 6):  # more than max_attempts (3): none counts
+        assert h.job.current is not None and h.job.current.attempt == attempt
+        h.online = set()  # the broker went away: the registry lost every peer
+        events = h.settle()
+        assert sum(isinstance(e, TaskLost) and e.reason == "peer_offline" for e in events) == 4
+        (failed,) = [e for e in events if isinstance(e, RoundFailed)]
+        assert not failed.counted and failed.retry
+        assert failed.retry_at == h.now + retry_delay(Env(h.now, frozenset()), attempt)
+        assert not any(isinstance(e, RoundOpened | JobFailed) for e in events)
+        assert h.settle() == []  # the backoff is not over
+        h.now = failed.retry_at
+        (waiting,) = h.settle()  # still nobody online: the retry waits
+        assert isinstance(waiting, RoundWaiting) and waiting.attempt == attempt + 1
+        h.online = set(PEERS)
+        assert isinstance(h.settle()[0], RoundOpened)
+    for t in h.open_tasks():
+        h.accept(t)
+    (closed,) = h.settle()
+    assert isinstance(closed, RoundClosed) and closed.attempt == 6
+
+
+def test_retries_back_off_doubling_up_to_the_cap():
+    env = Env(T0, frozenset(), retry_backoff_s=2, retry_backoff_max_s=60)
+    delays = [retry_delay(env, a).total_seconds() for a in (1, 2, 3, 5, 6, 99)]
+    assert delays == [2, 4, 8, 32, 60, 60]
+
+
+def test_an_attempt_a_peer_failed_counts_even_if_others_went_offline():
+    h = configured(min_peers=3, deadline_s=10)
+    h.settle()
+    tasks = h.open_tasks()
+    h.accept(tasks[0])
+    _reject(h, tasks[1], "wrong_tensors")
+    h.online = set()  # the others went offline: nobody can train shard 1 again either
+    events = h.settle()
+    (failed,) = [e for e in events if isinstance(e, RoundFailed)]
+    assert failed.counted
+
+
+def test_a_round_of_only_non_finite_updates_fails_the_job_as_diverged_and_strikes_nobody():
+    h = configured(exclude_after=1)
+    h.settle()
+    for t in h.open_tasks():
+        _reject(h, t)
+    retries = [e for e in h.settle() if isinstance(e, TaskAssigned)]
+    assert len(retries) == 4  # each shard once more, by another peer (same seed)
+    for t in retries[:2]:
+        _reject(h, t)
+    for t in retries[2:]:
+        _reject(h, t, "norm_outlier")
+    events = h.settle()
+    assert not any(isinstance(e, PeerExcluded | RoundFailed) for e in events)
+    (failed,) = events
+    assert isinstance(failed, JobFailed) and failed.code == "training_diverged"
+    assert "round 1" in failed.reason and "6 non_finite, 2 norm_outlier" in failed.reason
+    for setting in ("training.lr", "training.momentum", "aggregation.max_update_norm"):
+        assert setting in failed.reason
+    assert h.job.strikes == {} and h.job.excluded == {}
+    assert h.settle() == []
+
+
+def test_numeric_refusals_strike_only_in_a_round_closed_with_an_honest_majority():
+    h = configured(rounds=3)
+    h.settle()
+    tasks = h.open_tasks()
+    for t in tasks[:3]:
+        h.accept(t)
+    _reject(h, tasks[3])  # p3 alone sends NaN: 3 accepted against 1
+    assert h.job.strikes == {}  # not at once
+    (again,) = h.settle()
+    assert isinstance(again, TaskAssigned)
+    h.accept(again)  # its shard, trained by an honest peer
+    (closed,) = h.settle()
+    assert isinstance(closed, RoundClosed) and len(closed.included) == 4
+    assert [r.code for r in h.job.strikes["p3"]] == ["non_finite"]
+    h.version(1)
+    h.settle()
+    tasks = h.open_tasks()
+    h.accept(tasks[0])
+    for t in tasks[1:]:  # a majority of large updates: the bound, not the peers
+        _reject(h, t, "norm_outlier")
+    h.online = set()  # p0 answered and left: nobody to retry with
+    (closed,) = [e for e in h.settle() if isinstance(e, RoundClosed)]
+    assert [u.peer_id for u in closed.included] == ["p0"]
+    assert list(h.job.strikes) == ["p3"] and len(h.job.strikes["p3"]) == 1
+
+
+def test_a_non_finite_model_version_fails_the_job_as_diverged():
+    h = configured(rounds=1)
+    h.settle()
+    for t in h.open_tasks():
+        h.accept(t)
+    h.settle()
+    h.version(1)
+    h.record(
+        "model",
+        ModelDiverged(job_id="j1", version=1, reason="has a non-finite loss on the holdout"),
+    )
+    (failed,) = h.settle()
+    assert isinstance(failed, JobFailed) and failed.code == "training_diverged"
+    assert "model version 1 has a non-finite loss" in failed.reason
+    assert "training.lr" in failed.reason and h.job.state == "failed"
+
+
+def test_an_old_logs_failed_attempt_without_retry_at_is_retried_at_once():
+    h = configured(min_peers=3, deadline_s=10)
+    h.settle()
+    h.now += timedelta(seconds=11)
+    h.record(
+        "job",
+        RoundFailed(job_id="j1", round=1, attempt=1, accepted=0, min_peers=3, retry=True),
+    )
+    opened = h.settle()[0]
+    assert isinstance(opened, RoundOpened) and opened.attempt == 2

@@ -56,6 +56,7 @@ from peertrain.common.events.training import (
     RoundClosed,
     RoundFailed,
     RoundOpened,
+    RoundWaiting,
     TaskAssigned,
     job_stream,
 )
@@ -384,6 +385,10 @@ class Simulation:
             self._offline.clear()  # who vanished in the round is back for the next
         elif isinstance(data, RoundFailed):
             self._offline.clear()
+            if data.retry_at is not None:
+                self._at(data.retry_at, _nothing)  # the retry's backoff ends
+        elif isinstance(data, RoundWaiting):
+            self._at(data.until, _nothing)  # the wait for peers ends
 
     async def _forget_updates(self, round_: int) -> None:
         """Drop a round's uploads and accepted copies once its version exists (nothing

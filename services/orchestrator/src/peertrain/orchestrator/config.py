@@ -25,7 +25,12 @@ class OrchestratorSettings(ServiceSettings, LeaseSettings):
     tick_s: float = Field(default=1.0, gt=0, le=60)
     """How often deadlines are checked."""
     max_round_attempts: int = Field(default=3, ge=1, le=100)
-    """Openings of one round (below ``min_peers``) before the job fails."""
+    """Attempts of one round that peers may fail (below ``min_peers``) before the job
+    fails; attempts whose peers only went offline do not count."""
+    round_retry_backoff_s: float = Field(default=2.0, ge=0, le=3600)
+    """Wait before a failed round attempt's retry, doubled with each attempt..."""
+    round_retry_backoff_max_s: float = Field(default=60.0, ge=0, le=3600)
+    """... up to this."""
     presign_slack_s: int = Field(default=600, ge=60, le=86_400)
     """Presigned URLs stay valid this long after the round's deadline."""
     max_running_jobs: int = Field(default=20, ge=1, le=100_000)

@@ -277,6 +277,32 @@ class RoundPublic(BaseModel):
         )
 
 
+class WaitingPublic(BaseModel):
+    """A round attempt that waits for the job's peers to come online."""
+
+    round: int
+    attempt: int
+    online: int = Field(description="The job's peers online when the wait began")
+    needed: int = Field(description="Peers online it opens with")
+    since: datetime
+    until: datetime = Field(description="When the job fails if they are not (peer_wait_s)")
+
+    @classmethod
+    def of(cls, job: Job) -> WaitingPublic | None:
+        """``None`` unless the job waits for peers."""
+        w = job.waiting
+        if w is None or job.terminal is not None:
+            return None
+        return cls(
+            round=w.round,
+            attempt=w.attempt,
+            online=w.online,
+            needed=w.needed,
+            since=w.since,
+            until=w.until,
+        )
+
+
 class JobDetail(_JobLine):
     """``GET /api/jobs/{id}``: state, current round, peers and tasks, latest metrics."""
 
@@ -288,6 +314,9 @@ class JobDetail(_JobLine):
     sharding: ShardingSpec
     config_key: str | None
     round: RoundPublic | None = Field(description="The current round attempt")
+    waiting: WaitingPublic | None = Field(
+        default=None, description="The next round attempt, waiting for peers to come online"
+    )
     tasks: list[TaskPublic] = Field(
         description="Every task of the current round, and failed or rejected ones of earlier"
     )
@@ -319,6 +348,7 @@ class JobDetail(_JobLine):
             sharding=created.sharding,
             config_key=job.configured.config_key if job.configured else None,
             round=RoundPublic.of(job.current) if job.current else None,
+            waiting=WaitingPublic.of(job),
             tasks=tasks,
             latest=LatestMetrics.of(job),
             final_version=job.exported.version if job.exported else None,

@@ -51,7 +51,19 @@ def show_job(ctx: typer.Context, job_id: str, json_out: JsonFlag = False) -> Non
     if json_out:
         echo_json(job)
         return
-    key_values(state.out, job, skip=("tasks", "peers", "latest", "error"))
+    key_values(state.out, job, skip=("tasks", "peers", "latest", "error", "waiting"))
+    waiting = job.get("waiting")
+    if isinstance(waiting, dict):
+        state.out.print(
+            Text(
+                f"waiting: round {waiting.get('round', '-')} (attempt "
+                f"{waiting.get('attempt', '-')}) waits for peers: {waiting.get('online', '-')} "
+                f"online, {waiting.get('needed', '-')} needed, since "
+                f"{fmt_time(waiting.get('since'))}; the job fails at "
+                f"{fmt_time(waiting.get('until'))} (aggregation.peer_wait_s)",
+                style="yellow",
+            )
+        )
     latest = job.get("latest")
     if isinstance(latest, dict):
         state.out.print(

@@ -70,10 +70,22 @@ _LINES: dict[str, _Render] = {
     "round.closed": lambda d: (
         f"{_r(d)} closed ({d.get('reason')}): {len(d.get('included') or [])} update(s)"
     ),
+    "round.waiting": lambda d: (
+        f"{_r(d)} waits for peers (attempt {d.get('attempt')}): {d.get('online')} online, "
+        f"{d.get('needed')} needed, until {_clock(d.get('until'))}"
+    ),
     "round.failed": lambda d: (
         f"{_r(d)} FAILED: {d.get('accepted')} update(s), min_peers {d.get('min_peers')}"
-        + ("; trying again" if d.get("retry") else "")
+        + ("" if d.get("counted", True) else " (peers offline: not counted)")
+        + (
+            f"; trying again at {_clock(d['retry_at'])}"
+            if d.get("retry") and d.get("retry_at")
+            else "; trying again"
+            if d.get("retry")
+            else ""
+        )
     ),
+    "model.diverged": lambda d: f"model v{d.get('version')} DIVERGED: {d.get('reason')}",
     "model.version_created": lambda d: f"model v{d.get('version')} written ({d.get('strategy')})",
     "model.evaluated": lambda d: f"model v{d.get('version')} on the holdout: {_metrics(d)}",
     "model.exported": lambda d: f"final model exported (v{d.get('version')})",
@@ -91,6 +103,8 @@ _STYLE = {
     "dataset.sharding_failed": "red",
     "update.rejected": "red",
     "round.failed": "red",
+    "round.waiting": "yellow",
+    "model.diverged": "bold red",
     "job.failed": "bold red",
     "peer.excluded": "yellow",
     "task.lost": "yellow",

@@ -14,6 +14,8 @@ from typing import Literal
 from peertrain.common.events import EventData, RecordedEvent
 from peertrain.common.events.datasets import DatasetSharded, DatasetShardingFailed
 from peertrain.common.events.models import (
+    NUMERIC_REFUSALS,
+    ModelDiverged,
     ModelEvaluated,
     ModelExported,
     ModelVersionCreated,
@@ -31,6 +33,7 @@ from peertrain.common.events.training import (
     RoundClosed,
     RoundFailed,
     RoundOpened,
+    RoundWaiting,
     ShardPlan,
     TaskAccepted,
     TaskAssigned,
@@ -80,6 +83,8 @@ class Task:
     traceback: str | None = None
     epoch: int = 0
     """The last local epoch its peer reported done."""
+    lost_reason: str | None = None
+    """Why it was lost (``task.lost`` ``reason``), once it was."""
 
     @property
     def open(self) -> bool:
@@ -108,6 +113,13 @@ class Round:
     state: Literal["open", "closed", "failed"] = "open"
     closed_at: datetime | None = None
     close_reason: str | None = None
+    failed: RoundFailed | None = None
+    """How it failed (its retry and when), once it did."""
+    numeric: list[UpdateRejected] = field(default_factory=list)
+    """Its updates refused for their numbers (``NUMERIC_REFUSALS``): strikes only once
+    the round closed with an honest majority (``honest``)."""
+    honest: bool = False
+    """Closed with more accepted updates than numeric refusals: those count as strikes."""
 
     def live(self, shard: int) -> Task | None:
         """The shard's latest task that was not lost (``None`` if all were)."""
@@ -149,6 +161,10 @@ class Job:
     """The job's peers' refusals that count against them (``update.rejected`` with
     ``strike``), by peer."""
     excluded: dict[str, PeerExcluded] = field(default_factory=dict)
+    waiting: RoundWaiting | None = None
+    """The round attempt waiting for peers to come online, until it opens."""
+    diverged: ModelDiverged | None = None
+    """A model version the aggregator found non-finite: the job fails."""
     terminal: Literal["completed", "failed", "cancelled"] | None = None
     error: str | None = None
     error_code: str | None = None
@@ -283,6 +299,9 @@ class Job:
             )
             self.rounds[(data.round, data.attempt)] = opened
             self.current = opened
+            self.waiting = None
+        elif isinstance(data, RoundWaiting):
+            self.waiting = data
         elif isinstance(data, TaskAssigned):
             self.tasks_assigned += 1
             rnd = self.rounds.get((data.round, data.attempt))
@@ -324,6 +343,7 @@ class Job:
                     if (inc := rnd.accepted.get(task.shard)) and inc.task_id == task.task_id:
                         del rnd.accepted[task.shard]
                 task.state = "lost"
+                task.lost_reason = data.reason
                 task.error = f"lost: {data.reason}"
         elif isinstance(data, RoundClosed | RoundFailed):
             rnd = self.rounds.get((data.round, data.attempt))
@@ -331,6 +351,12 @@ class Job:
                 rnd.state = "closed" if isinstance(data, RoundClosed) else "failed"
                 rnd.closed_at = at
                 rnd.close_reason = data.reason if isinstance(data, RoundClosed) else "too_few"
+                if isinstance(data, RoundFailed):
+                    rnd.failed = data
+                elif len(data.included) > len(rnd.numeric):  # an honest majority
+                    rnd.honest = True
+                    for refused in rnd.numeric:
+                        self._strike(refused)
         elif isinstance(data, PeerExcluded):
             self.excluded.setdefault(data.peer_id, data)
         elif isinstance(data, JobCompleted):
@@ -345,6 +371,12 @@ class Job:
     def _end(self, state: Literal["completed", "failed", "cancelled"], at: datetime) -> None:
         self.terminal = state
         self.finished_at = at
+        self.waiting = None
+
+    def _strike(self, refused: UpdateRejected) -> None:
+        """Count a refusal against its peer (one of the job's)."""
+        if self.created is not None and refused.peer_id in self.created.peers:
+            self.strikes.setdefault(refused.peer_id, []).append(refused)
 
     def _apply_model(self, data: object) -> None:
         if isinstance(data, UpdateAccepted):
@@ -366,8 +398,16 @@ class Job:
                 )
         elif isinstance(data, UpdateRejected):
             self.rejected.append(data)
-            if data.strike and self.created is not None and data.peer_id in self.created.peers:
-                self.strikes.setdefault(data.peer_id, []).append(data)
+            if data.strike:
+                self._strike(data)
+            elif data.code in NUMERIC_REFUSALS:
+                # a diverging job's honest peers all send such updates: they count
+                # against a peer only where the round's majority was accepted
+                rnd = self.rounds.get((data.round, data.attempt))
+                if rnd is not None:
+                    rnd.numeric.append(data)
+                    if rnd.honest:  # refused after its round closed (a late verdict)
+                        self._strike(data)
             task = self.find_task(data.task_id)
             # Only the task's own peer can change its state: a refusal of another
             # peer's announcement about it (``wrong_peer``: task ids can be guessed)
@@ -379,6 +419,9 @@ class Job:
             self.versions[data.version] = data
         elif isinstance(data, ModelEvaluated):
             self.evaluations[data.version] = data
+        elif isinstance(data, ModelDiverged):
+            if self.diverged is None:
+                self.diverged = data
         elif isinstance(data, ModelExported):
             self.exported = data
 

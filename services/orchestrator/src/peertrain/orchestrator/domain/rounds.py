@@ -4,11 +4,24 @@
 events that should be appended next (possibly none). It is idempotent: after a
 restart, replaying the streams and reconciling again gives the same decisions, and a
 fact seen twice changes nothing.
+
+A job fails only for its own reasons, and says which:
+
+* a round (or a retry) opens only with enough of the job's peers online; otherwise it
+  waits (``round.waiting``) for up to ``aggregation.peer_wait_s``, then the job fails
+  with ``too_few_peers_online``;
+* a failed attempt counts against ``max_attempts`` only when peers failed it (an update
+  refused, a training failed, a deadline missed), not when they only went offline; its
+  retry opens after a backoff (``round.failed`` ``retry_at``), never in the same batch;
+* a round that ends with no accepted update and some refused for their numbers, or a
+  model version the aggregator found non-finite, fails the job with
+  ``training_diverged``, and nobody gets a strike for it.
 """
 
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Literal
@@ -22,6 +35,7 @@ from peertrain.common.events.training import (
     RoundClosed,
     RoundFailed,
     RoundOpened,
+    RoundWaiting,
     ShardPlan,
     TaskAssigned,
     TaskLost,
@@ -31,16 +45,33 @@ from peertrain.common.specs import derive_seed
 
 from .job import Job, Round, Task, withdrawn
 
-__all__ = ["Env", "reconcile", "round_shards"]
+__all__ = ["MAX_ATTEMPTS_FACTOR", "Env", "reconcile", "retry_delay", "round_shards"]
+
+MAX_ATTEMPTS_FACTOR = 10
+"""A round is opened at most ``max_attempts`` times this many in all, counted attempts
+or not (peers that keep coming online and vanishing must not hold a job forever)."""
 
 
 @dataclass(frozen=True)
 class Env:
-    """What a decision may depend on besides the job: the time and the peers online."""
+    """What a decision may depend on besides the job: the time and the peers online.
+
+    ``max_attempts``: attempts of one round that peers may fail before the job fails;
+    ``retry_backoff_s`` and ``retry_backoff_max_s``: the wait before a failed attempt's
+    retry, doubling with each attempt up to the cap.
+    """
 
     now: datetime
     online: frozenset[str]
     max_attempts: int = 3
+    retry_backoff_s: float = 2.0
+    retry_backoff_max_s: float = 60.0
+
+
+def retry_delay(env: Env, attempt: int) -> timedelta:
+    """How long after attempt ``attempt`` failed its retry may open."""
+    seconds = env.retry_backoff_s * 2.0 ** min(attempt - 1, 30)
+    return timedelta(seconds=min(seconds, env.retry_backoff_max_s))
 
 
 def reconcile(job: Job, env: Env) -> list[EventData]:
@@ -52,6 +83,8 @@ def reconcile(job: Job, env: Env) -> list[EventData]:
         return [JobFailed(job_id=job.job_id, code=failed.code, reason=failed.message)]
     if job.configured is None:
         return []
+    if job.diverged is not None:
+        return [_diverged_version(job, job.diverged.version, job.diverged.reason)]
     excluding = _exclusions(job)
     if excluding:
         return excluding
@@ -61,7 +94,7 @@ def reconcile(job: Job, env: Env) -> list[EventData]:
     if cur is not None and cur.state == "open":
         return _tend_round(job, cur, env)
     if cur is not None and cur.state == "failed":
-        return []  # a failed attempt is followed by its retry (or the job failed) at once
+        return _retry(job, cur, env)
     next_round = 1 if cur is None else cur.round + 1
     if next_round > job.configured.rounds:
         final = job.configured.rounds
@@ -79,7 +112,64 @@ def reconcile(job: Job, env: Env) -> list[EventData]:
     version = job.versions.get(next_round - 1)
     if version is None:
         return []  # waiting for the aggregator
-    return _open(job, next_round, 1, version, env)
+    return _start(job, next_round, 1, version, env)
+
+
+def _retry(job: Job, cur: Round, env: Env) -> list[EventData]:
+    """The next attempt of a failed round, once its backoff is over (an old log's
+    retry was opened in the failing batch: then ``cur`` is that one, never this)."""
+    failed = cur.failed
+    if failed is None or not failed.retry:
+        return []  # the job failed with it
+    if failed.retry_at is not None and env.now < failed.retry_at:
+        return []
+    version = job.versions.get(cur.model_version)
+    if version is None:  # pragma: no cover - a round is only opened on a known version
+        return []
+    return _start(job, cur.round, cur.attempt + 1, version, env)
+
+
+def _start(
+    job: Job, round_: int, attempt: int, version: ModelVersionCreated, env: Env
+) -> list[EventData]:
+    """Open the attempt if enough of the job's peers are online; else wait for them
+    (``round.waiting``, once), and fail the job when the wait is over."""
+    assert job.configured is not None and job.created is not None
+    agg = job.configured.aggregation
+    peers = set(job.created.peers) - job.excluded.keys()
+    online = len(peers & env.online)
+    # min_peers of them; or all that are left, if exclusions left fewer (spares train
+    # the others' shards, as they always did)
+    needed = max(1, min(agg.min_peers, len(peers)))
+    if online >= needed:
+        return _open(job, round_, attempt, version, env)
+    waiting = job.waiting
+    if waiting is None or (waiting.round, waiting.attempt) != (round_, attempt):
+        return [
+            RoundWaiting(
+                job_id=job.job_id,
+                round=round_,
+                attempt=attempt,
+                online=online,
+                needed=needed,
+                since=env.now,
+                until=env.now + timedelta(seconds=agg.peer_wait_s),
+            )
+        ]
+    if env.now < waiting.until:
+        return []
+    return [
+        JobFailed(
+            job_id=job.job_id,
+            code="too_few_peers_online",
+            reason=(
+                f"round {round_} waited {agg.peer_wait_s:g} s for peers: {online} of the "
+                f"job's {len(job.created.peers)} peer(s) online, {needed} needed "
+                f"(aggregation.min_peers={agg.min_peers}); bring peers online, or set "
+                "aggregation.peer_wait_s to wait longer"
+            ),
+        )
+    ]
 
 
 def _exclusions(job: Job) -> list[EventData]:
@@ -233,10 +323,17 @@ def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
     everything = all(cur.shard_resolved(s) for s in shards)
     if not everything and env.now < cur.deadline:
         return []
+    late: list[EventData] = []
     if not everything:
-        events += [_lost(job, t, "deadline") for t in cur.tasks.values() if t.open]
+        late = [_lost(job, t, "deadline") for t in cur.tasks.values() if t.open]
+        events += late
     agg = job.configured.aggregation
     accepted = len(cur.accepted)
+    if accepted == 0 and cur.numeric:
+        # every update that came was refused for its numbers: the training diverged
+        # (the job's settings), not its peers; nobody gets a strike for it
+        events.append(_diverged_round(job, cur))
+        return events
     if accepted >= agg.min_peers:
         reason: Literal["complete", "deadline", "resolved"] = (
             "complete" if accepted == len(shards) else "resolved" if everything else "deadline"
@@ -252,7 +349,14 @@ def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
             )
         )
         return events
-    retry = cur.attempt < env.max_attempts
+    # an attempt is spent only when peers failed it; not when they only went offline
+    counted = bool(late) or any(_peer_failed(t) for t in cur.tasks.values())
+    spent = counted + sum(
+        1
+        for (r, _), rnd in job.rounds.items()
+        if r == cur.round and rnd.failed is not None and rnd.failed.counted
+    )
+    retry = spent < env.max_attempts and cur.attempt < env.max_attempts * MAX_ATTEMPTS_FACTOR
     events.append(
         RoundFailed(
             job_id=job.job_id,
@@ -261,6 +365,8 @@ def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
             accepted=accepted,
             min_peers=agg.min_peers,
             retry=retry,
+            counted=counted,
+            retry_at=env.now + retry_delay(env, cur.attempt) if retry else None,
         )
     )
     if not retry:
@@ -269,20 +375,56 @@ def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
                 job_id=job.job_id,
                 code="too_few_updates",
                 reason=(
-                    f"round {cur.round} got {accepted} accepted update(s) in each of "
-                    f"{cur.attempt} attempts, fewer than min_peers={agg.min_peers}"
+                    f"round {cur.round} got {accepted} accepted update(s), fewer than "
+                    f"min_peers={agg.min_peers}, in {cur.attempt} attempt(s), {spent} of "
+                    "them failed by peers (updates refused, trainings failed, deadlines "
+                    "missed)"
                 ),
             )
         )
-        return events
-    version = job.versions.get(cur.model_version)
-    if version is None:  # pragma: no cover - a round is only opened on a known version
-        return events
-    # the next attempt's tasks are numbered after this batch's (lost ones included)
-    job_after = Job(job.job_id, tasks_assigned=job.tasks_assigned, configured=job.configured)
-    job_after.created = job.created
-    events += _open(job_after, cur.round, cur.attempt + 1, version, env)
     return events
+
+
+def _peer_failed(task: Task) -> bool:
+    """Whether the task's peer failed it (not only went offline, nor was superseded)."""
+    return task.state in ("rejected", "failed") or task.lost_reason in ("deadline", "excluded")
+
+
+SETTINGS_HINT = (
+    "lower training.lr (or training.momentum), or raise aggregation.max_update_norm "
+    "(and aggregation.norm_outlier) if such updates are expected"
+)
+
+
+def _diverged_round(job: Job, cur: Round) -> JobFailed:
+    seen = Counter(r.code for r in cur.numeric)
+    what = ", ".join(f"{n} {code}" for code, n in sorted(seen.items()))
+    largest = _largest_norm(cur)
+    return JobFailed(
+        job_id=job.job_id,
+        code="training_diverged",
+        reason=(
+            f"training diverged in round {cur.round}: no update was accepted, "
+            f"{len(cur.numeric)} were refused for their numbers ({what}{largest}); "
+            f"{SETTINGS_HINT}"
+        )[:2000],
+    )
+
+
+def _largest_norm(cur: Round) -> str:
+    """``; e.g. L2 norm 1.2e+05 over ...`` from the first norm refusal's reason."""
+    for refused in cur.numeric:
+        if refused.code != "non_finite":
+            return f"; e.g. {refused.reason[:200]}"
+    return ""
+
+
+def _diverged_version(job: Job, version: int, why: str) -> JobFailed:
+    return JobFailed(
+        job_id=job.job_id,
+        code="training_diverged",
+        reason=f"training diverged: model version {version} {why}; {SETTINGS_HINT}"[:2000],
+    )
 
 
 def _lost(

@@ -122,6 +122,8 @@ async def advance(octx: OrchestratorContext, job: Job) -> None:
             now=_now(),
             online=frozenset(octx.directory.online_peers()),
             max_attempts=octx.settings.max_round_attempts,
+            retry_backoff_s=octx.settings.round_retry_backoff_s,
+            retry_backoff_max_s=octx.settings.round_retry_backoff_max_s,
         )
         saved = await execute(octx, job, partial(reconcile, env=env))
         if not saved.events:
