@@ -17,6 +17,7 @@ from peertrain.aggregator.usecases.numerics import (
     initial_state,
     load_state,
     new_strategy,
+    non_finite,
 )
 from peertrain.common.specs import TrainingParams
 from peertrain.ml.problems import ProblemCode
@@ -97,7 +98,19 @@ def test_refusal_codes_come_from_problem_codes_not_from_messages():
     assert codes.refusal_code([ProblemCode.WRONG_TENSORS, ProblemCode.NON_FINITE]) == (
         codes.NON_FINITE
     )
-    assert {codes.refusal_code([p]) for p in ProblemCode} <= codes.STRIKES
+    # every refusal either strikes when made, or is about the numbers (struck later,
+    # by the orchestrator, only in a round whose majority was accepted)
+    assert {codes.refusal_code([p]) for p in ProblemCode} <= codes.STRIKES | codes.NUMERIC
+    assert not codes.STRIKES & codes.NUMERIC
+
+
+def test_a_version_with_non_finite_weights_is_named_and_a_finite_one_is_not():
+    base = load_state(initial_state(configured()))
+    assert non_finite(base) is None
+    name = sorted(base)[0]
+    broken = dict(base) | {name: torch.full_like(base[name], float("nan"))}
+    why = non_finite(broken)
+    assert why is not None and name in why
 
 
 def test_the_strategy_is_built_from_the_job_and_declares_its_state(tmp_path: Path):

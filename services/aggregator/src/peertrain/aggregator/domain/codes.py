@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
+from peertrain.common.events.models import NUMERIC_REFUSALS
 from peertrain.ml.problems import ProblemCode
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "NORM_OUTLIER",
     "NORM_TOO_LARGE",
     "NOT_SAFETENSORS",
+    "NUMERIC",
     "ROUND_NOT_OPEN",
     "SHA256_MISMATCH",
     "SIZE_MISMATCH",
@@ -57,14 +59,17 @@ STRIKES: Final = frozenset(
         SHA256_MISMATCH,
         NOT_SAFETENSORS,
         WRONG_TENSORS,
-        NON_FINITE,
-        NORM_TOO_LARGE,
-        NORM_OUTLIER,
     }
 )
-"""Refusals that count against the sender (``update.rejected`` ``strike``): an honest
-peer never causes them. Late or superseded updates (``task_lost``, ``round_not_open``)
-do not count."""
+"""Refusals that count against the sender when made (``update.rejected`` ``strike``): an
+honest peer never causes them. Late or superseded updates (``task_lost``,
+``round_not_open``) do not count; nor, when made, do refusals of an update's numbers
+(``NUMERIC``): an honest peer of a diverging job sends those, so the orchestrator
+counts them only in a round whose majority was accepted."""
+
+NUMERIC: Final = NUMERIC_REFUSALS
+"""``non_finite``, ``norm_too_large``, ``norm_outlier``: about the numbers, not the sender."""
+assert {NON_FINITE, NORM_TOO_LARGE, NORM_OUTLIER} == NUMERIC
 
 _REFUSALS: Final = (
     (ProblemCode.NOT_SAFETENSORS, NOT_SAFETENSORS),

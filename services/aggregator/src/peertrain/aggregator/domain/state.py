@@ -12,6 +12,7 @@ from datetime import datetime
 
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.models import (
+    ModelDiverged,
     ModelEvaluated,
     ModelExported,
     ModelVersionCreated,
@@ -46,6 +47,13 @@ class VersionInfo:
     created_at: datetime
     evaluation: ModelEvaluated | None = None
     evaluated_at: datetime | None = None
+    diverged: ModelDiverged | None = None
+    """Found non-finite instead of evaluated: nothing is made from it."""
+
+    @property
+    def assessed(self) -> bool:
+        """Evaluated, or found non-finite: nothing more to do with it."""
+        return self.evaluation is not None or self.diverged is not None
 
 
 @dataclass
@@ -135,6 +143,10 @@ class JobState:
             if info is not None:
                 info.evaluation = data
                 info.evaluated_at = event.occurred_at
+        elif isinstance(data, ModelDiverged):
+            info = self.versions.get(data.version)
+            if info is not None:
+                info.diverged = data
         elif isinstance(data, ModelExported):
             self.exported = data
 
@@ -153,6 +165,11 @@ class JobState:
             if plan.index == shard:
                 return plan.rows
         return None
+
+    @property
+    def diverged(self) -> bool:
+        """A version was found non-finite: the job fails, nothing more is built on it."""
+        return any(info.diverged is not None for info in self.versions.values())
 
     def latest_version(self) -> int | None:
         """The highest stored version."""

@@ -32,6 +32,7 @@ __all__ = [
     "final_files",
     "initial_state",
     "new_strategy",
+    "non_finite",
     "state_nbytes",
 ]
 
@@ -176,6 +177,18 @@ def final_files(
     """``final.pt`` and ``final.safetensors`` bytes."""
     spec, features = configured.model, configured.feature_spec
     return final_pt_bytes(spec, features, state), final_safetensors_bytes(spec, features, state)
+
+
+def non_finite(state: Mapping[str, torch.Tensor]) -> str | None:
+    """Why a model version's weights cannot be used (``None``: all finite)."""
+    bad = sorted(
+        name
+        for name, t in state.items()
+        if t.is_floating_point() and not bool(torch.isfinite(t).all())
+    )
+    if not bad:
+        return None
+    return f"has non-finite weights (in {', '.join(bad[:5])}{', ...' if len(bad) > 5 else ''})"
 
 
 def load_state(data: bytes) -> State:

@@ -10,6 +10,7 @@ give the same bits for the same set of updates.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from typing import TYPE_CHECKING
 
@@ -28,6 +29,7 @@ from peertrain.common.blobs import BlobNotFound
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.models import (
     Lineage,
+    ModelDiverged,
     ModelEvaluated,
     ModelExported,
     ModelVersionCreated,
@@ -49,6 +51,7 @@ from .numerics import (
     load_holdout,
     load_state,
     new_strategy,
+    non_finite,
 )
 from .storage import fetch_capped, model_state, server_state, sha256_hex
 
@@ -98,6 +101,8 @@ async def reconcile(actx: AggregatorContext, state: JobState, cause: RecordedEve
     if 0 not in state.versions:
         await _initial(actx, state, cfg, cause)
     for closed in state.rounds_to_aggregate():
+        if state.diverged:
+            break  # the job fails: nothing is built on a non-finite version
         if closed.round in state.versions:
             continue
         if closed.round - 1 not in state.versions:
@@ -105,9 +110,9 @@ async def reconcile(actx: AggregatorContext, state: JobState, cause: RecordedEve
             break
         await _aggregate(actx, state, cfg, closed, cause)
     for version in sorted(state.versions):
-        if state.versions[version].evaluation is None:
+        if not state.versions[version].assessed:
             await _evaluate(actx, state, cfg, version, cause)
-    if cfg.rounds in state.versions and state.exported is None:
+    if cfg.rounds in state.versions and state.exported is None and not state.diverged:
         await _export(actx, state, cfg, cause)
     if state.ended is not None:
         actx.forget(state.job_id)
@@ -308,14 +313,26 @@ async def _evaluate(
     started = time.perf_counter()
     holdout = await _holdout(actx, state.job_id, cfg)
     tensors = await model_state(actx, state, version)
-    metrics = await asyncio.to_thread(
-        evaluate_state,
-        cfg,
-        tensors,
-        holdout,
-        device=actx.settings.eval_device,
-        batch_size=actx.settings.eval_batch_size,
-    )
+    why = await asyncio.to_thread(non_finite, tensors)
+    metrics = None
+    if why is None:
+        metrics = await asyncio.to_thread(
+            evaluate_state,
+            cfg,
+            tensors,
+            holdout,
+            device=actx.settings.eval_device,
+            batch_size=actx.settings.eval_batch_size,
+        )
+        if not math.isfinite(metrics["loss"]):
+            why = f"has a non-finite loss on the holdout ({metrics['loss']})"
+    if why is not None or metrics is None:
+        # a non-finite number cannot be stored as a metric (nor should a job end green
+        # on it): the version is marked, and the orchestrator fails the job
+        diverged = ModelDiverged(job_id=state.job_id, version=version, reason=why or "")
+        await actx.append(state, [diverged], causation=cause)
+        log.warning("model version diverged", job_id=state.job_id, version=version, why=why)
+        return
     evaluated = ModelEvaluated(
         job_id=state.job_id,
         version=version,
