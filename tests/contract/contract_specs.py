@@ -34,7 +34,16 @@ import torch
 
 import peertrain.sim as sim
 
-__all__ = ["CASES", "LABEL_COLUMN", "Behaviour", "Case", "digits_csv", "sim_data", "simulate"]
+__all__ = [
+    "CASES",
+    "DIVERGING",
+    "LABEL_COLUMN",
+    "Behaviour",
+    "Case",
+    "digits_csv",
+    "sim_data",
+    "simulate",
+]
 
 Behaviour = Literal["honest", "flip", "nan", "silent"]
 
@@ -129,6 +138,15 @@ CASES: dict[str, Case] = {
         ),
     )
 }
+
+
+DIVERGING = Case(
+    "diverging",
+    ("honest",) * 3,
+    training={"lr": 10.0, "momentum": 0.99},
+)
+"""A learning rate no model survives: the job fails by itself, ``training_diverged``,
+and no peer is blamed (not in ``CASES``: it does not complete)."""
 
 
 @cache

@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 import torch
-from contract_specs import CASES, Case, sim_data, simulate
+from contract_specs import CASES, DIVERGING, Case, sim_data, simulate
 
 import peertrain.sim as sim
 from peertrain.common.events.models import UpdateAccepted, UpdateRejected
 from peertrain.common.events.training import (
+    JobFailed,
     PeerExcluded,
     RoundClosed,
     RoundFailed,
@@ -129,3 +130,16 @@ def test_a_peer_refused_twice_is_excluded_and_others_train_its_shard(data: sim.S
     assert per_round(result) == {1: 4, 2: 4, 3: 4}  # shard 3 too, trained by another peer
     # with shard 3's own seed: the model is the all-honest run's, bit for bit
     assert same(result.state_dict, run(CASES["fedavg-iid"], data).state_dict)
+
+
+def test_a_diverging_job_fails_by_itself_as_training_diverged_and_blames_no_peer(
+    data: sim.SimData,
+) -> None:
+    result = simulate(DIVERGING, data)
+    assert result.state == "failed"
+    (failed,) = of(result, JobFailed)
+    assert failed.code == "training_diverged" and "round 1" in failed.reason
+    assert "training.lr" in failed.reason and "aggregation.max_update_norm" in failed.reason
+    rejected = of(result, UpdateRejected)
+    assert rejected and not any(r.strike for r in rejected)
+    assert not of(result, PeerExcluded) and not of(result, RoundFailed)
