@@ -61,7 +61,7 @@ async def test_a_round_waits_for_its_peers_and_the_job_completes_when_they_are_b
         return found
 
     wait = await wait_for(waiting, timeout=180, what="the round waiting for peers")
-    assert wait["online"] == 0 and wait["needed"] == 2, wait
+    assert wait["online"] < 2 and wait["needed"] == 2, wait  # they left one by one
     for name in NAMES:
         platform.peer(name)  # started again
     job = await finished(platform, job_id, timeout=600)

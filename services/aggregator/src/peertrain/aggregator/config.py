@@ -29,6 +29,10 @@ class AggregatorSettings(ServiceSettings, LeaseSettings):
     """Prefix of this service's queue names (``<prefix>.feed.<instance>``, ``<prefix>.updates``)."""
     tick_s: float = Field(default=1.0, gt=0, le=60)
     """How often leases are renewed and jobs of stopped instances taken over."""
+    stall_grace_s: float = Field(default=30.0, gt=0, le=3600)
+    """A held job that looks stalled this long (model work not done, or a round open
+    past its deadline) is read on from the log and reconciled: what it waits for (a
+    ``round.closed``) may have been lost on the way here."""
     work_dir: Path = Path(tempfile.gettempdir()) / "peertrain-aggregator"
     """Scratch space (the robust strategies spill a round's updates here)."""
 

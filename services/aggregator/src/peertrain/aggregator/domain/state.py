@@ -8,7 +8,7 @@ restart, or when an update names a task this process has not seen yet).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.models import (
@@ -186,6 +186,20 @@ class JobState:
         """The attempt of round ``round_ - 1`` that closed (``None`` before round 2)."""
         found = [c for c in self.closed.values() if c.round == round_ - 1]
         return found[-1] if found else None
+
+    def stalled(self, now: datetime, grace: timedelta) -> bool:
+        """Whether the log may hold what this state missed: model work it asks for is
+        not done (a closed round without its version, a version not yet assessed), or
+        an attempt seen open is past its deadline by ``grace`` (its ``round.closed``, or
+        the job's end, may have been lost on the way here)."""
+        if self.ended is not None or self.configured is None:
+            return False
+        if self.rounds_to_aggregate() or not all(v.assessed for v in self.versions.values()):
+            return True
+        return any(
+            self.is_open(*key) and opened.deadline + grace < now
+            for key, opened in self.opened.items()
+        )
 
     def rounds_to_aggregate(self) -> list[RoundClosed]:
         """Closed rounds whose version is not stored yet, in round order."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import structlog
 import torch
@@ -52,6 +53,8 @@ class AggregatorContext:
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     active: set[str] = field(default_factory=set)
     """Jobs configured and not ended, as heard (the ones an instance may take over)."""
+    stalled: dict[str, datetime] = field(default_factory=dict)
+    """Held jobs that looked stalled, since when (see ``holding.redrive_stalled``)."""
     models: Repository[JobState] = field(init=False)
     """Job states by model stream: loaded, appended to, cached (least recent out)."""
     leases: Holding = field(init=False)

@@ -9,10 +9,13 @@ one of them can take a job over when its holder stops renewing.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import structlog
 
 from peertrain.common.eventlog import ConcurrencyError
 from peertrain.common.events import RecordedEvent
+from peertrain.common.events.models import model_stream
 from peertrain.common.events.training import (
     JOB_CANCELLED,
     JOB_COMPLETED,
@@ -25,7 +28,14 @@ from ..domain import JobState
 from .context import AggregatorContext
 from .versions import reconcile
 
-__all__ = ["ENDED", "find_active", "fold_job_event", "keep_leases", "on_job_event"]
+__all__ = [
+    "ENDED",
+    "find_active",
+    "fold_job_event",
+    "keep_leases",
+    "on_job_event",
+    "redrive_stalled",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -84,6 +94,32 @@ async def keep_leases(actx: AggregatorContext) -> None:
         async with actx.lock(job_id):
             state = await actx.load(job_id, catch_up=True, fresh_models=True)
             log.info("job taken", job_id=job_id, versions=sorted(state.versions))
+            await reconcile(actx, state, None)
+        await _let_go_if_ended(actx, state)
+    await redrive_stalled(actx, datetime.now(UTC))
+
+
+async def redrive_stalled(actx: AggregatorContext, now: datetime) -> None:
+    """Read on and reconcile each held job that has looked stalled for
+    ``stall_grace_s``: a ``round.closed`` (or the job's end) lost on the way here would
+    otherwise leave its version unmade and the orchestrator waiting for it forever.
+
+    Only the cached state is looked at (no I/O) until a job has looked stalled that
+    long, so a healthy job costs nothing; a stalled one costs one read per grace.
+    """
+    grace = timedelta(seconds=actx.settings.stall_grace_s)
+    for job_id in actx.leases.held:
+        loaded = actx.models.cached(model_stream(job_id))
+        if loaded is None or not loaded.state.stalled(now, grace):
+            actx.stalled.pop(job_id, None)
+            continue
+        since = actx.stalled.setdefault(job_id, now)
+        if now - since < grace:
+            continue
+        actx.stalled[job_id] = now  # the next try, a grace from now
+        async with actx.lock(job_id):
+            state = await actx.load(job_id, catch_up=True, fresh_models=True)
+            log.warning("re-deriving a stalled job's model work", job_id=job_id)
             await reconcile(actx, state, None)
         await _let_go_if_ended(actx, state)
 

@@ -111,7 +111,9 @@ def reconcile(job: Job, env: Env) -> list[EventData]:
         return []
     version = job.versions.get(next_round - 1)
     if version is None:
-        return []  # waiting for the aggregator
+        # waiting for the aggregator, with no limit: it may be down (jobs pause and go
+        # on), and its holder re-derives a version whose round.closed it missed
+        return []
     return _start(job, next_round, 1, version, env)
 
 
