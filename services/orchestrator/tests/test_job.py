@@ -659,6 +659,20 @@ def test_a_round_of_only_non_finite_updates_fails_the_job_as_diverged_and_strike
     assert h.settle() == []
 
 
+def test_one_peers_nan_with_nobody_online_to_retry_it_is_not_called_divergence():
+    h = configured(min_peers=1)
+    h.settle()
+    h.online = {"p3"}  # the others are gone: p3 gets every shard, and sends NaN
+    h.settle()
+    for t in h.open_tasks():
+        assert t.peer_id == "p3"
+        _reject(h, t)
+    events = h.settle()
+    assert not any(isinstance(e, JobFailed) for e in events)
+    (failed,) = [e for e in events if isinstance(e, RoundFailed)]
+    assert failed.counted and failed.retry
+
+
 def test_numeric_refusals_strike_only_in_a_round_closed_with_an_honest_majority():
     h = configured(rounds=3)
     h.settle()

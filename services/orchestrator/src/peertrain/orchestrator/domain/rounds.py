@@ -331,8 +331,8 @@ def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
         events += late
     agg = job.configured.aggregation
     accepted = len(cur.accepted)
-    if accepted == 0 and cur.numeric:
-        # every update that came was refused for its numbers: the training diverged
+    if accepted == 0 and _diverging(job, cur):
+        # every update that came was refused, for its numbers: the training diverged
         # (the job's settings), not its peers; nobody gets a strike for it
         events.append(_diverged_round(job, cur))
         return events
@@ -381,10 +381,25 @@ def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
                     f"min_peers={agg.min_peers}, in {cur.attempt} attempt(s), {spent} of "
                     "them failed by peers (updates refused, trainings failed, deadlines "
                     "missed)"
-                ),
+                    + (
+                        f"; {len(cur.numeric)} update(s) of the last were refused for "
+                        f"their numbers: if training diverges, {SETTINGS_HINT}"
+                        if cur.numeric
+                        else ""
+                    )
+                )[:2000],
             )
         )
     return events
+
+
+def _diverging(job: Job, cur: Round) -> bool:
+    """Updates refused for their numbers, from two peers or more (a shard refused so is
+    trained again by another peer, with the same seed: an honest retry of a diverging
+    shard is refused too, a hostile peer's NaN is not); from one, in a one-peer job."""
+    assert job.created is not None
+    senders = {r.peer_id for r in cur.numeric}
+    return len(senders) >= min(2, len(set(job.created.peers)))
 
 
 def _peer_failed(task: Task) -> bool:
@@ -401,20 +416,20 @@ SETTINGS_HINT = (
 def _diverged_round(job: Job, cur: Round) -> JobFailed:
     seen = Counter(r.code for r in cur.numeric)
     what = ", ".join(f"{n} {code}" for code, n in sorted(seen.items()))
-    largest = _largest_norm(cur)
+    example = _example(cur)
     return JobFailed(
         job_id=job.job_id,
         code="training_diverged",
         reason=(
             f"training diverged in round {cur.round}: no update was accepted, "
-            f"{len(cur.numeric)} were refused for their numbers ({what}{largest}); "
+            f"{len(cur.numeric)} were refused for their numbers ({what}{example}); "
             f"{SETTINGS_HINT}"
         )[:2000],
     )
 
 
-def _largest_norm(cur: Round) -> str:
-    """``; e.g. L2 norm 1.2e+05 over ...`` from the first norm refusal's reason."""
+def _example(cur: Round) -> str:
+    """``; e.g. L2 norm 1.2e+05 ...``: the first norm refusal's reason, if any."""
     for refused in cur.numeric:
         if refused.code != "non_finite":
             return f"; e.g. {refused.reason[:200]}"
