@@ -85,6 +85,38 @@ def unique() -> Iterator[Callable[[str], str]]:
     delete_queues([n for name in made for n in (name, f"{name}.dlq")])
 
 
+def queue_names() -> set[str] | None:
+    """The names of every queue on this lane's broker (``None``: it does not answer)."""
+    try:
+        with httpx.Client(auth=("admin", "admin"), timeout=10) as client:
+            r = client.get(f"{MANAGEMENT}/queues/%2F", params={"columns": "name"})
+    except httpx.HTTPError:
+        return None
+    return {q["name"] for q in r.json()} if r.status_code == 200 else None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_queue_left_behind() -> Iterator[None]:
+    """Delete, at the end of the session, every queue the session made and left.
+
+    Lane 0 runs on the broker of the README's stack, where the platform's own services
+    run again after ``make test``. A queue a test leaves bound to ``peertrain.events``
+    keeps collecting events; one with a platform queue's name (``auth.security``) would
+    be consumed by the next ``make up``, test events and all. Fixtures delete what they
+    declare; this catches the rest (a fixture that missed a purpose, a test that
+    failed half-way), queues expiring on their own included.
+    """
+    before = queue_names()
+    yield
+    after = queue_names()
+    if before is None or after is None:
+        return
+    left = sorted(after - before)
+    if left:
+        delete_queues(left)
+        print(f"\nstack tests: deleted {len(left)} queue(s) left behind: {', '.join(left[:20])}")
+
+
 def delete_queues(names: list[str]) -> None:
     """Delete queues through RabbitMQ's management API (missing ones are fine)."""
     with httpx.Client(auth=("admin", "admin"), timeout=10) as client:

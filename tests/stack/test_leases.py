@@ -7,6 +7,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -25,6 +26,7 @@ async def table(
     collection = mongo[f"{run_id}_leases"][f"leases_{uuid.uuid4().hex[:8]}"]
     yield collection
     await collection.drop()
+    await collection.database[f"{collection.name}_claims"].drop()
 
 
 async def test_one_holder_at_a_time_and_takeover_after_expiry(
@@ -105,3 +107,21 @@ async def test_a_dead_holders_lease_of_an_ended_job_is_swept(
         await b.keep([])
         await asyncio.sleep(TTL / 4)
     assert (await table.find_one({"_id": "member:b"}) or {}).get("holder") == "b"
+
+
+async def test_instances_racing_for_one_lease_get_one_holder(
+    table: AsyncCollection[dict[str, Any]],
+) -> None:
+    """FerretDB runs a conditional update as a query then a write: instances that all
+    read a lease as expired could all take it. Taking one is a unique insert."""
+    racers = [Leases(table, f"i{n}", 60) for n in range(12)]
+    for trial in range(4):
+        free, expired = f"free-{trial}", f"expired-{trial}"
+        long_ago = datetime.now(UTC) - timedelta(seconds=30)
+        await table.insert_one({"_id": expired, "holder": "dead", "until": long_ago})
+        for key in (free, expired):
+            won = await asyncio.gather(*(r.claim(key, force=True) for r in racers))
+            assert sum(won) == 1, (key, won)
+            holder = racers[won.index(True)].holder
+            assert (await table.find_one({"_id": key}) or {})["holder"] == holder
+            assert [r.holder for r in racers if r.holds(key)] == [holder]

@@ -44,10 +44,13 @@ from peertrain.common.events.training import (
     ShardingSpec,
     TaskAssigned,
 )
+from peertrain.common.security import ROLE_USER, Principal
 from peertrain.orchestrator.domain import Directory
 from peertrain.orchestrator.domain.configuration import configure
-from peertrain.orchestrator.projections import FACT_TYPES, catch_up, fold, replay
+from peertrain.orchestrator.projections import FACT_TYPES, catch_up, fold, read_on, replay
 from peertrain.orchestrator.usecases import OrchestratorContext
+from peertrain.orchestrator.usecases.advance import tick
+from peertrain.orchestrator.usecases.jobs import read_job
 
 SHA = "0" * 64
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -459,3 +462,62 @@ async def test_a_job_never_heard_of_is_not_waited_for() -> None:
     fold(octx, recorded("job:elsewhere", 4, assigned))  # its creation went by unheard
     assert not await octx.folded_to("elsewhere", 4, timeout_s=30)
     assert not await octx.folded_to("nobody", 1, timeout_s=30)
+
+
+class SlowStreams(Streams):
+    """A store that answers stream reads only once ``gate`` is set."""
+
+    def __init__(self, events: Sequence[RecordedEvent]) -> None:
+        super().__init__(events)
+        self.gate = asyncio.Event()
+        self.waiting = asyncio.Event()
+
+    async def read_stream(self, stream: str, *, after_seq: int = 0) -> list[RecordedEvent]:
+        self.waiting.set()
+        await self.gate.wait()
+        return await super().read_stream(stream, after_seq=after_seq)
+
+
+class Renewals:
+    """Leases that hold nothing and count their renewals (what ``tick`` does first)."""
+
+    held: list[str] = []
+
+    def __init__(self) -> None:
+        self.renewed = 0
+
+    def holds(self, key: str) -> bool:
+        return False
+
+    async def keep(self, active: Any) -> list[str]:
+        self.renewed += 1
+        return []
+
+
+async def test_a_slow_read_of_a_job_never_delays_lease_renewal() -> None:
+    octx = context()
+    log_events = closed_round(octx)  # folded up to the task; the log holds more
+    slow = SlowStreams(log_events)
+    octx.ctx.log = slow  # type: ignore[misc]
+    leases = Renewals()
+    octx.leases = cast(Any, leases)
+    owner = Principal("u1", frozenset({ROLE_USER}), "jti", 0, 0)
+    reading = asyncio.create_task(read_job(octx, "j1", owner))  # GET /api/jobs/j1
+    await slow.waiting.wait()  # the read is stuck in the store
+    await asyncio.wait_for(tick(octx), timeout=60)  # (a hang guard, not a timing)
+    assert leases.renewed == 1 and not reading.done()
+    slow.gate.set()
+    job = await reading
+    assert job is octx.jobs["j1"]  # nothing was deciding: folded into the job itself
+    assert job.rounds[(1, 1)].state == "closed" and list(job.rounds[(1, 1)].accepted) == [0]
+
+
+async def test_a_read_during_a_decision_folds_into_a_copy_and_leaves_the_job_alone() -> None:
+    octx = context()
+    octx.ctx.log = Streams(closed_round(octx))  # type: ignore[misc]
+    job = octx.jobs["j1"]
+    async with octx.lock:  # a decision is in flight (between its reads and its append)
+        seen = await read_on(octx, job)
+        assert seen is not job and seen.version == 5 and seen.rounds[(1, 1)].state == "closed"
+        assert job.version == 4 and job.rounds[(1, 1)].state != "closed"
+    assert await read_on(octx, job) is job and job.version == 5

@@ -16,6 +16,14 @@ of the job) goes to whoever sees it first. A lease left expired for a whole ``tt
 (its holder died, and the job may have ended meanwhile) is deleted by the next
 instance that renews.
 
+Taking a lease is atomic on FerretDB, which runs a conditional update as a query then
+a write (two instances could both find a lease expired, and both take it): a free
+job's lease is taken by inserting its document (unique ``_id``), and an expired one by
+first inserting a claim on that very lease (``<job>@<its token>`` in
+``<collection>_claims``; each lease document carries a fresh ``token``). Only the
+instance that inserted the claim writes the lease; a sweep deletes an expired lease
+the same way, so a takeover and a sweep never both act on one lease.
+
 A lease is a promise, not a fence. An instance that stalls past its lease (a long
 pause, a partition) may still try one append after another has taken over: the job
 stream's optimistic concurrency refuses it (the expected version has moved), so two
@@ -34,12 +42,11 @@ import time
 import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import structlog
 from pydantic import Field
 from pydantic_settings import BaseSettings
-from pymongo import ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
 
@@ -74,6 +81,10 @@ class LeaseSettings(BaseSettings):
     """A job whose instance stopped renewing moves to another after this long."""
     feed_expires_s: int = Field(default=300, ge=10, le=86_400)
     """An instance's own queue is deleted after this long without it (it is gone)."""
+
+
+def _token() -> str:
+    return uuid.uuid4().hex
 
 
 def preferred(key: str, members: Iterable[str]) -> str | None:
@@ -159,6 +170,8 @@ class Leases:
 
     def __init__(self, collection: AsyncCollection[Any], holder: str, ttl_s: float) -> None:
         self.collection = collection
+        self.claims: AsyncCollection[Any] = collection.database[f"{collection.name}_claims"]
+        """One document per lease superseded (taken over or swept): ``_id`` is unique."""
         self.holder = holder
         self.ttl_s = ttl_s
         self._held: dict[str, float] = {}
@@ -210,20 +223,51 @@ class Leases:
         if not force and preferred(key, self._members) != self.holder:
             self._unclaimed.setdefault(key, since)
             return False
-        try:
-            before = await self.collection.find_one_and_update(
-                {"_id": key, "$or": [{"holder": self.holder}, {"until": {"$lt": now}}]},
-                {"$set": {"holder": self.holder, "until": now + timedelta(seconds=self.ttl_s)}},
-                upsert=True,
-                return_document=ReturnDocument.BEFORE,
-            )
-        except DuplicateKeyError:  # held by another instance, and not expired
+        previous = await self._take(key, now)
+        if previous is False:  # held by another instance, or another took it first
             self._unclaimed.pop(key, None)
             self._refused[key] = since + self.ttl_s / 2
             return False
         self._hold(key, since)
-        previous = before.get("holder") if before else None
         log.info("lease taken", job_id=key, holder=self.holder, previous=previous)
+        return True
+
+    async def _take(self, key: str, now: datetime) -> str | Literal[False] | None:
+        """Write this instance's lease on ``key`` if it is free, expired or already this
+        instance's; the previous holder (``None``: none), or ``False`` if refused."""
+        until = now + timedelta(seconds=self.ttl_s)
+        doc = await self.collection.find_one({"_id": key})
+        if doc is None:
+            lease = {"_id": key, "holder": self.holder, "until": until, "token": _token()}
+            try:
+                await self.collection.insert_one(lease)
+            except DuplicateKeyError:  # another instance created it first
+                return False
+            return None
+        holder = doc.get("holder")
+        if doc["until"] >= now:
+            if holder != self.holder:
+                return False
+            await self.collection.update_one(
+                {"_id": key, "holder": self.holder}, {"$set": {"until": until}}
+            )
+            return str(holder)
+        if not await self._supersede(key, doc, now):
+            return False
+        taken = await self.collection.update_one(
+            {"_id": key, "token": doc.get("token")},
+            {"$set": {"holder": self.holder, "until": until, "token": _token()}},
+        )
+        return str(holder) if taken.modified_count == 1 else False
+
+    async def _supersede(self, key: str, doc: dict[str, Any], now: datetime) -> bool:
+        """Claim the right to replace or delete the lease ``doc`` (as read): ``True``
+        for the one instance whose claim went in."""
+        token = doc.get("token") or f"{doc.get('holder')}@{doc['until'].isoformat()}"
+        try:
+            await self.claims.insert_one({"_id": f"{key}@{token}", "at": now})
+        except DuplicateKeyError:
+            return False
         return True
 
     async def release(self, key: str) -> None:
@@ -304,10 +348,11 @@ class Leases:
         stale = now - timedelta(seconds=self.ttl_s * 10)
         expired = now - timedelta(seconds=self.ttl_s)
         members = [d["_id"] for d in docs if d["_id"].startswith(MEMBER) and d["until"] < stale]
-        leases = [
-            d["_id"] for d in docs if not d["_id"].startswith(MEMBER) and d["until"] < expired
-        ]
+        leases = [d for d in docs if not d["_id"].startswith(MEMBER) and d["until"] < expired]
         if members:
             await self.collection.delete_many({"_id": {"$in": members}, "until": {"$lt": stale}})
-        if leases:
-            await self.collection.delete_many({"_id": {"$in": leases}, "until": {"$lt": expired}})
+        for lease in leases:  # a takeover of the same lease may be racing: claim it first
+            if await self._supersede(lease["_id"], lease, now):
+                await self.collection.delete_one({"_id": lease["_id"], "token": lease.get("token")})
+        if leases:  # claims are needed only while a read of their lease may be acted on
+            await self.claims.delete_many({"at": {"$lt": stale}})

@@ -19,7 +19,7 @@ __all__ = ["create_auth_app", "setup_auth"]
 
 async def setup_auth(ctx: ServiceContext, settings: AuthSettings) -> AuthContext:
     """Start-up: indexes, token verification, keys, admin, catch-up, background chores."""
-    security = await install_security(ctx)
+    security = await install_security(ctx, queue=settings.queue("security"))
     auth = AuthContext.build(ctx, settings, security)
     await auth.ensure_indexes()
     subscribers.subscribe(ctx, auth)

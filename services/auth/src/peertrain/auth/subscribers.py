@@ -25,7 +25,8 @@ __all__ = ["AUDITED", "AUDIT_QUEUE", "subscribe"]
 
 log = structlog.get_logger(__name__)
 
-AUDIT_QUEUE = "auth.audit"
+AUDIT_QUEUE = "audit"
+"""The purpose of auth's audit queue (``auth.audit`` with the default prefix)."""
 AUDITED = (
     USER_REGISTERED,
     USER_DISABLED,
@@ -52,4 +53,4 @@ def subscribe(ctx: ServiceContext, auth: AuthContext) -> None:
         elif isinstance(event.data, PeerRemoved):
             await peers.removed(auth, event.data, at=event.occurred_at)
 
-    ctx.subscriptions.add(AUDIT_QUEUE, AUDITED, on_audited)
+    ctx.subscriptions.add(auth.settings.queue(AUDIT_QUEUE), AUDITED, on_audited)

@@ -8,6 +8,7 @@ whole log at start-up (:func:`replay`), so replaying and consuming may overlap f
 
 from __future__ import annotations
 
+import copy
 import heapq
 from datetime import datetime
 
@@ -29,7 +30,7 @@ from peertrain.common.events.training import JOB_EVENT_TYPES, job_stream
 from .domain import Job
 from .usecases import OrchestratorContext
 
-__all__ = ["FACT_TYPES", "catch_up", "fold", "follow", "replay", "seen"]
+__all__ = ["FACT_TYPES", "catch_up", "fold", "follow", "read_on", "replay", "seen"]
 
 DATASET_TYPES = (DATASET_UPLOADED, DATASET_VALIDATED, DATASET_REJECTED, DATASET_DELETED)
 FACT_TYPES: tuple[str, ...] = (
@@ -111,16 +112,46 @@ async def catch_up(octx: OrchestratorContext, job_id: str) -> Job | None:
     if job is None:  # a first load folds every stream of the job, in log order
         job = (await octx.repository.load(stream)).state
         return job if job.created is not None else None
-    reads = [
-        await octx.log.read_stream(stream, after_seq=job.version),
-        await octx.log.read_stream(model_stream(job_id), after_seq=job.model_seq),
-    ]
-    if job.sharded is None and job.sharding_failed is None:
-        reads.append(await octx.log.read_stream(sharding_stream(job_id)))
+    reads = await _unfolded(octx, job)
     for event in heapq.merge(*reads, key=lambda e: e.position):
         job.apply(event)
     octx.repository.cache.put(stream, Cached(job, job.version))  # read on: not stale
     return None if job.created is None else job
+
+
+async def _unfolded(octx: OrchestratorContext, job: Job) -> list[list[RecordedEvent]]:
+    """What the job's streams hold past what ``job`` has folded, stream by stream."""
+    job_id = job.job_id
+    reads = [
+        await octx.log.read_stream(job_stream(job_id), after_seq=job.version),
+        await octx.log.read_stream(model_stream(job_id), after_seq=job.model_seq),
+    ]
+    if job.sharded is None and job.sharding_failed is None:
+        reads.append(await octx.log.read_stream(sharding_stream(job_id)))
+    return reads
+
+
+async def read_on(octx: OrchestratorContext, job: Job) -> Job:
+    """``job`` with all that its streams hold, for a reader, without the lock.
+
+    Reads never wait on :attr:`~.usecases.OrchestratorContext.lock`, which deciding,
+    deadlines and lease renewal need: a read held up by a slow store must not hold
+    them up. The log is read without it; what was read is folded in one synchronous
+    step, in log order, skipping what the job has folded meanwhile (every fold is
+    idempotent). Into the job itself when no decision is in flight (the lock is free:
+    nothing can be between its reads and its append), else into a copy, which the
+    reader gets: a decision never sees its job change under it.
+    """
+    reads = await _unfolded(octx, job)
+    if not any(reads):
+        return job
+    current = octx.jobs.get(job.job_id, job)
+    target = copy.deepcopy(current) if octx.lock.locked() else current
+    for event in heapq.merge(*reads, key=lambda e: e.position):
+        target.apply(event)
+    if target is current:
+        octx.repository.cache.put(job_stream(job.job_id), Cached(current, current.version))
+    return target
 
 
 def _measure(octx: OrchestratorContext, job: Job, accepted: UpdateAccepted, at: datetime) -> None:

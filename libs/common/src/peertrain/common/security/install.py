@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from peertrain.common.app.context import ServiceContext
-from peertrain.common.bus import declare_queue
+from peertrain.common.bus import declare_queue, retire_queues
 
 from .deps import SECURITY_EXTRA
 from .settings import SecuritySettings
@@ -11,9 +11,13 @@ from .state import SECURITY_EVENT_TYPES, Security
 
 __all__ = ["install_security", "security_queue"]
 
+DEFAULT_INSTANCE_EXPIRES_S = 300
+"""How long an instance's own security queue outlives its instance (when the service's
+settings do not say: ``feed_expires_s``)."""
+
 
 def security_queue(service_name: str) -> str:
-    """The queue on which a service hears of key sets and disabled users."""
+    """The queue on which a service hears of key sets, disabled users and removed peers."""
     return f"{service_name}.security"
 
 
@@ -26,25 +30,36 @@ async def install_security(
     """Give a service local token verification, kept current from the log and the bus.
 
     Call it from the service's ``setup`` hook (before consumers start). It subscribes
-    ``<service>.security`` to ``auth.keys_rotated`` and ``user.disabled``, declares
+    a queue to ``auth.keys_rotated``, ``user.disabled`` and ``peer.removed``, declares
     that queue *before* reading the log (so nothing appended in between is missed),
-    loads the current key set and disabled users, and starts the periodic re-read.
+    loads the current key set and revocations, and starts the periodic re-read.
     Routes then use ``CurrentUser``, ``CurrentPeer`` or ``require_role``.
 
     Notes
     -----
-    Several instances of one service share the queue, so each event reaches one of
-    them; the others catch up through the unknown-``kid`` re-read (keys) and the
-    periodic re-read (disabled users, within ``refresh_interval_s``).
+    A service that runs as several instances (its settings name the instance:
+    ``instance_name``, as the orchestrator's and the aggregator's do) gets one queue per
+    instance, ``<queue>.<instance>``, deleted by the broker once its instance has been
+    gone for ``feed_expires_s``: every instance hears every revocation at once (a
+    removed peer's token is refused by all of them, not by one and the others a
+    refresh later). The shared ``<queue>`` of earlier versions is retired. A
+    single-instance service keeps the durable ``<queue>``.
     """
     security = Security(ctx.log, settings)
     name = queue or security_queue(ctx.settings.service_name)
-    ctx.subscriptions.add(name, SECURITY_EVENT_TYPES, security.on_event)
+    instance = getattr(ctx.settings, "instance_name", None)
+    expires_s: int | None = None
+    if isinstance(instance, str) and instance:
+        shared, name = name, f"{name}.{instance}"
+        expires_s = int(getattr(ctx.settings, "feed_expires_s", DEFAULT_INSTANCE_EXPIRES_S))
+        await retire_queues(ctx.settings.amqp_url.get_secret_value(), [shared])
+    ctx.subscriptions.add(name, SECURITY_EVENT_TYPES, security.on_event, expires_s=expires_s)
     await declare_queue(
         ctx.broker,
         name,
         routing_keys=SECURITY_EVENT_TYPES,
         delivery_limit=ctx.subscriptions.delivery_limit,
+        expires_s=expires_s,
     )
     await security.refresh()
     security.start()

@@ -1,4 +1,10 @@
-"""Enrollment tokens (digests) and enrolled peers (secret digests)."""
+"""Enrollment tokens (digests) and enrolled peers (secret digests).
+
+An enrollment token is used once. FerretDB 1.x runs a conditional update as a query,
+then a write, so two redemptions could both find the token unused; the one that counts
+is the one that inserts its claim (``enrollment_claims``, ``_id`` the enrollment's):
+a unique insert, atomic on every store.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pymongo import ASCENDING, ReturnDocument
+from pymongo import ASCENDING
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
 
 __all__ = ["EnrollmentRecord", "PeerRecord", "PeerStore"]
 
@@ -64,10 +71,11 @@ class PeerRecord:
 
 
 class PeerStore:
-    """The ``enrollments`` and ``peers`` collections."""
+    """The ``enrollments``, ``enrollment_claims`` and ``peers`` collections."""
 
     def __init__(self, db: AsyncDatabase[Doc]) -> None:
         self.enrollments = db["enrollments"]
+        self.claims = db["enrollment_claims"]
         self.peers = db["peers"]
 
     async def ensure_indexes(self) -> None:
@@ -98,13 +106,20 @@ class PeerStore:
     async def claim_enrollment(
         self, token_hash: str, *, peer_id: str, now: datetime
     ) -> EnrollmentRecord | None:
-        """Use the token once: ``None`` if it is unknown, used or expired."""
-        doc = await self.enrollments.find_one_and_update(
-            {"token_hash": token_hash, "used_at": None, "expires_at": {"$gt": now}},
-            {"$set": {"used_at": now, "peer_id": peer_id}},
-            return_document=ReturnDocument.AFTER,
+        """Use the token once: ``None`` if it is unknown, used or expired, or another
+        redemption claimed it first."""
+        doc = await self.enrollments.find_one({"token_hash": token_hash})
+        if doc is None or doc.get("used_at") is not None or doc["expires_at"] <= now:
+            return None
+        claim = {"_id": doc["_id"], "peer_id": peer_id, "at": now, "expires_at": doc["expires_at"]}
+        try:
+            await self.claims.insert_one(claim)
+        except DuplicateKeyError:
+            return None
+        await self.enrollments.update_one(
+            {"_id": doc["_id"]}, {"$set": {"used_at": now, "peer_id": peer_id}}
         )
-        return EnrollmentRecord.from_doc(doc) if doc else None
+        return EnrollmentRecord.from_doc({**doc, "used_at": now, "peer_id": peer_id})
 
     async def get_enrollment(self, enrollment_id: str) -> EnrollmentRecord | None:
         """One enrollment by id."""
@@ -124,8 +139,9 @@ class PeerStore:
         return [EnrollmentRecord.from_doc(d) async for d in cursor]
 
     async def purge_enrollments(self, *, before: datetime) -> int:
-        """Delete enrollments that expired before ``before``."""
+        """Delete enrollments that expired before ``before`` (and their claims)."""
         result = await self.enrollments.delete_many({"expires_at": {"$lt": before}})
+        await self.claims.delete_many({"expires_at": {"$lt": before}})
         return result.deleted_count
 
     async def insert_peer(self, peer: PeerRecord, *, event_id: str) -> None:

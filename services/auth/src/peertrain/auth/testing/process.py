@@ -8,13 +8,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+import httpx
 from pymongo import MongoClient
 
 from peertrain.common.settings import ServiceSettings
 from peertrain.common.testing import (
     GATEWAY,
     PLATFORM_PORTS,
+    RABBIT_API,
     ServiceProcess,
     child_env,
     free_port,
@@ -27,6 +30,8 @@ __all__ = [
     "AuthUnderTest",
     "ServiceProcess",
     "auth_process",
+    "auth_queue_prefix",
+    "delete_auth_queues",
     "free_port",
     "port_in_use",
     "probe_process",
@@ -35,6 +40,28 @@ __all__ = [
 
 PROBE_PREFIX = "/probe"
 GATEWAY_URL = f"{GATEWAY}/api/auth"
+
+
+AUTH_PURPOSES = ("audit", "security")
+"""What auth's queues are for (``<prefix>.<purpose>``, each with its ``.dlq``)."""
+
+
+def auth_queue_prefix(mongo_db: str) -> str:
+    """The queue prefix of an auth service under test on ``mongo_db``: never the
+    platform's ``auth``, whose durable queues a later ``make up`` would consume from."""
+    return f"auth-{mongo_db}"
+
+
+def delete_auth_queues(queue_prefix: str) -> None:
+    """Delete the queues of an auth service under test (best effort: the broker may be
+    down after a fault test)."""
+    names = [f"{queue_prefix}.{p}" for p in AUTH_PURPOSES]
+    try:
+        with httpx.Client(base_url=RABBIT_API, auth=("admin", "admin"), timeout=10) as rabbit:
+            for name in names + [f"{n}.dlq" for n in names]:
+                rabbit.delete(f"/queues/%2F/{quote(name, safe='')}")
+    except httpx.HTTPError:
+        pass
 
 
 def auth_process(
@@ -47,13 +74,15 @@ def auth_process(
     environment: str = "test",
     extra_env: dict[str, str] | None = None,
 ) -> ServiceProcess:
-    """The auth service on ``port`` with its log and own data in ``mongo_db``."""
+    """The auth service on ``port`` with its log and own data in ``mongo_db``, and
+    queues of its own (:func:`auth_queue_prefix`; :func:`delete_auth_queues` after)."""
     env = child_env(
         "auth",
         {
             "PEERTRAIN_AUTH_PORT": str(port),
             "PEERTRAIN_AUTH_HOST": "127.0.0.1",
             "PEERTRAIN_AUTH_MONGO_DB": mongo_db,
+            "PEERTRAIN_AUTH_QUEUE_PREFIX": auth_queue_prefix(mongo_db),
             "PEERTRAIN_AUTH_ENVIRONMENT": environment,
             "PEERTRAIN_AUTH_SIGNING_KEY_DIR": str(key_dir),
             "PEERTRAIN_AUTH_ADMIN_PASSWORD": admin_password,
@@ -148,6 +177,7 @@ def shared_auth_service(*, run_id: str, base_dir: Path) -> Iterator[AuthUnderTes
             service: AuthUnderTest = _shared["service"]
             _shared["service"] = None
             service.process.stop()
+            delete_auth_queues(auth_queue_prefix(service.mongo_db))
             _drop_databases(service.mongo_db, service.own_db)
 
 

@@ -1,11 +1,13 @@
 """What every orchestrator use case works with: jobs in memory, the directory, one lock.
 
 State lives in memory and is rebuilt from the log at start-up; every change goes
-through an event appended to the job's stream. One lock serialises decisions, so
-handlers on different queues never race each other. Every instance folds every job;
-only the holder of a job's lease (:attr:`OrchestratorContext.leases`) decides on its
-own (deadlines, rounds), while any instance records what a user or peer asks of a
-job (the stream's expected version settles who appended first).
+through an event appended to the job's stream. One lock serialises decisions (and lease
+renewal, on the tick), so handlers on different queues never race each other. A user's
+read of a job never takes it (``projections.read_on``): a read slowed down by the store
+must not delay a renewal, or the job would move to another instance. Every instance
+folds every job; only the holder of a job's lease (:attr:`OrchestratorContext.leases`)
+decides on its own (deadlines, rounds), while any instance records what a user or peer
+asks of a job (the stream's expected version settles who appended first).
 
 The aggregate repository keeps its jobs in the orchestrator's own dict
 (:class:`JobsCache`), so an append, or a conflict's catch-up, changes the job the rest
@@ -95,7 +97,8 @@ class OrchestratorContext:
     """Peers and datasets, as folded from their events."""
     jobs: dict[str, Job] = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    """Serialises every decision (and every read of a job that leads to a send)."""
+    """Serialises every decision, lease renewal and read of a job that leads to a send;
+    never taken by a user's read (see ``projections.read_on``)."""
     ready: bool = False
     """The log was replayed (routes answer 503 before)."""
     dispatching: dict[str, asyncio.Task[bool]] = field(default_factory=dict)

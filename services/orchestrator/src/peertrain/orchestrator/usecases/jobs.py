@@ -11,6 +11,7 @@ from peertrain.common.events.training import JobCreated, job_stream
 from peertrain.common.ids import new_id
 from peertrain.common.security import Principal
 
+from .. import projections
 from ..domain import Job
 from ..domain.errors import JobNotFound
 from ..domain.job import decide_cancel
@@ -19,7 +20,15 @@ from ..models import JobRequest
 from .advance import execute, gauge
 from .context import OrchestratorContext
 
-__all__ = ["cancel_job", "check_job", "create_job", "get_job", "job_events", "visible_jobs"]
+__all__ = [
+    "cancel_job",
+    "check_job",
+    "create_job",
+    "get_job",
+    "job_events",
+    "read_job",
+    "visible_jobs",
+]
 
 DRY_RUN_ID = "dry-run"
 
@@ -30,6 +39,18 @@ def get_job(octx: OrchestratorContext, job_id: str, who: Principal) -> Job:
     if job is None or not job.visible_to(who):
         raise JobNotFound(f"no job {job_id!r}")
     return job
+
+
+async def read_job(octx: OrchestratorContext, job_id: str, who: Principal) -> Job:
+    """A job the caller may see, as its streams hold it now (never waiting on the lock
+    that decisions and lease renewal take: see :func:`~..projections.read_on`).
+
+    Every instance answers reads and folds every job from its own feed, which can lag
+    behind the one that answered the caller's last read: reading on from the log first
+    (two indexed reads) means a job seen completed never shows a round it has not
+    folded yet.
+    """
+    return await projections.read_on(octx, get_job(octx, job_id, who))
 
 
 def visible_jobs(octx: OrchestratorContext, who: Principal) -> list[Job]:

@@ -13,7 +13,6 @@ from peertrain.common.app.responses import errors
 from peertrain.common.blobs import BlobNotFound
 from peertrain.common.security import CurrentUser
 
-from ... import projections
 from ...domain import Job
 from ...domain.errors import JobNotFound
 from ...models import (
@@ -188,11 +187,6 @@ async def cancel_job(job_id: str, user: CurrentUser, orch: OrchestratorDep) -> J
 
 
 async def _current(orch: OrchestratorDep, job_id: str, user: CurrentUser) -> Job:
-    """The job as its streams hold it now, for a caller who may see it. Every instance
-    answers reads and folds every job from its own feed, which can lag behind the one
-    that answered the caller's last read: reading on from the log first (two indexed
-    reads) means a job seen completed never shows a round it has not folded yet. Under
-    the lock, as the bus folds, so that the two never interleave out of log order."""
-    job = jobs.get_job(orch, job_id, user)
-    async with orch.lock:
-        return await projections.catch_up(orch, job_id) or job
+    """The job as its streams hold it now, for a caller who may see it (without the
+    service's lock: :func:`~..usecases.jobs.read_job`)."""
+    return await jobs.read_job(orch, job_id, user)
