@@ -111,9 +111,22 @@ def test_auth_believes_forwarded_addresses_from_the_proxies_in_front_of_it(
     narrowed = render(go_tools, "--set", "services.auth.trustedProxies={10.244.0.0/16}")
     auth = env_of(find(narrowed, "Deployment", "peertrain-auth"))
     assert auth["PEERTRAIN_AUTH_TRUSTED_PROXIES"] == "10.244.0.0/16"
-    # the gateway, which auth hears from, passes its caller on
-    gateway = find(narrowed, "ConfigMap", "peertrain-gateway")["data"]["default.conf"]
-    assert "proxy_set_header X-Forwarded-For   $proxy_add_x_forwarded_for;" in gateway
+    # the gateway, which auth hears from, takes the client's address from the ingress
+    # controller (realip) and hands it on in X-Real-IP
+    conf = find(narrowed, "ConfigMap", "peertrain-gateway")["data"]
+    assert "proxy_set_header X-Real-IP         $remote_addr;" in conf["default.conf"]
+    realip = [ln for ln in conf["realip.conf"].splitlines() if not ln.startswith("#")]
+    assert realip == [
+        "set_real_ip_from 10.0.0.0/8;",
+        "set_real_ip_from 172.16.0.0/12;",
+        "set_real_ip_from 192.168.0.0/16;",
+        "set_real_ip_from fd00::/8;",
+        "real_ip_header X-Forwarded-For;",
+        "real_ip_recursive on;",
+    ]
+    ingress = render(go_tools, "--set", "gateway.trustedProxies={10.244.0.0/16}")
+    realip = find(ingress, "ConfigMap", "peertrain-gateway")["data"]["realip.conf"]
+    assert "set_real_ip_from 10.244.0.0/16;" in realip and "192.168" not in realip
 
 
 def test_the_gateway_runs_nginx_unprivileged(go_tools: GoTools) -> None:
@@ -220,6 +233,7 @@ def test_k8s_check_names_each_broken_promise(go_tools: GoTools) -> None:
         ("existingSecret=", "existingSecret"),
         ("ingress.host=", "ingress.host"),
         ("services.auth.trustedProxies=null", "services.auth.trustedProxies"),
+        ("gateway.trustedProxies=null", "gateway.trustedProxies"),
     ],
 )
 def test_the_chart_refuses_to_render_without_what_it_cannot_default(

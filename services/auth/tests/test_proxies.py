@@ -20,8 +20,16 @@ def test_behind_the_gateway_each_client_has_its_own_address() -> None:
 
 
 def test_a_client_cannot_choose_its_address_through_the_gateway() -> None:
-    """What the client wrote is left of what the gateway appended: never believed."""
-    assert COMPOSE.client(GATEWAY, forwarded_for="10.9.9.9, 203.0.113.7") == "203.0.113.7"
+    """The gateway replaces X-Real-IP and appends to what the client wrote in XFF."""
+    got = COMPOSE.client(GATEWAY, forwarded_for="10.9.9.9, 203.0.113.7", real_ip="203.0.113.7")
+    assert got == "203.0.113.7"
+
+
+def test_a_client_on_the_gateways_own_address_cannot_choose_one_either() -> None:
+    """The local stack: client and gateway both on 127.0.0.1, a trusted address."""
+    local = TrustedProxies.of(["127.0.0.1"])
+    got = local.client("127.0.0.1", forwarded_for="203.0.113.9, 127.0.0.1", real_ip="127.0.0.1")
+    assert got == "127.0.0.1"
 
 
 def test_an_untrusted_hop_cannot_spoof_forwarding_headers() -> None:
@@ -30,8 +38,8 @@ def test_an_untrusted_hop_cannot_spoof_forwarding_headers() -> None:
         assert COMPOSE.client(peer, forwarded_for="198.51.100.2", real_ip="198.51.100.2") == peer
 
 
-def test_a_chain_of_trusted_proxies_is_walked_to_the_first_other_hop() -> None:
-    """Ingress, then gateway (both in the pod network): the client is left of both."""
+def test_without_x_real_ip_a_chain_of_trusted_proxies_is_walked_to_the_first_other_hop() -> None:
+    """Proxies that only append to XFF (both in the pod network): the client is left."""
     got = CLUSTER.client("10.1.0.5", forwarded_for="192.0.2.1, 203.0.113.7, 10.2.0.9")
     assert got == "203.0.113.7"
     assert CLUSTER.client("fd00::5", forwarded_for="2001:db8::1") == "2001:db8::1"
@@ -41,12 +49,10 @@ def test_when_every_hop_is_trusted_the_left_most_is_the_client() -> None:
     assert CLUSTER.client("10.1.0.5", forwarded_for="10.3.0.1, 10.2.0.9") == "10.3.0.1"
 
 
-def test_x_real_ip_counts_only_without_a_forwarded_chain() -> None:
+def test_x_real_ip_from_the_gateway_comes_first() -> None:
     assert COMPOSE.client(GATEWAY, real_ip="203.0.113.7") == "203.0.113.7"
     assert COMPOSE.client(GATEWAY, real_ip="not an address") == GATEWAY
-    assert COMPOSE.client(GATEWAY, forwarded_for="198.51.100.2", real_ip="10.0.0.1") == (
-        "198.51.100.2"
-    )
+    assert COMPOSE.client(GATEWAY, forwarded_for="198.51.100.2", real_ip="10.0.0.1") == ("10.0.0.1")
 
 
 def test_a_hop_that_is_not_an_address_stops_at_the_trusted_proxy_right_of_it() -> None:

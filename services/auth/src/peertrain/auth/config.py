@@ -52,11 +52,10 @@ class AuthSettings(ServiceSettings):
     """Registrations (each costs an Argon2 hash) per client address in one window."""
     register_window_s: int = Field(default=3600, ge=1)
     trusted_proxies: Annotated[list[str], NoDecode] = ["127.0.0.1"]
-    """Addresses and CIDR blocks of the proxies in front of auth (the gateway, an ingress)
-    whose ``X-Forwarded-For`` / ``X-Real-IP`` are believed; comma separated or a JSON
-    list (``PEERTRAIN_AUTH_TRUSTED_PROXIES=172.30.80.10,10.0.0.0/8``). Throttling keys on
-    the address left of the last of them (:class:`~.domain.proxies.TrustedProxies`); name
-    only addresses the callers cannot connect from themselves."""
+    """Addresses and CIDR blocks of the proxies in front of auth (the gateway) whose
+    ``X-Real-IP`` (or, without it, ``X-Forwarded-For``) is believed; comma separated or a
+    JSON list (``PEERTRAIN_AUTH_TRUSTED_PROXIES=172.30.80.10,10.0.0.0/8``). Throttling
+    keys on the client address they name (:class:`~.domain.proxies.TrustedProxies`)."""
 
     argon2_time_cost: int = Field(default=2, ge=1)
     argon2_memory_kib: int = Field(default=32768, ge=8192)

@@ -1,10 +1,11 @@
 """Who the caller is behind the gateway: the client address that throttling keys on.
 
-A request reaches auth through proxies (an ingress or a load balancer, then the
-gateway), each appending the address it was called from to ``X-Forwarded-For``; the
-gateway also sets ``X-Real-IP`` to its own caller. Only proxies the operator names are
-believed (addresses or CIDR blocks): the client is the right-most hop of the chain that
-is not one of them. Anything left of it was written by the client and may be forged.
+A request reaches auth through the gateway, which sets ``X-Real-IP`` to the address it
+was called from (replacing whatever the client sent) and appends that address to
+``X-Forwarded-For``. Proxies in front of the gateway (an ingress controller) are the
+gateway's own business: it takes the client's address from them (nginx's realip, as the
+Helm chart configures it). Only proxies the operator names are believed (addresses or
+CIDR blocks); from anyone else the headers count for nothing.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ class TrustedProxies:
     Examples
     --------
     >>> proxies = TrustedProxies.of(["10.0.0.0/8"])
+    >>> proxies.client("10.1.2.3", forwarded_for="198.51.100.9, 203.0.113.7", real_ip="203.0.113.7")
+    '203.0.113.7'
     >>> proxies.client("10.1.2.3", forwarded_for="198.51.100.9, 203.0.113.7, 10.4.5.6")
     '203.0.113.7'
     >>> proxies.client("203.0.113.7", forwarded_for="198.51.100.9")
@@ -66,20 +69,23 @@ class TrustedProxies:
     ) -> str:
         """The client's address, for a connection from ``peer`` with these headers.
 
-        The headers count only when ``peer`` is a trusted proxy. Then the chain
-        ``X-Forwarded-For`` + ``peer`` is walked from the right past trusted proxies;
-        the first other hop is the client. When every hop is trusted, the left-most is;
-        without ``X-Forwarded-For``, ``X-Real-IP``. A hop that is not an address ends the
-        walk at the trusted proxy right of it (whoever wrote it is not believed).
+        The headers count only when ``peer`` is a trusted proxy. Then ``X-Real-IP``, the
+        address the gateway itself was called from, is the client: a client may write
+        anything into ``X-Forwarded-For``, and one on the gateway's own address (the
+        local stack's 127.0.0.1) would pass for a proxy in it. Without ``X-Real-IP``
+        (another proxy), the chain ``X-Forwarded-For`` + ``peer`` is walked from the
+        right past trusted proxies; the first other hop is the client, the left-most
+        when every hop is trusted, and a hop that is not an address ends the walk at
+        the trusted proxy right of it (whoever wrote it is not believed).
         """
         address = parse_address(peer)
         if address is None:
             return peer or "unknown"
         if address not in self:
             return address
+        if real := parse_address(real_ip):
+            return real
         hops = [h for h in forwarded_for.split(",") if h.strip()] if forwarded_for else []
-        if not hops:
-            return parse_address(real_ip) or address
         client = address
         for hop in reversed(hops):
             parsed = parse_address(hop)
