@@ -43,14 +43,18 @@ minio_takes_default_keys() {
 }
 
 # Create the bucket; 409 (BucketAlreadyOwnedByYou) means it is already there. 403: the
-# running MinIO has other keys than the stack's, e.g. minioadmin when it was started by
-# an older stack.sh, which had no keys of its own: it must be restarted with them.
+# running MinIO has other root keys than the stack's, minioadmin when an older stack.sh
+# (which had no keys of its own) started it: it is restarted once with the stack's keys
+# (its data stays as it is; MinIO keeps nothing encrypted with its root keys).
 minio_configure() {
-  local code
+  local code pid
   code=$(minio_signed "$MINIO_ACCESS_KEY:$MINIO_SECRET_KEY" -X PUT "http://127.0.0.1:$MINIO_PORT/$MINIO_BUCKET")
-  if [[ $code == 403 ]]; then
-    log "minio: refuses the stack's keys ($MINIO_KEYS_FILE); it was started with others: bash deploy/local/stack.sh stop minio; bash deploy/local/stack.sh start minio"
-    return 1
+  if [[ $code == 403 ]] && pid=$(component_pid minio); then
+    log "minio: pid $pid refuses the stack's keys ($MINIO_KEYS_FILE); restarting it with them"
+    stop_pid "$pid" 20
+    minio_launch >/dev/null
+    wait_for minio "$MINIO_TIMEOUT" minio_ready || return 1
+    code=$(minio_signed "$MINIO_ACCESS_KEY:$MINIO_SECRET_KEY" -X PUT "http://127.0.0.1:$MINIO_PORT/$MINIO_BUCKET")
   fi
   [[ $code == 200 || $code == 409 ]] || { log "minio: creating bucket $MINIO_BUCKET answered $code"; return 1; }
 }
