@@ -103,7 +103,7 @@ s3_door_keys_safe() {
   [[ -z $PEERTRAIN_PUBLIC_ADDRESS ]] && return 0
   if [[ $MINIO_ACCESS_KEY == minioadmin || $MINIO_SECRET_KEY == minioadmin ]] ||
     minio_takes_default_keys; then
-    log "gateway: MinIO takes its default keys (minioadmin): the S3 door of PEERTRAIN_PUBLIC_ADDRESS stays shut; restart MinIO with the stack's keys ($MINIO_KEYS_FILE): bash deploy/local/stack.sh stop minio; bash deploy/local/stack.sh start minio"
+    log "gateway: MinIO takes its default keys (minioadmin): the S3 door of PEERTRAIN_PUBLIC_ADDRESS stays shut; restart MinIO with the stack's keys ($MINIO_KEYS_FILE): bash deploy/local/stack.sh up"
     return 1
   fi
 }
