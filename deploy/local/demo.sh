@@ -160,7 +160,7 @@ main() {
 PeerTrain is running ($(pt whoami --json | json_get username) logged in; CLI: PEERTRAIN_CONFIG_DIR=$DEMO/cli):
   gateway     $API/api/{auth,registry,datasets,jobs,models}/
   RabbitMQ    http://127.0.0.1:15672/  (admin / admin)
-  MinIO       http://127.0.0.1:9001/   (minioadmin / minioadmin)
+  MinIO       http://127.0.0.1:$(port 9001)/   (the stack's own keys: $MINIO_KEYS_FILE)
   Prometheus  http://127.0.0.1:9090/
 EOF
   if http_ok http://127.0.0.1:3000/api/health 2>/dev/null; then

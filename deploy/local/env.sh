@@ -44,6 +44,34 @@ if ((PEERTRAIN_PORT_OFFSET)); then
 fi
 unset _prefix _moved
 
+# MinIO's root keys: this stack's own, never MinIO's well-known minioadmin (anyone could
+# sign requests with those, and the S3 door for peers on other machines would hand them
+# every object). Made on first use, kept in $VAR_DIR/secrets/minio (mode 0600) and
+# handed to MinIO (minio.sh) and to every process started from a shell that sourced this
+# file: the services' settings (PEERTRAIN_<NAME>_S3_*), the tests, the demo, the benchmarks.
+# Written beside and linked into place, so two first users agree on one pair.
+MINIO_KEYS_FILE="$VAR_DIR/secrets/minio"
+if [[ ! -s $MINIO_KEYS_FILE ]]; then
+  (
+    mkdir -p "$VAR_DIR" # as any other folder of the stack: its servers run as other users
+    umask 077
+    mkdir -p "$VAR_DIR/secrets"
+    _new="$MINIO_KEYS_FILE.$$"
+    printf 'access_key=peertrain-%s\nsecret_key=%s\n' \
+      "$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')" \
+      "$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')" >"$_new"
+    ln "$_new" "$MINIO_KEYS_FILE" 2>/dev/null || true
+    rm -f "$_new"
+  )
+fi
+MINIO_ACCESS_KEY=$(sed -n 's/^access_key=//p' "$MINIO_KEYS_FILE")
+MINIO_SECRET_KEY=$(sed -n 's/^secret_key=//p' "$MINIO_KEYS_FILE")
+for _prefix in PEERTRAIN PEERTRAIN_AUTH PEERTRAIN_REGISTRY PEERTRAIN_DATASET \
+  PEERTRAIN_ORCHESTRATOR PEERTRAIN_AGGREGATOR; do
+  export "${_prefix}_S3_ACCESS_KEY=$MINIO_ACCESS_KEY" "${_prefix}_S3_SECRET_KEY=$MINIO_SECRET_KEY"
+done
+unset _prefix
+
 # Peers on other machines (README "Peers on other machines"): unset, every server
 # listens on loopback only. Set to an address of this machine, the gateway also serves
 # the API over HTTPS (PUBLIC_HTTPS_PORT) and presigned S3 requests over HTTPS

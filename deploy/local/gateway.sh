@@ -39,8 +39,9 @@ render_gateway_conf() {
 }
 
 # public.conf: for peers on other machines (PEERTRAIN_PUBLIC_ADDRESS), the certificate of
-# the gateway's HTTPS listener and a second server that passes presigned S3 requests to
-# MinIO over HTTPS; nothing (a comment) when the public listeners are off.
+# the gateway's HTTPS listener and a second server, the S3 door, that passes presigned S3
+# requests of peers to MinIO over HTTPS; nothing (a comment) when the public listeners
+# are off. The door's rules are those of deploy/gateway/s3-door.conf (compose's door).
 render_public_conf() {
   if [[ -z $PEERTRAIN_PUBLIC_ADDRESS ]]; then
     echo "# PEERTRAIN_PUBLIC_ADDRESS is unset: loopback only"
@@ -51,9 +52,16 @@ ssl_certificate     $PEERTRAIN_TLS_CERT;
 ssl_certificate_key $PEERTRAIN_TLS_KEY;
 ssl_protocols       TLSv1.2 TLSv1.3;
 
-# Presigned S3 requests of peers (GET a model or shard, POST an update form), passed to
-# MinIO with the Host header they were signed for. No Authorization header and no other
-# method: requests signed with an account's own keys are not for this door.
+# Presigned S3 requests of peers, passed to MinIO with the Host header they were signed
+# for, and nothing else: a GET (HEAD) of an object with its signature in the query (a
+# model, a shard), a multipart POST form to the bucket (an update). No Authorization
+# header (requests signed with an account's own keys are not for this door), no listing,
+# no other method, nothing of MinIO's own (/minio/: metrics, health, admin).
+map \$args \$s3_door_presigned {
+    "~(^|&)X-Amz-Signature=[0-9a-fA-F]{64}(&|\$)" 1;
+    default 0;
+}
+
 server {
     listen $PEERTRAIN_PUBLIC_ADDRESS:$PUBLIC_S3_PORT ssl;
     server_name _;
@@ -66,12 +74,38 @@ server {
     proxy_set_header Connection "";
     proxy_set_header Host \$http_host;
     if (\$http_authorization) { return 403; }
-    location / {
-        limit_except GET POST { deny all; }
+    # MinIO's own (metrics, health, admin; no bucket has that name): never.
+    location ^~ /minio/ { return 403; }
+    location = /minio { return 403; }
+    # An object of a bucket (S3_BUCKET, or a test's own): GET (HEAD) presigned only.
+    location ~ "^/[a-z0-9][a-z0-9.-]{2,62}/." {
+        limit_except GET { deny all; }
+        if (\$s3_door_presigned = 0) { return 403; }
         proxy_pass http://127.0.0.1:$MINIO_PORT;
     }
+    # A bucket itself: the POST form of an update, nothing else (no listing).
+    location ~ "^/[a-z0-9][a-z0-9.-]{2,62}/?\$" {
+        limit_except POST { deny all; }
+        if (\$args) { return 403; }
+        if (\$content_type !~ "^multipart/form-data;") { return 403; }
+        proxy_pass http://127.0.0.1:$MINIO_PORT;
+    }
+    location / { return 403; }
 }
 EOF
+}
+
+# s3_door_keys_safe: true unless the S3 door would front a MinIO that takes its
+# well-known default keys (anyone could then sign requests for every object): refused
+# when this stack's keys are those, or when the MinIO running on MINIO_PORT accepts
+# them (one started by an older stack.sh, before the stack had keys of its own).
+s3_door_keys_safe() {
+  [[ -z $PEERTRAIN_PUBLIC_ADDRESS ]] && return 0
+  if [[ $MINIO_ACCESS_KEY == minioadmin || $MINIO_SECRET_KEY == minioadmin ]] ||
+    minio_takes_default_keys; then
+    log "gateway: MinIO takes its default keys (minioadmin): the S3 door of PEERTRAIN_PUBLIC_ADDRESS stays shut; restart MinIO with the stack's keys ($MINIO_KEYS_FILE): bash deploy/local/stack.sh up"
+    return 1
+  fi
 }
 
 # The web console's built files (CONSOLE_DIST, `make console`) into the prefix: nginx's
@@ -94,6 +128,7 @@ gateway_copy_console() {
 gateway_write_config() {
   local new="$GW_DIR/conf/.new"
   public_tls || return 2
+  s3_door_keys_safe || return 2
   mkdir -p "$GW_DIR/conf" "$GW_DIR/logs" "$GW_DIR/tmp" "$new"
   gateway_copy_console
   cp "$ROOT/deploy/gateway/nginx.local.conf" "$new/nginx.conf"

@@ -8,7 +8,7 @@
 # by and run as the `postgres` user that Debian's package creates; as anyone else, as
 # that user. Access is local only: the server listens on 127.0.0.1 and a socket in
 # its own directory, with trust authentication for loopback (the same trust the other
-# development components give: RabbitMQ admin/admin, MinIO minioadmin).
+# development components give: RabbitMQ admin/admin on loopback only).
 
 POSTGRES_PORT=$(port 54320)
 # A start after a kill replays the WAL written since the last checkpoint first; on a

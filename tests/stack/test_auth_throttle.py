@@ -4,12 +4,15 @@ Concurrent guesses go through the gateway to the shared auth service; the number
 password checks is read from the service's own ``/metrics``, never inferred from
 timings. Per-address limits are tested with the service restarted on tight limits,
 called directly with ``X-Real-IP`` (believed from 127.0.0.1, the trusted gateway's
-address), so each test has addresses of its own.
+address), so each test has addresses of its own. The trusted proxy is then given as
+compose and Helm give theirs, a CIDR block; through the real gateway, clients connect
+from loopback addresses of their own (127.x.y.z), as clients from other machines would.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 import uuid
 from collections import Counter
@@ -47,6 +50,8 @@ def tight(auth: AuthUnderTest) -> Iterator[AuthUnderTest]:
         {
             "PEERTRAIN_AUTH_LOGIN_MAX_FAILURES_PER_ADDRESS": str(ADDRESS_LIMIT),
             "PEERTRAIN_AUTH_REGISTER_MAX_PER_ADDRESS": str(REGISTER_LIMIT),
+            # the gateway, as a block (compose's and Helm's gateways are not 127.0.0.1)
+            "PEERTRAIN_AUTH_TRUSTED_PROXIES": "127.0.0.1/32",
         }
     )
     auth.process.restart()
@@ -74,6 +79,17 @@ def new_password() -> str:
 
 def from_address(address: str) -> dict[str, str]:
     return {"X-Real-IP": address}
+
+
+def loopback() -> str:
+    """A loopback address of a client of its own (not 127.0.0.1, the gateway's)."""
+    return f"127.{random.randint(1, 254)}.{random.randint(0, 255)}.{random.randint(1, 254)}"
+
+
+def client_from(address: str, base_url: str) -> httpx.AsyncClient:
+    """A client whose connections come from ``address``."""
+    transport = httpx.AsyncHTTPTransport(local_address=address)
+    return httpx.AsyncClient(base_url=base_url, transport=transport, timeout=60)
 
 
 def metric(auth: AuthUnderTest, name: str, **labels: str) -> float:
@@ -202,3 +218,50 @@ async def test_registrations_are_limited_per_address(
     assert metric(tight, THROTTLED, limit="register") == 12 - hashed
     # another address may still register
     await register(direct, headers=from_address("198.51.100.21"))
+
+
+async def test_behind_the_gateway_each_client_is_throttled_on_its_own_address(
+    tight: AuthUnderTest,
+) -> None:
+    """Through the gateway (a trusted proxy): one client spraying guesses, forging
+    forwarding headers that name another client, locks out its own address only."""
+    sprayer, neighbour = loopback(), loopback()
+    forged = {"X-Forwarded-For": neighbour, "X-Real-IP": neighbour}
+    async with (
+        client_from(sprayer, tight.gateway_url) as spray,
+        client_from(neighbour, tight.gateway_url) as other,
+    ):
+        name, password = await register(other)
+        for _ in range(ADDRESS_LIMIT):
+            guess = {"username": new_name(), "password": "Winter2026!spray"}
+            r = await spray.post("/token", data=guess, headers=forged)
+            assert r.status_code == 401, r.text
+        form = {"username": name, "password": password}
+        assert_throttled(await spray.post("/token", data=form, headers=forged), WINDOW_S)
+        assert_throttled(await spray.post("/token", data=form), WINDOW_S)
+        # the neighbour (and the gateway's other clients) are not touched
+        r = await other.post("/token", data=form)
+        assert r.status_code == 200, r.text
+        async with client_from(loopback(), tight.gateway_url) as third:
+            r = await third.post("/token", data=form)
+            assert r.status_code == 200, r.text
+
+
+async def test_an_untrusted_hop_cannot_choose_its_address_with_forwarding_headers(
+    tight: AuthUnderTest,
+) -> None:
+    """Straight to auth from an address that is no trusted proxy: its headers count for
+    nothing, so its guesses use up its own allowance, not the address it names."""
+    intruder, victim = loopback(), loopback()
+    forged = {"X-Forwarded-For": victim, "X-Real-IP": victim}
+    base = tight.process.base_url + "/api/auth"
+    async with client_from(intruder, base) as direct, client_from(victim, base) as own:
+        name, password = await register(own)
+        for _ in range(ADDRESS_LIMIT):
+            guess = {"username": new_name(), "password": "Winter2026!spray"}
+            r = await direct.post("/token", data=guess, headers=forged)
+            assert r.status_code == 401, r.text
+        form = {"username": name, "password": password}
+        assert_throttled(await direct.post("/token", data=form, headers=forged), WINDOW_S)
+        r = await own.post("/token", data=form)
+        assert r.status_code == 200, r.text

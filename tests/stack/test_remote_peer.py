@@ -65,8 +65,12 @@ print(json.dumps(out))
 """
 
 # Run inside the namespace: what the public doors say to what is not a peer's business.
+# Presigned with MinIO's well-known default keys, a GET and an update's POST form pass
+# the door as a peer's would, and MinIO refuses them: the stack runs with keys of its own.
 REFUSALS = """
 import asyncio, json, ssl, sys, aio_pika, httpx
+from botocore.config import Config
+from botocore.session import get_session
 address, amqps, s3 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 async def admin():
     try:
@@ -75,9 +79,29 @@ async def admin():
     except Exception as exc:
         return type(exc).__name__
 out = {"amqps admin": asyncio.run(admin())}
+default_keys = get_session().create_client(
+    "s3", endpoint_url=f"https://{address}:{s3}", region_name="us-east-1",
+    aws_access_key_id="minioadmin", aws_secret_access_key="minioadmin",
+    config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
+)
+get_url = default_keys.generate_presigned_url(
+    "get_object", Params={"Bucket": "peertrain", "Key": "datasets/x/raw/data.csv"}, ExpiresIn=300
+)
+form = default_keys.generate_presigned_post(
+    "peertrain", "jobs/x/rounds/1/updates/evil.safetensors", ExpiresIn=300
+)
 with httpx.Client(base_url=f"https://{address}:{s3}", timeout=10) as http:
     signed = {"Authorization": "AWS4-HMAC-SHA256 Credential=minioadmin/x"}
     out["s3 signed header"] = http.get("/peertrain/x", headers=signed).status_code
+    out["s3 presigned get, default keys"] = http.get(get_url).status_code
+    out["s3 presigned post, default keys"] = http.post(
+        form["url"], data=form["fields"], files={"file": ("u", b"x")}
+    ).status_code
+    out["s3 unsigned get"] = http.get("/peertrain/x").status_code
+    out["s3 listing"] = http.get("/peertrain/", params={"list-type": "2"}).status_code
+    out["s3 buckets"] = http.get("/").status_code
+    out["minio metrics"] = http.get("/minio/v2/metrics/cluster").status_code
+    out["minio health"] = http.get("/minio/health/live").status_code
     out["s3 delete"] = http.delete("/peertrain/x").status_code
     out["s3 put"] = http.put("/peertrain/x", content=b"x").status_code
 print(json.dumps(out))
@@ -192,11 +216,19 @@ async def test_a_peer_in_its_own_network_namespace_trains_through_the_public_add
         f"{h}:{p}": "open" for h, p in public
     }, seen
     assert {seen[f"{h}:{p}"] for h, p in loopback + on_host} == {"ConnectionRefusedError"}, seen
-    # Through them: no broker admin (loopback only), no S3 but what presigned URLs do.
+    # Through them: no broker admin (loopback only), no S3 but what presigned URLs do,
+    # and none signed with MinIO's default keys (the peers' own traffic: the job below).
     refused = _inside(ns, REFUSALS, address, str(AMQPS), str(S3), env=trust)
     assert refused == {
         "amqps admin": "ProbableAuthenticationError",
         "s3 signed header": 403,
+        "s3 presigned get, default keys": 403,
+        "s3 presigned post, default keys": 403,
+        "s3 unsigned get": 403,
+        "s3 listing": 403,
+        "s3 buckets": 403,
+        "minio metrics": 403,
+        "minio health": 403,
         "s3 delete": 403,
         "s3 put": 403,
     }, refused

@@ -10,6 +10,7 @@ provisioning without building or starting anything.
 from __future__ import annotations
 
 import datetime
+import ipaddress
 import json
 import re
 import shutil
@@ -131,12 +132,43 @@ def test_original_ports(services: dict[str, dict[str, Any]]) -> None:
     assert {(9000, 9000), (9001, 9001)} <= published(services["minio"])
 
 
+def test_development_ports_are_bound_to_loopback(services: dict[str, dict[str, Any]]) -> None:
+    """The development file keeps the engines' default passwords: never on the network."""
+    for name, svc in services.items():
+        for port in svc.get("ports") or []:
+            host_ip = port.get("host_ip") if isinstance(port, dict) else str(port).split(":")[0]
+            assert host_ip == "127.0.0.1", f"{name} publishes {port} beyond this machine"
+
+
+def test_auth_believes_forwarded_addresses_from_the_gateway_alone(
+    compose: dict[str, Any], services: dict[str, dict[str, Any]]
+) -> None:
+    """Login throttling keys on each client's address, not on the gateway's."""
+    address = services["gateway"]["networks"]["default"]["ipv4_address"]
+    trusted = environment(services["auth"])["PEERTRAIN_AUTH_TRUSTED_PROXIES"]
+    assert development(trusted) == development(address) == "172.30.80.10"
+    same = DEFAULT.fullmatch(trusted), DEFAULT.fullmatch(address)  # one variable moves both
+    assert all(same) and {m.group(1) for m in same if m} == {"PEERTRAIN_GATEWAY_ADDRESS"}
+    [subnet] = compose["networks"]["default"]["ipam"]["config"]
+    assert ipaddress.ip_address("172.30.80.10") in ipaddress.ip_network(
+        development(subnet["subnet"])
+    )
+    for name, svc in services.items():  # no one else may sit on the gateway's address
+        if name != "gateway":
+            assert "networks" not in svc, name
+    # the gateway hands on its caller's address (it replaces X-Real-IP, appends to XFF)
+    template = (ROOT / "deploy" / "gateway" / "gateway.conf.template").read_text()
+    assert re.search(r"proxy_set_header X-Real-IP\s+\$remote_addr;", template)
+    assert re.search(r"proxy_set_header X-Forwarded-For\s+\$proxy_add_x_forwarded_for;", template)
+
+
 def development(value: str) -> str:
     """A compose value as it is with nothing set in the environment."""
     return DEFAULT.sub(lambda m: m.group(3), value)
 
 
 def test_original_credentials(services: dict[str, dict[str, Any]]) -> None:
+    """Development defaults, documented, on loopback only (see the test above)."""
     rabbit = environment(services["rabbitmq"])
     assert development(rabbit["RABBITMQ_DEFAULT_USER"]) == "admin"
     assert development(rabbit["RABBITMQ_DEFAULT_PASS"]) == "admin"
@@ -211,6 +243,28 @@ def test_dockerfile_is_multi_stage_non_root_and_checked(name: str) -> None:
         f"{name}.Dockerfile has no HEALTHCHECK"
     )
     assert "uv.lock" in text and "--frozen" in text, f"{name}.Dockerfile ignores the lock"
+
+
+def test_gateway_image_runs_nginx_unprivileged(services: dict[str, dict[str, Any]]) -> None:
+    """Not root: nginx's unprivileged build, on ports above 1024 only."""
+    text = dockerfile("gateway")
+    assert len(re.findall(r"^FROM\s", text, flags=re.MULTILINE)) >= 2
+    last = final_stage(text)
+    assert re.match(r"FROM nginxinc/nginx-unprivileged:\d+\.\d+\.\d+-alpine\b", last), last
+    users = re.findall(r"^USER\s+(\S+)", last, flags=re.MULTILINE)
+    assert users and users[-1] not in {"root", "0", "0:0"}, users
+    assert re.search(r"^HEALTHCHECK\s+(?!NONE)", last, flags=re.MULTILINE)
+    gateway = services["gateway"]
+    assert gateway["build"]["dockerfile"] == "deploy/docker/gateway.Dockerfile"
+    assert {container for _, container in published(gateway)} == {8080}
+    prod = yaml.load(PROD.read_text(), Loader=ComposeLoader)["services"]["gateway"]
+    remote = yaml.load(REMOTE.read_text(), Loader=ComposeLoader)["services"]["gateway"]
+    listens = [environment(gateway)["GATEWAY_LISTEN"], environment(prod)["GATEWAY_LISTEN"]]
+    listens += re.findall(r"^\s*listen (\S+)", S3_DOOR.read_text(), flags=re.MULTILINE)
+    for listen in listens:
+        assert int(listen.split()[0]) > 1024, listen
+    for ports in (prod["ports"], remote["ports"]):
+        assert all(int(str(p).rsplit(":", 1)[1]) > 1024 for p in ports), ports
 
 
 def locked_version(package: str) -> str:
@@ -742,8 +796,11 @@ def test_gateway_s3_door_passes_only_presigned_requests_to_minio(
     assert re.search(r"^\s*listen 9443 ssl;", conf, flags=re.MULTILINE)
     assert re.search(r"^\s*proxy_pass http://minio:9000;", conf, flags=re.MULTILINE)
     assert re.search(r"^\s*if \(\$http_authorization\) \{ return 403; \}", conf, flags=re.MULTILINE)
-    [methods] = re.findall(r"limit_except ([A-Z ]+) \{ deny all; \}", conf)
-    assert set(methods.split()) == {"GET", "POST"}  # GET allows HEAD too
+    # presigned GETs of objects, POST forms to the bucket, 403 for the rest (what each
+    # passes and refuses: tests/static/test_s3_door.py, in a real nginx)
+    methods = re.findall(r"limit_except ([A-Z ]+) \{ deny all; \}", conf)
+    assert methods == ["GET", "POST"]  # GET allows HEAD too
+    assert re.search(r"^\s*location / \{ return 403; \}", conf, flags=re.MULTILINE)
     assert re.search(r"proxy_set_header Host \$http_host;", conf)  # the host it was signed for
     for secret, directive in (("tls_cert", "ssl_certificate"), ("tls_key", "ssl_certificate_key")):
         assert re.search(rf"^\s*{directive}\s+/run/secrets/{secret};", conf, flags=re.MULTILINE)

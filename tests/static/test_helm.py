@@ -96,6 +96,47 @@ def test_the_replica_counts_follow_the_values(go_tools: GoTools) -> None:
     assert find(docs, "StatefulSet", "peertrain-peer")["spec"]["replicas"] == 5
 
 
+def env_of(doc: dict[str, Any]) -> dict[str, Any]:
+    [container] = doc["spec"]["template"]["spec"]["containers"]
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+
+
+def test_auth_believes_forwarded_addresses_from_the_proxies_in_front_of_it(
+    go_tools: GoTools,
+) -> None:
+    """The ingress controller and the gateway (pod addresses): throttling keys on clients."""
+    auth = env_of(find(render(go_tools), "Deployment", "peertrain-auth"))
+    trusted = auth["PEERTRAIN_AUTH_TRUSTED_PROXIES"].split(",")
+    assert trusted == ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fd00::/8"]
+    narrowed = render(go_tools, "--set", "services.auth.trustedProxies={10.244.0.0/16}")
+    auth = env_of(find(narrowed, "Deployment", "peertrain-auth"))
+    assert auth["PEERTRAIN_AUTH_TRUSTED_PROXIES"] == "10.244.0.0/16"
+    # the gateway, which auth hears from, takes the client's address from the ingress
+    # controller (realip) and hands it on in X-Real-IP
+    conf = find(narrowed, "ConfigMap", "peertrain-gateway")["data"]
+    assert "proxy_set_header X-Real-IP         $remote_addr;" in conf["default.conf"]
+    realip = [ln for ln in conf["realip.conf"].splitlines() if not ln.startswith("#")]
+    assert realip == [
+        "set_real_ip_from 10.0.0.0/8;",
+        "set_real_ip_from 172.16.0.0/12;",
+        "set_real_ip_from 192.168.0.0/16;",
+        "set_real_ip_from fd00::/8;",
+        "real_ip_header X-Forwarded-For;",
+        "real_ip_recursive on;",
+    ]
+    ingress = render(go_tools, "--set", "gateway.trustedProxies={10.244.0.0/16}")
+    realip = find(ingress, "ConfigMap", "peertrain-gateway")["data"]["realip.conf"]
+    assert "set_real_ip_from 10.244.0.0/16;" in realip and "192.168" not in realip
+
+
+def test_the_gateway_runs_nginx_unprivileged(go_tools: GoTools) -> None:
+    gateway = find(render(go_tools), "Deployment", "peertrain-gateway")["spec"]["template"]
+    [nginx] = gateway["spec"]["containers"]
+    assert nginx["image"].startswith("nginxinc/nginx-unprivileged:")
+    assert gateway["spec"]["securityContext"]["runAsNonRoot"] is True
+    assert [p["containerPort"] for p in nginx["ports"]] == [8080]
+
+
 BAD_DECODING = """\
 apiVersion: apps/v1
 kind: Deployment
@@ -191,6 +232,8 @@ def test_k8s_check_names_each_broken_promise(go_tools: GoTools) -> None:
     [
         ("existingSecret=", "existingSecret"),
         ("ingress.host=", "ingress.host"),
+        ("services.auth.trustedProxies=null", "services.auth.trustedProxies"),
+        ("gateway.trustedProxies=null", "gateway.trustedProxies"),
     ],
 )
 def test_the_chart_refuses_to_render_without_what_it_cannot_default(

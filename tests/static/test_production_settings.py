@@ -45,9 +45,14 @@ OWN_SAFE: dict[str, dict[str, Any]] = {
 
 
 @pytest.mark.parametrize("name", SERVICES)
-def test_service_refuses_development_secrets_in_production(name: str) -> None:
+def test_service_refuses_development_secrets_in_production(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     settings_type, build = SERVICES[name]
     prefix = f"PEERTRAIN_{name.upper()}_"
+    # The built-in defaults, not the local stack's own MinIO keys (deploy/local/env.sh).
+    for key in ("S3_ACCESS_KEY", "S3_SECRET_KEY"):
+        monkeypatch.delenv(prefix + key, raising=False)
     with pytest.raises(ValueError, match="refusing to start in production mode") as refused:
         build(settings_type(environment="production"))
     for setting in ("AMQP_URL", "S3_ACCESS_KEY", "S3_SECRET_KEY", "MONGO_URL"):

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from functools import cached_property
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import Field, SecretStr
-from pydantic_settings import SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import NoDecode, SettingsConfigDict
 
 from peertrain.common.settings import ServiceSettings
 
 from .domain.passwords import PasswordPolicy
+from .domain.proxies import TrustedProxies
 
 __all__ = ["DEFAULT_ADMIN_PASSWORD", "DEFAULT_SIGNING_KEY_DIR", "AuthSettings"]
 
@@ -49,8 +53,11 @@ class AuthSettings(ServiceSettings):
     register_max_per_address: int = Field(default=10, ge=1)
     """Registrations (each costs an Argon2 hash) per client address in one window."""
     register_window_s: int = Field(default=3600, ge=1)
-    trusted_proxies: list[str] = ["127.0.0.1"]
-    """Addresses whose ``X-Real-IP`` / ``X-Forwarded-For`` are believed (the gateway)."""
+    trusted_proxies: Annotated[list[str], NoDecode] = ["127.0.0.1"]
+    """Addresses and CIDR blocks of the proxies in front of auth (the gateway) whose
+    ``X-Real-IP`` (or, without it, ``X-Forwarded-For``) is believed; comma separated or a
+    JSON list (``PEERTRAIN_AUTH_TRUSTED_PROXIES=172.30.80.10,10.0.0.0/8``). Throttling
+    keys on the client address they name (:class:`~.domain.proxies.TrustedProxies`)."""
 
     argon2_time_cost: int = Field(default=2, ge=1)
     argon2_memory_kib: int = Field(default=32768, ge=8192)
@@ -67,6 +74,27 @@ class AuthSettings(ServiceSettings):
     def queue(self, purpose: str) -> str:
         """The name of auth's queue for ``purpose``."""
         return f"{self.queue_prefix}.{purpose}"
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _split_proxies(cls, value: object) -> object:
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                return json.loads(text)
+            return [part.strip() for part in text.split(",") if part.strip()]
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _valid_proxies(cls, value: list[str]) -> list[str]:
+        TrustedProxies.of(value)  # ValueError names the entry that is not an address
+        return value
+
+    @cached_property
+    def proxies(self) -> TrustedProxies:
+        """:attr:`trusted_proxies`, parsed (once: it is asked on every login)."""
+        return TrustedProxies.of(self.trusted_proxies)
 
     def startup_problems(self) -> list[str]:
         """Why this configuration must not run (empty in development mode).

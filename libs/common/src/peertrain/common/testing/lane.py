@@ -35,7 +35,7 @@ def child_env(service: str | None, values: dict[str, str] | None = None) -> dict
     """The environment of a ``peertrain.<service>`` subprocess in this lane.
 
     No other ``PEERTRAIN_*`` variable leaks in from the caller's environment; the service gets
-    this lane's MongoDB, RabbitMQ and S3 addresses under its own prefix (the services'
+    this lane's MongoDB, RabbitMQ and S3 addresses (and S3 keys) under its own prefix (the services'
     settings read ``PEERTRAIN_<SERVICE>_*`` only; ``None``: plain ``ServiceSettings``,
     ``PEERTRAIN_*``), then ``values`` on top.
     """
@@ -46,6 +46,9 @@ def child_env(service: str | None, values: dict[str, str] | None = None) -> dict
     env[prefix + "MONGO_URL"] = stack.mongo_url
     env[prefix + "AMQP_URL"] = stack.amqp_url.get_secret_value()
     env[prefix + "S3_ENDPOINT_URL"] = stack.s3_endpoint_url
+    # MinIO's keys: the stack's own (env.sh makes them; minioadmin is not accepted)
+    env[prefix + "S3_ACCESS_KEY"] = stack.s3_access_key
+    env[prefix + "S3_SECRET_KEY"] = stack.s3_secret_key.get_secret_value()
     if service == "registry":  # it manages peers' broker users and hands out the address
         env[prefix + "PEER_AMQP_URL"] = f"amqp://127.0.0.1:{stack_port(5672)}/"
         env[prefix + "RABBITMQ_MANAGEMENT_URL"] = RABBIT_API.removesuffix("/api")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -30,28 +29,17 @@ get_auth = extra(AUTH_EXTRA, AuthContext, "auth is starting")
 AuthDep = Annotated[AuthContext, Depends(get_auth)]
 
 
-def _ip(value: str | None) -> str | None:
-    if not value:
-        return None
-    try:
-        return str(ipaddress.ip_address(value.strip()))
-    except ValueError:
-        return None
-
-
 def client_address(request: Request, auth: AuthDep) -> str:
     """The caller's address.
 
-    ``X-Real-IP`` (or the last ``X-Forwarded-For`` hop) is believed only when the
-    connection comes from a trusted proxy (the gateway); anyone else could forge it.
+    ``X-Forwarded-For`` (or ``X-Real-IP``) is believed only from the trusted proxies
+    (``trusted_proxies``: the gateway, an ingress); anyone else could forge it.
     """
-    peer = request.client.host if request.client else ""
-    if peer in auth.settings.trusted_proxies:
-        forwarded = request.headers.get("x-forwarded-for", "").split(",")[-1]
-        real = _ip(request.headers.get("x-real-ip")) or _ip(forwarded)
-        if real:
-            return real
-    return _ip(peer) or peer or "unknown"
+    return auth.settings.proxies.client(
+        request.client.host if request.client else None,
+        forwarded_for=",".join(request.headers.getlist("x-forwarded-for")),
+        real_ip=request.headers.get("x-real-ip"),
+    )
 
 
 ClientAddress = Annotated[str, Depends(client_address)]
