@@ -14,7 +14,7 @@ MYPYPATH := $(subst $(space),:,$(MYPY_SRCS))
 PYTEST_ARGS ?=
 
 .PHONY: help venv console stack-up stack-down stack-status services-up services-down \
-	services-status up down redrive lint format typecheck test check-helm bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-idle bench-flower bench-sim demo
+	services-status up down redrive lint format typecheck test check-helm bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-idle bench-flower bench-sim demo chaos
 
 help:
 	@echo "make test            venv + local stack + ruff + mypy + pytest (PYTEST_ARGS=...)"
@@ -22,6 +22,7 @@ help:
 	@echo "make console         the web console's static files (served by the gateway at /)"
 	@echo "make stack-up | stack-down | stack-status"
 	@echo "make check-helm      helm lint + template (default, production) + strict k8s.io/api decoding"
+	@echo "make chaos           seeded fault schedule while jobs run (CHAOS_SEED=N)"
 	@echo "make lint | format | typecheck | bench-{eventlog,auth,sharding,heartbeats,aggregate,rounds,idle,flower,sim} | demo"
 
 venv:
@@ -126,6 +127,13 @@ bench-flower: venv
 bench-sim: venv
 	@if [ "$${BENCH_SIM_FLOWER:-1}" != 0 ]; then bash deploy/local/flower-venv.sh >/dev/null; fi
 	@$(ENV) python benchmarks/sim/bench.py
+
+# Jepsen-style: 3 jobs x 4 peers x 20 rounds on 2 orchestrators and 2 aggregators while a
+# schedule drawn from CHAOS_SEED (default 1) kills, stops and hangs the stack, every
+# service instance and the peers; checks the invariants; one JSON line last
+# (tests/stack/chaos; `make test` runs a short version).
+chaos: venv stack-up
+	@$(ENV) python tests/stack/chaos/run_chaos.py
 
 # The whole user path with the real CLI: a demo user, 3 peers, MNIST 10k, an MLP job
 # watched round by round, model.pt in the repository root (deploy/local/demo.sh). It

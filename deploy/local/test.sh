@@ -25,7 +25,7 @@ LANE1_OFFSET=${LANE1_OFFSET:-100}
 # lane 0 20.5 minutes, lane 1 18.8) and the remote peer (2026-12-02, without it: lane 0 18.6,
 # lane 1 16.2; it takes 1 to 1.5 minutes). The remote peer goes first: it
 # restarts its lane's RabbitMQ, before the training platform is up.
-LANE1_PATHS=(tests/stack/test_remote_peer.py tests/stack/training tests/stack/test_outbox.py)
+LANE1_PATHS=(tests/stack/test_remote_peer.py tests/stack/chaos tests/stack/training tests/stack/test_outbox.py)
 LANES=${LANES:-2}
 PYTEST_ARGS=${PYTEST_ARGS:-}
 if [[ -n $PYTEST_ARGS ]]; then LANES=1; fi

@@ -16,11 +16,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hanging_proxy import HangingProxy
 from pymongo.errors import PyMongoError
 
 from peertrain.common.bus import Inbox, OutboxRelay, make_broker
@@ -108,41 +108,6 @@ async def test_postgres_killed_while_ten_thousand_events_are_appended(
 
 HANG_S = 20
 """How long the link to RabbitMQ hangs (see the module's docstring)."""
-
-
-class HangingProxy:
-    """A TCP proxy to RabbitMQ that can stop forwarding without closing anything."""
-
-    def __init__(self, upstream_port: int) -> None:
-        self.upstream_port = upstream_port
-        self.flowing = asyncio.Event()
-        self.flowing.set()
-        self.server: asyncio.Server | None = None
-        self.port = 0
-
-    async def start(self) -> None:
-        self.server = await asyncio.start_server(self._client, "127.0.0.1", 0)
-        self.port = self.server.sockets[0].getsockname()[1]
-
-    async def stop(self) -> None:
-        if self.server is not None:
-            self.server.close()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.server.wait_closed(), 5)
-
-    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
-        await asyncio.gather(
-            self._pump(reader, up_writer), self._pump(up_reader, writer), return_exceptions=True
-        )
-        for w in (writer, up_writer):
-            w.close()
-
-    async def _pump(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-        while data := await src.read(65536):
-            await self.flowing.wait()  # hung: hold the bytes, keep the sockets open
-            dst.write(data)
-            await dst.drain()
 
 
 @pytest.mark.timeout(900)
