@@ -29,6 +29,44 @@ def test_backoff_doubles_to_a_cap_with_jitter_and_resets() -> None:
     assert all(0.5 <= j.next() <= 1.5 for _ in range(1))
 
 
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_reconnects_stay_within_2s_for_the_first_minute_then_grow_to_the_max() -> None:
+    clock = FakeClock()
+    b = Backoff(initial_s=0.5, max_s=15, jitter=0.0, early_max_s=2.0, clock=clock)
+    early = []
+    while clock.t < 1060.0:  # a broker away for a minute: the peer keeps knocking
+        early.append(b.next())
+        clock.t += early[-1] + 0.01  # each failed attempt costs a little
+    assert early[:4] == [0.5, 1.0, 2.0, 2.0]
+    assert max(early) == 2.0 and len(early) > 25
+    late = [b.next() for _ in range(5)]  # past the first minute: doubling to the max
+    assert late == [4.0, 8.0, 15.0, 15.0, 15.0]
+    b.reset()  # connected again: the next outage starts young
+    clock.t += 3600
+    assert [b.next() for _ in range(4)] == [0.5, 1.0, 2.0, 2.0]
+
+
+def test_reconnect_delays_are_jittered_below_their_base_never_above() -> None:
+    clock = FakeClock()
+    rng = random.Random(7)
+    b = Backoff(initial_s=0.5, max_s=15, jitter=0.5, early_max_s=2.0, rng=rng, clock=clock)
+    delays = [b.next() for _ in range(200)]
+    assert all(0.25 <= d <= 0.5 for d in delays[:1])
+    assert all(1.0 <= d <= 2.0 for d in delays[2:])  # capped at 2 s, spread over a second
+    assert len({round(d, 3) for d in delays[2:]}) > 100  # peers do not come back in step
+    # two peers that lost the broker together draw different delays
+    a = Backoff(early_max_s=2.0, rng=random.Random(1), clock=clock)
+    c = Backoff(early_max_s=2.0, rng=random.Random(2), clock=clock)
+    assert [a.next() for _ in range(5)] != [c.next() for _ in range(5)]
+
+
 def test_specs_of_this_machine_without_torch() -> None:
     specs = detect_specs()
     assert isinstance(specs, DeviceSpecs)

@@ -50,6 +50,8 @@ AUTH = f"{GATEWAY}/api/auth"
 MGMT = RABBIT_API
 ADMIN = ("admin", "admin")
 INTERVAL_S = 1.0
+OUTAGE_S = 7.0
+"""How long RabbitMQ stays down in the broker-kill test (issue 31's: about 7 s)."""
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -152,8 +154,8 @@ def stack_(run_id: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[St
                 log_dir=base,
                 name=f"spare-{run_id}",
             )
-            for peer in peers:
-                peer.start(interval_s=INTERVAL_S)
+            for peer in peers:  # the runtime's own reconnect backoff, as users run it
+                peer.start(interval_s=INTERVAL_S, reconnect_max_s=15.0)
             yield Stack(
                 auth,
                 registry,
@@ -508,14 +510,27 @@ async def test_peer_broker_credentials_allow_only_its_own_queue_and_telemetry(
 
 
 async def test_registry_survives_a_rabbitmq_kill(
-    stack_: Stack, http: httpx.AsyncClient, eventually: Any, stack: Callable[..., str]
+    stack_: Stack,
+    http: httpx.AsyncClient,
+    mongo: Any,
+    eventually: Any,
+    stack: Callable[..., str],
 ) -> None:
     s = stack_
     await eventually(lambda: all_active(http, s), timeout=60, what="all active")
     registry_pid = s.registry.proc.pid if s.registry.proc else None
     peer_pids = [p.proc.pid for p in s.peers if p.proc]
     reconnects = [(await asyncio.to_thread(p.status))["reconnects"] for p in s.peers]
+    offline_before = [
+        types(await peer_events(mongo, s, p.peer_id)).count(PEER_WENT_OFFLINE) for p in s.peers
+    ]
     await asyncio.to_thread(stack, "kill", "rabbitmq")
+
+    async def blind() -> bool:  # the registry knows it cannot hear (issue 31)
+        return await metric(http, "registry_liveness_paused") == 1
+
+    await eventually(blind, timeout=30, what="liveness paused while the broker is away")
+    await asyncio.sleep(OUTAGE_S)  # the outage itself (peers knock meanwhile), not a wait
     await asyncio.to_thread(stack, "start", "rabbitmq")
     back = datetime.now(UTC)
 
@@ -531,10 +546,50 @@ async def test_registry_survives_a_rabbitmq_kill(
     # Nobody was restarted: the same processes came back by themselves.
     assert s.registry.proc is not None and s.registry.proc.pid == registry_pid
     assert [p.proc.pid for p in s.peers if p.proc] == peer_pids
+    assert await metric(http, "registry_liveness_paused") == 0
     for peer, before in zip(s.peers, reconnects, strict=True):
         status = await asyncio.to_thread(peer.status)
         assert status["running"] and status["state"] == "connected"
         assert status["reconnects"] > before
+    # The platform's own outage counted against nobody: no peer went offline for it.
+    offline_after = [
+        types(await peer_events(mongo, s, p.peer_id)).count(PEER_WENT_OFFLINE) for p in s.peers
+    ]
+    assert offline_after == offline_before, "a peer was declared offline for the broker's outage"
+
+
+async def test_a_deleted_heartbeat_queue_is_declared_again_and_blames_no_peer(
+    stack_: Stack, http: httpx.AsyncClient, mongo: Any, eventually: Any
+) -> None:
+    # The broker cancels the consumer of a deleted queue and keeps the channel open:
+    # the registry hears nothing, and must know it (issue 31: blind, not "all silent").
+    s = stack_
+    await eventually(lambda: all_active(http, s), timeout=60, what="all active")
+    offline_before = [
+        types(await peer_events(mongo, s, p.peer_id)).count(PEER_WENT_OFFLINE) for p in s.peers
+    ]
+    queue = quote(f"{s.namespace}.heartbeats", safe="")
+    async with httpx.AsyncClient(base_url=MGMT, auth=ADMIN, timeout=10) as mgmt:
+        r = await mgmt.delete(f"/queues/%2F/{queue}")
+        assert r.status_code == 204, r.text
+        gone = datetime.now(UTC)
+
+        async def consumed_again() -> bool:
+            r = await mgmt.get(f"/queues/%2F/{queue}")
+            return r.status_code == 200 and int(r.json().get("consumers") or 0) == 1
+
+        await eventually(consumed_again, timeout=60, what="the queue declared and consumed")
+
+    async def heard_again() -> bool:
+        peers = await list_peers(http, s.owner_token, status="active")
+        seen = {p["peer_id"]: datetime.fromisoformat(p["last_seen"]) for p in peers}
+        return all(p.peer_id in seen and seen[p.peer_id] > gone for p in s.peers)
+
+    await eventually(heard_again, timeout=60, what="heartbeats heard again")
+    offline_after = [
+        types(await peer_events(mongo, s, p.peer_id)).count(PEER_WENT_OFFLINE) for p in s.peers
+    ]
+    assert offline_after == offline_before, "a peer was declared offline for the lost queue"
 
 
 async def test_settings_sharing_and_selection(

@@ -347,6 +347,82 @@ async def test_a_peer_over_its_rate_is_counted_and_dropped_never_logged(
     assert await presence_dlq_depth(http, s) == 0
 
 
+async def flood_heartbeats(token: str, peer_id: str, stop: asyncio.Event, per_s: int) -> int:
+    """Heartbeats on ``peer_id``'s key with its own valid token, ``per_s`` a second (far
+    over its rate), until ``stop``; how many were sent."""
+    conn = await aio_pika.connect(AMQP)
+    sent = 0
+    try:
+        channel = await conn.channel(publisher_confirms=False)
+        exchange = await channel.get_exchange(TELEMETRY.name, ensure=False)
+        headers = dict(peer_headers(token))
+        key = telemetry_key(peer_id, "heartbeat")
+        while not stop.is_set():
+            for _ in range(per_s // 10):
+                body = {"session": "flood", "seq": sent, "sent_at": time.time(), "interval_s": 1.0}
+                await exchange.publish(
+                    aio_pika.Message(json.dumps(body).encode(), headers=headers), routing_key=key
+                )
+                sent += 1
+            await asyncio.sleep(0.1)
+    finally:
+        await conn.close()
+    return sent
+
+
+async def test_one_peers_heartbeat_flood_never_stops_the_others_being_judged(
+    abuse: Abuse, http: httpx.AsyncClient, mongo: Any, eventually: Any
+) -> None:
+    # Issue 31: one peer at ~60 heartbeats a second paused offline detection for every
+    # peer for as long as it flooded. A flood now holds the flooder's judgement only.
+    s = abuse
+    token, flooder = s.peer_token(s.spare), s.spare.peer_id
+    victim = s.peers[-1]
+    await eventually(lambda: honest_active(http, s), timeout=60, what="3 peers active")
+
+    async def victim_offline() -> int:
+        events = await peer_events(mongo, s, victim.peer_id)
+        return types(events).count(PEER_WENT_OFFLINE)
+
+    offline_before = await victim_offline()
+    refused_before = await metric(http, "registry_rejected_heartbeats_total", reason="rate_limited")
+    stop = asyncio.Event()
+    flood = asyncio.create_task(flood_heartbeats(token, flooder, stop, per_s=300))
+    try:
+
+        async def flooding() -> bool:
+            now = await metric(http, "registry_rejected_heartbeats_total", reason="rate_limited")
+            return now >= refused_before + 300
+
+        await eventually(flooding, timeout=60, what="the flood refused by the registry")
+        # recognised as a flood (the previous test's may still count as the same one)
+        assert await metric(http, "registry_heartbeat_floods_total") >= 1
+        await asyncio.to_thread(victim.kill)  # no goodbye: only its silence tells
+
+        async def declared() -> bool:
+            return await victim_offline() > offline_before
+
+        await eventually(declared, timeout=90, what="the killed peer declared offline")
+        assert not flood.done(), "the flood ended before the verdict: proves nothing"
+        assert await honest_active_except(http, s, victim), "an honest peer went offline"
+    finally:
+        stop.set()
+        await flood
+        victim.start(interval_s=INTERVAL_S)
+    await eventually(lambda: honest_active(http, s), timeout=120, what="3 peers active again")
+
+
+async def honest_active_except(http: httpx.AsyncClient, s: Abuse, gone: PeerProcess) -> bool:
+    r = await http.get(
+        f"{REGISTRY}/peers",
+        headers=bearer(s.owner_token),
+        params={"status": "active", "limit": 1000},
+    )
+    assert r.status_code == 200, r.text
+    active = {p["peer_id"] for p in r.json()["items"]}
+    return active >= {p.peer_id for p in s.peers if p is not gone}
+
+
 async def test_a_user_beyond_the_peer_quota_gets_no_broker_access(
     abuse: Abuse, http: httpx.AsyncClient, eventually: Any
 ) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from peertrain.common.events.peers import DeviceSpecs, GpuSpecs, PeerRemoved, PeerWentOffline
 from peertrain.common.security import InvalidToken, Security
+from peertrain.registry.domain.floods import FloodWatch
 from peertrain.registry.domain.peer import PeerRecord, apply, decide_registered, decide_removed
 from peertrain.registry.domain.ratelimit import RateLimiter
 from peertrain.registry.domain.selection import visible_to
@@ -32,6 +33,19 @@ def test_a_bucket_allows_its_burst_then_its_rate() -> None:
     assert not limiter.allow("p", 0.4)  # 0.8 token earned
     assert limiter.allow("p", 0.5) and not limiter.allow("p", 0.5)
     assert [limiter.allow("p", 100.0) for _ in range(4)] == [True, True, True, False]
+
+
+def test_a_flood_is_counted_per_key_and_per_second() -> None:
+    watch = FloodWatch(3)
+    assert [watch.refused("flooder", 10.1) for _ in range(4)] == [False, False, True, True]
+    assert not watch.refused("other", 10.2)  # another key: its own count
+    assert not watch.refused("flooder", 11.0)  # a new second starts again
+    watch.forget("flooder")
+    assert len(watch) == 1
+    small = FloodWatch(1, max_keys=10)
+    for i in range(100):
+        small.refused(f"k{i}", 0.0)
+    assert len(small) <= 10
 
 
 def test_a_bucket_table_is_bounded() -> None:

@@ -9,9 +9,14 @@ from peertrain.registry.domain.liveness import LivenessTracker, Status, Transiti
 IV = 1.0  # the interval every peer here heartbeats at
 
 
-def tracker() -> LivenessTracker:
+def tracker(*, grace_intervals: float = 0.0, grace_s: float = 0.0) -> LivenessTracker:
     return LivenessTracker(
-        default_interval_s=IV, stale_after=2, offline_after=3, min_interval_s=0.1
+        default_interval_s=IV,
+        stale_after=2,
+        offline_after=3,
+        min_interval_s=0.1,
+        resume_grace_intervals=grace_intervals,
+        resume_grace_s=grace_s,
     )
 
 
@@ -94,6 +99,81 @@ def test_paused_liveness_declares_nobody_offline_and_resumes_ages() -> None:
     t.resume(300.0)
     assert t.status("q", 300.0) is Status.OFFLINE  # offline before: blindness changes nothing
     assert t.sweep(300.0) == []  # already logged
+
+
+def test_after_a_blind_spot_nobody_goes_offline_for_silence_during_the_grace() -> None:
+    # The broker was away from 0.5 to 7.5 s; the peers have still to reconnect.
+    t = tracker(grace_intervals=5, grace_s=0)
+    t.seen("quick", 0.0, interval_s=IV)
+    t.seen("slow", 0.0, interval_s=IV)
+    t.seen("dead", 0.0, interval_s=IV)
+    t.seen("lazy", 0.0, interval_s=4.0)  # its own interval: a longer grace
+    t.pause(0.5)
+    t.resume(7.5)
+    for now in (8.0, 9.0, 10.0, 11.0, 12.0, 12.4):  # 5 intervals of 1 s after the resume
+        t.seen("quick", now, interval_s=IV)  # back at once
+        assert t.sweep(now) == [], now
+        assert not t.overdue(now)
+    assert t.status("slow", 12.0) is Status.STALE  # shown as late, not as gone
+    gone = t.sweep(12.6)  # grace over: 3 intervals of silence (and more) count again
+    assert sorted(x.peer_id for x in gone) == ["dead", "slow"]
+    assert t.status("quick", 12.6) is Status.ACTIVE
+    assert t.status("lazy", 12.6) is Status.ACTIVE  # 4 s interval: 20 s of grace
+
+
+def test_a_peer_back_within_the_grace_stays_online_and_one_still_silent_goes_after_it() -> None:
+    t = tracker(grace_intervals=5, grace_s=0)
+    for peer in ("back", "dead"):
+        t.seen(peer, 0.0, interval_s=IV)
+    t.pause(0.5)
+    t.resume(7.5)
+    assert t.sweep(11.0) == []
+    assert t.seen("back", 11.0, interval_s=IV) is None  # reconnected: never went offline
+    assert t.sweep(12.4) == []
+    gone = t.sweep(12.6)
+    assert [x.peer_id for x in gone] == ["dead"]
+    assert gone[0].reason == "missed_heartbeats" and gone[0].last_seen == 0.0
+    assert t.status("back", 12.6) is Status.ACTIVE
+    assert t.status("dead", 12.6) is Status.OFFLINE
+
+
+def test_the_grace_is_at_least_its_seconds_and_scales_with_each_peers_interval() -> None:
+    t = tracker(grace_intervals=5, grace_s=10)
+    t.seen("fast", 0.0, interval_s=1.0)
+    t.seen("slow", 0.0, interval_s=5.0)
+    t.pause(1.0)
+    t.resume(2.0)
+    assert t.grace_s(1.0) == 10 and t.grace_s(5.0) == 25
+    assert t.sweep(11.9) == []
+    assert [x.peer_id for x in t.sweep(12.1)] == ["fast"]
+    assert t.sweep(26.9) == []
+    assert [x.peer_id for x in t.sweep(27.1)] == ["slow"]
+
+
+def test_a_second_blind_spot_within_the_grace_starts_a_new_grace() -> None:
+    t = tracker(grace_intervals=5)
+    t.seen("p", 0.0, interval_s=IV)
+    t.pause(1.0)
+    t.resume(2.0)
+    t.pause(4.0)
+    assert t.sweep(50.0) == []  # blind again
+    t.resume(50.0)
+    assert t.sweep(54.9) == []
+    assert [x.peer_id for x in t.sweep(55.1)] == ["p"]
+
+
+def test_a_held_peer_is_not_judged_and_the_others_are() -> None:
+    t = tracker()
+    t.seen("flooder", 0.0, interval_s=IV)
+    t.seen("dead", 0.0, interval_s=IV)
+    t.hold("flooder", 10.0)
+    t.hold("flooder", 5.0)  # a hold never shortens
+    t.hold("nobody", 10.0)  # untracked: nothing to hold
+    assert [x.peer_id for x in t.sweep(3.5)] == ["dead"]
+    assert t.status("flooder", 9.0) is Status.STALE
+    assert t.sweep(9.9) == []
+    [gone] = t.sweep(10.1)
+    assert gone.peer_id == "flooder" and gone.last_seen == 0.0
 
 
 def test_seeded_online_peers_get_a_grace_period() -> None:

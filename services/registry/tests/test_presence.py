@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from peertrain.common.events.peers import Heartbeat
-from peertrain.registry.domain.liveness import LivenessTracker
+from peertrain.registry.domain.liveness import LivenessTracker, TransitionKind
 from peertrain.registry.projections import Directory
 from peertrain.registry.usecases.presence import Clock, Presence
 from peertrain.registry.usecases.streams import PeerStreams
@@ -82,39 +82,103 @@ async def test_without_a_consumer_to_wait_for_the_sweep_judges_by_what_it_has() 
     assert record is not None and not record.online
 
 
-async def test_a_flood_of_refused_heartbeats_pauses_liveness_until_it_ends() -> None:
-    clock = FakeClock()
-    p = Presence(
-        LivenessTracker(default_interval_s=1.0, stale_after=2, offline_after=3),
+def flood_presence(clock: FakeClock) -> Presence:
+    return Presence(
+        LivenessTracker(default_interval_s=1.0, stale_after=2, offline_after=3, resume_grace_s=0),
         PeerStreams(cast(Any, None), Directory(), producer="registry"),
         Directory(),
         clock=clock,
         flood_refusals_per_s=10,
         flood_quiet_s=2.0,
     )
-    p.heartbeat("honest", beat(clock, 0))
-    p.heartbeat("dead", beat(clock, 0))
+
+
+async def test_a_flood_on_one_peers_key_holds_only_that_peer_until_it_ends() -> None:
+    clock = FakeClock()
+    p = flood_presence(clock)
+    for peer in ("flooder", "honest", "dead"):
+        p.heartbeat(peer, beat(clock, 0))
     for _ in range(9):
-        p.refused()  # a few refusals are no flood
-    assert not p.tracker.paused
-    clock.t = 0.5
-    for second in range(20):  # 20 s of junk, 10 a second: honest beats wait behind it
+        p.refused("flooder")  # a few refusals are no flood
+    assert p.tracker.get("flooder").held_until == 0.0  # type: ignore[union-attr]
+    gone: list[str] = []
+    for second in range(20):  # 20 s of refusals on the flooder's key, 10 a second
         clock.t = 0.5 + second
         for _ in range(10):
-            p.refused()
+            p.refused("flooder")
+        p.refused(None)  # junk on no peer's key holds nobody
+        p.refused("stranger")  # nor on the key of a peer not tracked
+        if second % 2 == 0:
+            p.heartbeat("honest", beat(clock, second))
         await p.sweep()
-        assert p.tracker.paused
-    clock.t = 20.0
-    p.heartbeat("honest", beat(clock, 1))  # its beat, out from behind the junk
-    clock.t = 21.0
-    await p.sweep()
-    assert p.tracker.paused  # quiet for only 1.5 s
-    clock.t = 22.0
-    await p.sweep()
-    assert not p.tracker.paused
-    honest, dead = p.tracker.get("honest"), p.tracker.get("dead")
+        gone += drain(p)
+    assert not p.tracker.paused  # nobody else's liveness paused
+    assert gone == ["dead"]  # the silent peer is judged during the flood, on time
+    honest, flooder = p.tracker.get("honest"), p.tracker.get("flooder")
     assert honest is not None and honest.online
-    assert dead is not None and dead.online  # its silence during the flood is excused
-    clock.t = 25.6
+    assert flooder is not None and flooder.online  # held: its silence does not count
+    clock.t = 21.0  # the flood's last refusal was at 19.5: held until 21.5
     await p.sweep()
-    assert not dead.online and not honest.online  # silent again, past their window
+    assert flooder.online
+    clock.t = 21.6
+    await p.sweep()
+    assert not flooder.online  # silent for good after its flood: offline, late
+
+
+async def test_refusals_on_many_keys_each_under_a_floods_rate_hold_nobody() -> None:
+    clock = FakeClock()
+    p = flood_presence(clock)
+    peers = [f"p{i}" for i in range(20)]
+    for peer in peers:
+        p.heartbeat(peer, beat(clock, 0))
+    for peer in peers * 9:  # 180 refusals in one second, 9 per key
+        p.refused(peer)
+    assert all(p.tracker.get(x).held_until == 0.0 for x in peers)  # type: ignore[union-attr]
+    clock.t = 3.1
+    await p.sweep()
+    assert len(drain(p)) == 20
+
+
+async def test_blind_then_seeing_gives_every_peer_the_grace_to_reconnect() -> None:
+    clock = FakeClock()
+    p = Presence(
+        LivenessTracker(
+            default_interval_s=1.0,
+            stale_after=2,
+            offline_after=3,
+            resume_grace_intervals=5,
+            resume_grace_s=0,
+        ),
+        PeerStreams(cast(Any, None), Directory(), producer="registry"),
+        Directory(),
+        clock=clock,
+    )
+    p.heartbeat("back", beat(clock, 0))
+    p.heartbeat("dead", beat(clock, 0))
+    clock.t = 0.5
+    p.blind()  # the broker was SIGKILLed
+    clock.t = 7.5
+    await p.sweep()
+    p.blind()  # a reconnect attempt failed: still blind, the pause goes on
+    assert drain(p) == []
+    p.seeing()
+    for t in (8.0, 10.0, 12.0):
+        clock.t = t
+        await p.sweep()
+        assert drain(p) == []
+    p.heartbeat("back", beat(clock, 1))
+    clock.t = 12.6
+    await p.sweep()
+    assert drain(p) == ["dead"]
+
+
+def drain(p: Presence) -> list[str]:
+    """The peers that went offline since the last call (queued transitions: the writer
+    task is not running)."""
+    out = []
+    while not p._pending.empty():
+        t = p._pending.get_nowait()
+        p._pending.task_done()
+        if t.kind is TransitionKind.WENT_OFFLINE:
+            out.append(t.peer_id)
+    return out

@@ -43,6 +43,9 @@ class PeerSettings(BaseSettings):
         announce the registry could not handle).
     reconnect_max_s
         Upper bound of the reconnect backoff.
+    reconnect_early_max_s, reconnect_early_s
+        Upper bound of the reconnect backoff during the first ``reconnect_early_s`` of
+        an outage (a restart of the platform is over in seconds).
     token_renew_fraction
         Renew the access token when this fraction of its lifetime is left.
     threads
@@ -60,6 +63,8 @@ class PeerSettings(BaseSettings):
     heartbeat_interval_s: float = Field(default=5.0, ge=0.5, le=3600)
     announce_every: int = Field(default=60, ge=1)
     reconnect_max_s: float = Field(default=15.0, gt=0)
+    reconnect_early_max_s: float = Field(default=2.0, gt=0)
+    reconnect_early_s: float = Field(default=60.0, ge=0)
     token_renew_fraction: float = Field(default=0.3, gt=0, lt=1)
     http_timeout_s: float = Field(default=15.0, gt=0)
     log_level: str = "INFO"

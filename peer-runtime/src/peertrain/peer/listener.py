@@ -11,8 +11,11 @@ sender task in each session publishes it persistent, with publisher confirms, an
 a message only once confirmed, so nothing is lost across reconnects and order is kept.
 
 Any loss (broker restart, network) ends the session; the listener reconnects with
-backoff by itself. A refused login to the broker means the credentials are stale (the
-registry issues a new password on every request): it asks for new ones.
+jittered backoff by itself, at most ~2 s apart during the first minute of an outage
+(see :class:`~peertrain.peer.backoff.Backoff`). The worker thread is not told: a task
+in training goes on, and its ``update`` waits in the outbox for the next session. A
+refused login to the broker means the credentials are stale (the registry issues a new
+password on every request): it asks for new ones.
 """
 
 from __future__ import annotations
@@ -88,6 +91,11 @@ class Listener:
         Where broker credentials are cached (mode 0600).
     interval_s
         Heartbeat period.
+    reconnect_max_s, reconnect_early_max_s, reconnect_early_s
+        Reconnect backoff: jittered, at most ``reconnect_early_max_s`` during the first
+        ``reconnect_early_s`` of an outage (the platform restarting: back in seconds,
+        and the registry's grace after it is back is short), then doubling up to
+        ``reconnect_max_s``.
     outbox
         Telemetry waiting to be published (one is made if ``None``).
     """
@@ -105,6 +113,8 @@ class Listener:
         interval_s: float = 5.0,
         announce_every: int = 60,
         reconnect_max_s: float = 15.0,
+        reconnect_early_max_s: float = 2.0,
+        reconnect_early_s: float = 60.0,
         clock: Callable[[], float] = time.time,
         outbox: Outbox | None = None,
     ) -> None:
@@ -117,7 +127,12 @@ class Listener:
         self.config_dir = config_dir
         self.interval_s = interval_s
         self.announce_every = announce_every
-        self.backoff = Backoff(initial_s=0.5, max_s=reconnect_max_s)
+        self.backoff = Backoff(
+            initial_s=0.5,
+            max_s=reconnect_max_s,
+            early_max_s=reconnect_early_max_s,
+            early_s=reconnect_early_s,
+        )
         self.clock = clock
         self.session = status.session
         self._seq = 0

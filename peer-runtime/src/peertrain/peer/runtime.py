@@ -95,6 +95,8 @@ async def run(
         interval_s=settings.heartbeat_interval_s,
         announce_every=settings.announce_every,
         reconnect_max_s=settings.reconnect_max_s,
+        reconnect_early_max_s=settings.reconnect_early_max_s,
+        reconnect_early_s=settings.reconnect_early_s,
         outbox=outbox,
     )
     try:

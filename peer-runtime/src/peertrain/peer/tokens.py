@@ -89,7 +89,7 @@ class TokenManager:
         asyncio.CancelledError
             If ``stop`` is set first.
         """
-        backoff = Backoff(initial_s=0.5, max_s=max_backoff_s)
+        backoff = Backoff(initial_s=0.5, max_s=max_backoff_s, early_max_s=2.0)
         while True:
             try:
                 return await self.get()

@@ -45,11 +45,20 @@ class RegistrySettings(ServiceSettings):
     offline_after_intervals: float = Field(default=3.0, gt=0)
     sweep_interval_s: float = Field(default=0.5, gt=0)
     """How often silence is checked (each sweep visits every tracked peer)."""
+    resume_grace_intervals: float = Field(default=5.0, ge=0)
+    """After the heartbeat consumer was away (broker restart, lost connection), nobody
+    goes offline for silence for this many of its heartbeat intervals: the peers lost
+    the broker too and are reconnecting."""
+    resume_grace_s: float = Field(default=20.0, ge=0)
+    """... and for at least this many seconds: a peer's reconnect backoff is at most
+    ~2 s in the first minute of an outage, at most 15 s (its default
+    ``PEERTRAIN_PEER_RECONNECT_MAX_S``) later on."""
     flood_refusals_per_s: int = Field(default=50, ge=1)
-    """Refused heartbeats in one second that make a flood: while one lasts, honest
-    heartbeats wait behind it (in the broker as in the queue), so liveness is paused."""
+    """Refused heartbeats on one peer's key in one second that make a flood: while one
+    lasts, that peer's own heartbeats may wait behind it, so that peer (and no other) is
+    not judged for silence."""
     flood_quiet_s: float = Field(default=2.0, gt=0)
-    """Seconds without a flood's worth of refusals before liveness resumes."""
+    """Seconds after a flood's last refusal before its peer is judged again."""
 
     # -- telemetry consumption ------------------------------------------------------------
     heartbeat_prefetch: int = Field(default=2000, ge=1)

@@ -7,6 +7,7 @@ from prometheus_client import Counter, Gauge, Histogram
 __all__ = [
     "CATCH_UP_WAIT",
     "HEARTBEATS",
+    "HEARTBEAT_FLOODS",
     "HEARTBEAT_LAG",
     "LIVENESS_PAUSED",
     "LOOP_LAG",
@@ -74,8 +75,13 @@ CATCH_UP_WAIT = Histogram(
 )
 LIVENESS_PAUSED = Gauge(
     "registry_liveness_paused",
-    "1 while liveness is paused: the heartbeat consumer is disconnected, or heartbeats"
-    " are being refused at a flood's rate (nobody is declared offline meanwhile)",
+    "1 while liveness is paused: the heartbeat consumer is disconnected (nobody is"
+    " declared offline meanwhile, nor for a grace after it is back)",
+)
+HEARTBEAT_FLOODS = Counter(
+    "registry_heartbeat_floods_total",
+    "Floods of refused heartbeats on one peer's key (that peer alone is not judged for"
+    " silence while its key floods)",
 )
 TELEMETRY_CONNECTED = Gauge(
     "registry_telemetry_connected", "1 while the heartbeat consumer is connected"

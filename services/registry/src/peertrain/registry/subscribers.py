@@ -17,13 +17,16 @@ through a dead-lettered quorum queue and are acknowledged one by one after their
 effect; only a failure to record (the database away) is retried, and dead-lettered
 after the delivery limit.
 
-The connection is supervised here: it is re-established with backoff after any loss,
-and while it is down, liveness is paused (a blind registry must not declare every
-peer offline). A registry that is merely behind (a flood of junk ahead of honest
-heartbeats in the FIFO queue) must not either: before it declares anyone offline, it
-sends a marker of its own through the heartbeat queue (the default exchange, where
-peers may not publish) and judges once the marker is back, that is once every
-heartbeat queued before it has been consumed (:meth:`TelemetryConsumer.caught_up`).
+The connection is supervised here: it is re-established with backoff after any loss
+(and after the broker cancels a consumer, its queue deleted or lost), and while it is
+down, liveness is paused (a blind registry must not declare every peer offline), then
+resumes with a grace for the peers to reconnect too (see
+:mod:`peertrain.registry.domain.liveness`). A registry that is merely behind (a flood
+of junk ahead of honest heartbeats in the FIFO queue) must not either: before it
+declares anyone offline, it sends a marker of its own through the heartbeat queue (the
+default exchange, where peers may not publish) and judges once the marker is back,
+that is once every heartbeat queued before it has been consumed
+(:meth:`TelemetryConsumer.caught_up`).
 """
 
 from __future__ import annotations
@@ -73,6 +76,13 @@ def subscribe(ctx: ServiceContext, reg: RegistryContext) -> TelemetryConsumer:
     ctx.subscriptions.add(settings.queue("peers"), PEER_EVENT_TYPES, on_peer_event)
     ctx.subscriptions.add(settings.queue("users"), (USER_DISABLED,), on_user_disabled)
     return TelemetryConsumer(reg, TelemetryGate(reg))
+
+
+def _consuming(channel: aiormq.abc.AbstractChannel) -> bool:
+    """Whether the channel still has its consumer (aiormq's ``Channel.consumers``, which
+    drops a consumer the broker cancelled; the abstract channel does not declare it)."""
+    consumers = getattr(channel, "consumers", None)
+    return consumers is None or bool(consumers)
 
 
 def _tag(message: DeliveredMessage) -> int:
@@ -161,15 +171,28 @@ class TelemetryConsumer:
     ) -> None:
         closings: list[asyncio.Future[Any]] = [connection.closing, *(c.closing for c in channels)]
         flusher = asyncio.create_task(self._flush_acks_forever())
+        cancelled = asyncio.create_task(self._until_a_consumer_is_cancelled(channels))
         try:
-            await asyncio.wait(closings, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait([*closings, cancelled], return_when=asyncio.FIRST_COMPLETED)
         finally:
-            flusher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await flusher
+            for task in (flusher, cancelled):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             for closing in closings:  # retrieve exceptions so none is "never retrieved"
                 if closing.done() and not closing.cancelled():
                     closing.exception()
+
+    @staticmethod
+    async def _until_a_consumer_is_cancelled(channels: list[aiormq.abc.AbstractChannel]) -> None:
+        """Return once the broker cancelled a consumer (its queue deleted, or lost with a
+        node): the channel stays open, but nothing is heard on it any more, so the
+        registry is blind and must reconnect (which declares the queue again)."""
+        while True:
+            await asyncio.sleep(0.5)
+            if not all(_consuming(channel) for channel in channels):
+                break
+        log.warning("the broker cancelled a telemetry consumer")
 
     async def _flush_acks_forever(self) -> None:
         while True:

@@ -14,7 +14,15 @@ Each peer has its own interval (it says so in every heartbeat).
 While the registry cannot see heartbeats at all (its broker connection is down), time
 is *paused* for liveness: a blind registry must not declare everyone offline. On
 resume, the blind time is excused: every peer's age continues from where it was (its
-``last_seen`` stays the true time of its last heartbeat).
+``last_seen`` stays the true time of its last heartbeat). And the peers lost the broker
+too, so they have still to reconnect (with backoff): for a *grace* after the resume
+(``resume_grace_intervals`` of the peer's interval, at least ``resume_grace_s``),
+nobody goes offline for silence. A peer that is still silent after it is declared
+offline then, late, never an online one early.
+
+One peer's key can be *held* too (:meth:`LivenessTracker.hold`): not judged for silence
+until a given time (the shell holds a key on which heartbeats are refused at a flood's
+rate; the others are judged as ever).
 
 A registry that sees heartbeats late (its queue holds a backlog, say a flood of junk)
 must not judge by the late ones either: :meth:`overdue` lets the shell first wait until
@@ -61,7 +69,15 @@ class Transition:
 class Liveness:
     """One peer's liveness record."""
 
-    __slots__ = ("excused", "interval_s", "last_seen", "left_session", "online", "session")
+    __slots__ = (
+        "excused",
+        "held_until",
+        "interval_s",
+        "last_seen",
+        "left_session",
+        "online",
+        "session",
+    )
 
     def __init__(self, last_seen: float, interval_s: float, *, online: bool) -> None:
         self.last_seen = last_seen
@@ -72,6 +88,8 @@ class Liveness:
         """Whether the log says online (the last logged transition)."""
         self.session: str | None = None
         self.left_session: str | None = None
+        self.held_until = 0.0
+        """Not judged for silence before this (see :meth:`LivenessTracker.hold`)."""
 
 
 class LivenessTracker:
@@ -85,6 +103,9 @@ class LivenessTracker:
         Missed intervals before a peer is stale, then offline.
     min_interval_s, max_interval_s
         Bounds on the interval a peer may claim.
+    resume_grace_intervals, resume_grace_s
+        After a blind spot, nobody goes offline for silence for this many of its
+        intervals, and at least this many seconds (time for every peer to reconnect).
     """
 
     def __init__(
@@ -95,16 +116,23 @@ class LivenessTracker:
         offline_after: float = 3.0,
         min_interval_s: float = 0.5,
         max_interval_s: float = 300.0,
+        resume_grace_intervals: float = 5.0,
+        resume_grace_s: float = 20.0,
     ) -> None:
         if not 0 < stale_after <= offline_after:
             raise ValueError("need 0 < stale_after <= offline_after")
+        if resume_grace_intervals < 0 or resume_grace_s < 0:
+            raise ValueError("a grace cannot be negative")
         self.default_interval_s = default_interval_s
         self.stale_after = stale_after
         self.offline_after = offline_after
         self.min_interval_s = min_interval_s
         self.max_interval_s = max_interval_s
+        self.resume_grace_intervals = resume_grace_intervals
+        self.resume_grace_s = resume_grace_s
         self._peers: dict[str, Liveness] = {}
         self._paused_at: float | None = None
+        self._resumed_at: float | None = None
 
     # -- input --------------------------------------------------------------------------
 
@@ -164,6 +192,12 @@ class LivenessTracker:
         """Stop tracking a peer."""
         self._peers.pop(peer_id, None)
 
+    def hold(self, peer_id: str, until: float) -> None:
+        """Judge ``peer_id`` (only it) for silence no earlier than ``until``."""
+        peer = self._peers.get(peer_id)
+        if peer is not None and until > peer.held_until:
+            peer.held_until = until
+
     # -- blindness ----------------------------------------------------------------------
 
     def pause(self, now: float) -> None:
@@ -172,12 +206,18 @@ class LivenessTracker:
             self._paused_at = now
 
     def resume(self, now: float) -> None:
-        """Heartbeats flow again: every peer's age goes on from where it stopped."""
+        """Heartbeats flow again: every peer's age goes on from where it stopped, and
+        nobody goes offline for silence before its grace after ``now`` is over."""
         if self._paused_at is None:
             return
         paused_at, self._paused_at = self._paused_at, None
+        self._resumed_at = now
         for peer in self._peers.values():
             peer.excused += max(0.0, now - max(paused_at, peer.last_seen))
+
+    def grace_s(self, interval_s: float) -> float:
+        """The grace after a blind spot of a peer heartbeating every ``interval_s``."""
+        return max(self.resume_grace_s, self.resume_grace_intervals * interval_s)
 
     @property
     def paused(self) -> bool:
@@ -220,7 +260,7 @@ class LivenessTracker:
         if self._paused_at is not None:
             now = self._paused_at
         age = now - peer.last_seen - peer.excused
-        if age > self.offline_after * peer.interval_s:
+        if age > self.offline_after * peer.interval_s and not self._spared(peer, now):
             return Status.OFFLINE
         if age > self.stale_after * peer.interval_s:
             return Status.STALE
@@ -240,9 +280,19 @@ class LivenessTracker:
         return peer_id in self._peers
 
     def _due(self, peer: Liveness, now: float) -> bool:
-        """An online peer silent for more than ``offline_after`` of its intervals."""
+        """An online peer silent for more than ``offline_after`` of its intervals, and
+        neither in a grace after a blind spot nor held."""
+        if not peer.online:
+            return False
         age = now - peer.last_seen - peer.excused
-        return peer.online and age > self.offline_after * peer.interval_s
+        return age > self.offline_after * peer.interval_s and not self._spared(peer, now)
+
+    def _spared(self, peer: Liveness, now: float) -> bool:
+        """Silence does not count at ``now``: in the grace after a resume, or held."""
+        if now < peer.held_until:
+            return True
+        resumed = self._resumed_at
+        return resumed is not None and now < resumed + self.grace_s(peer.interval_s)
 
     def _clamp(self, interval_s: float) -> float:
         return min(self.max_interval_s, max(self.min_interval_s, interval_s))

@@ -67,6 +67,8 @@ class RegistryContext:
             offline_after=settings.offline_after_intervals,
             min_interval_s=settings.min_interval_s,
             max_interval_s=settings.max_interval_s,
+            resume_grace_intervals=settings.resume_grace_intervals,
+            resume_grace_s=settings.resume_grace_s,
         )
         presence = Presence(
             tracker,

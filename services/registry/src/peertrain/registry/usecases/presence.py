@@ -7,11 +7,17 @@ silence into ``went_offline``, judged only once the heartbeat consumer has caugh
 with the moment it judges (see :meth:`Presence.judge_after`): a heartbeat that waits in
 the queue behind a flood of junk still counts for the time it was sent.
 
-A flood delays honest heartbeats before they reach the queue too (the broker takes in
-the junk first), where no marker can see them. So while heartbeats are refused at a
-flood's rate, liveness is paused as when the consumer is disconnected, and resumes
-``flood_quiet_s`` after the flood: under a flood, an offline peer is declared late,
-never an online one early.
+While the heartbeat consumer is disconnected the registry is blind: liveness is paused
+(:meth:`Presence.blind`), and once it sees again every peer gets a grace to reconnect
+before its silence counts (:meth:`Presence.seeing`; the rule is the tracker's).
+
+A flood of refused heartbeats on one peer's key (its own token over its rate, or junk
+riding on its key) may delay that peer's own honest heartbeats, in the broker as in the
+queue, where no marker can see them. So while heartbeats on a key are refused at a
+flood's rate, that peer alone is held (not judged for silence) until ``flood_quiet_s``
+after the flood: the flooder is declared offline late, never early, and every other
+peer's liveness is judged as ever. A peer's broker user may only publish on its own
+key, so a flood costs the flooder only.
 """
 
 from __future__ import annotations
@@ -25,10 +31,12 @@ import structlog
 
 from peertrain.common.events.peers import Heartbeat, Leaving
 from peertrain.common.periodic import Background
+from peertrain.registry.domain.floods import FloodWatch
 from peertrain.registry.domain.liveness import LivenessTracker, Status, Transition, TransitionKind
 from peertrain.registry.domain.peer import decide_offline, decide_online
 from peertrain.registry.metrics import (
     CATCH_UP_WAIT,
+    HEARTBEAT_FLOODS,
     HEARTBEAT_LAG,
     HEARTBEATS,
     LIVENESS_PAUSED,
@@ -74,6 +82,9 @@ class Presence:
         The read model (to seed the tracker after a restart).
     sweep_interval_s
         How often silence is checked.
+    flood_refusals_per_s, flood_quiet_s
+        Refused heartbeats on one peer's key in one second that make a flood, and how
+        long after its last one that peer stays held.
     """
 
     def __init__(
@@ -94,12 +105,8 @@ class Presence:
         self.sweep_interval_s = sweep_interval_s
         self._pending: asyncio.Queue[Transition] = asyncio.Queue()
         self._caught_up: Callable[[], Awaitable[None]] | None = None
-        self.flood_refusals_per_s = flood_refusals_per_s
+        self.floods = FloodWatch(flood_refusals_per_s)
         self.flood_quiet_s = flood_quiet_s
-        self._disconnected = False
-        self._flooded_until: float | None = None
-        self._refusals_second = -1
-        self._refusals = 0
         self._tasks = (
             Background("registry-sweeper", self._sweep_forever),
             Background("registry-transitions", self._write_forever),
@@ -139,6 +146,7 @@ class Presence:
     def forget(self, peer_id: str) -> None:
         """Stop tracking a removed peer (its offline transition is already in the log)."""
         self.tracker.forget(peer_id)
+        self.floods.forget(peer_id)
 
     def judge_after(self, caught_up: Callable[[], Awaitable[None]]) -> None:
         """Before declaring anyone offline, await ``caught_up()``: it returns once every
@@ -150,39 +158,37 @@ class Presence:
     # -- blindness ------------------------------------------------------------------------
 
     def blind(self) -> None:
-        """The heartbeat consumer lost its connection."""
-        self._disconnected = True
-        self._pause_or_resume(self.clock.mono())
+        """The heartbeat consumer lost its connection: liveness pauses."""
+        if not self.tracker.paused:
+            log.warning("heartbeat consumer away: liveness paused")
+        self.tracker.pause(self.clock.mono())
+        LIVENESS_PAUSED.set(1)
 
     def seeing(self) -> None:
-        """The heartbeat consumer is consuming again."""
-        self._disconnected = False
-        self._pause_or_resume(self.clock.mono())
+        """The heartbeat consumer is consuming again: liveness resumes, and every peer
+        gets the tracker's grace to reconnect before its silence counts."""
+        if self.tracker.paused:
+            log.info(
+                "heartbeat consumer back: liveness resumes after a grace",
+                grace_s=self.tracker.resume_grace_s,
+                grace_intervals=self.tracker.resume_grace_intervals,
+            )
+        self.tracker.resume(self.clock.mono())
+        LIVENESS_PAUSED.set(0)
 
-    def refused(self) -> None:
-        """A heartbeat was refused: at a flood's rate, liveness pauses until it ends."""
+    def refused(self, peer_id: str | None) -> None:
+        """A heartbeat on ``peer_id``'s key was refused (``None``: no peer's key). At a
+        flood's rate, that peer (only it) is held until ``flood_quiet_s`` after it."""
+        if peer_id is None or peer_id not in self.tracker:
+            return  # nobody tracked whose heartbeats it could delay
         now = self.clock.mono()
-        second = int(now)
-        if second != self._refusals_second:
-            self._refusals_second, self._refusals = second, 0
-        self._refusals += 1
-        if self._refusals < self.flood_refusals_per_s:
+        if not self.floods.refused(peer_id, now):
             return
-        flooded = self._flooded_until is not None
-        self._flooded_until = now + self.flood_quiet_s
-        if not flooded:  # the flood's first: pause once, not per refusal (a hot path)
-            log.warning("heartbeat flood: liveness paused until it ends")
-            self._pause_or_resume(now)
-
-    def _pause_or_resume(self, now: float) -> None:
-        if self._flooded_until is not None and now >= self._flooded_until:
-            self._flooded_until = None
-            log.info("heartbeat flood over: liveness resumes")
-        if self._disconnected or self._flooded_until is not None:
-            self.tracker.pause(now)
-        else:
-            self.tracker.resume(now)
-        LIVENESS_PAUSED.set(int(self.tracker.paused))
+        record = self.tracker.get(peer_id)
+        if record is not None and record.held_until <= now:  # the flood's first refusal
+            HEARTBEAT_FLOODS.inc()
+            log.warning("heartbeat flood on a peer's key: only its liveness held", peer_id=peer_id)
+        self.tracker.hold(peer_id, now + self.flood_quiet_s)
 
     # -- reading --------------------------------------------------------------------------
 
@@ -240,8 +246,6 @@ class Presence:
         """Declare offline whoever was silent too long as of now, counting every
         heartbeat sent before now, however long it waits in the queue."""
         now = self.clock.mono()
-        if self._flooded_until is not None:
-            self._pause_or_resume(now)  # resumes once the flood has been quiet long enough
         if self._caught_up is not None and self.tracker.overdue(now):
             waited = time.monotonic()
             await self._caught_up()

@@ -128,14 +128,18 @@ class TelemetryGate:
         """A heartbeat: into liveness (memory only), or counted as refused."""
         try:
             peer_id, _ = _sender(message, (HEARTBEAT,))
+        except Refused as exc:
+            self._refused(exc.reason, message)
+            return
+        try:
             self._admit(await self._principal(message, peer_id), peer_id)
             heartbeat = Heartbeat.model_validate_json(message.body)
         except Refused as exc:
-            self._refused(exc.reason, message)
+            self._refused(exc.reason, message, peer_id=peer_id)
         except (InvalidToken, InsufficientRole):
-            self._refused("invalid_token", message)
+            self._refused("invalid_token", message, peer_id=peer_id)
         except ValidationError:
-            self._refused("malformed", message)
+            self._refused("malformed", message, peer_id=peer_id)
         else:
             self.reg.presence.heartbeat(peer_id, heartbeat)
 
@@ -167,12 +171,18 @@ class TelemetryGate:
             self._refused(reason, message, kind=kind, why=why)
 
     def _refused(
-        self, reason: str, message: DeliveredMessage, *, kind: str = HEARTBEAT, why: str = ""
+        self,
+        reason: str,
+        message: DeliveredMessage,
+        *,
+        kind: str = HEARTBEAT,
+        why: str = "",
+        peer_id: str | None = None,
     ) -> None:
         counter = REJECTED_HEARTBEATS if kind == HEARTBEAT else REJECTED_TELEMETRY
         counter.labels(reason=reason).inc()
         if kind == HEARTBEAT:
-            self.reg.presence.refused()
+            self.reg.presence.refused(peer_id)  # a flood on a key holds that peer only
         warn_throttled(
             log,
             ("telemetry", reason),
