@@ -284,11 +284,12 @@ async def test_every_queue_is_bounded_and_the_broker_refuses_an_oversized_messag
 @pytest.mark.parametrize(
     ("path", "body"),
     [
-        ("/refresh", {"refresh_token": "a\u0000b"}),
-        ("/logout", {"refresh_token": "a\u0000b"}),
+        # shaped like a refresh token, so that its family id would reach a query
+        ("/refresh", {"refresh_token": "ptr.fam\u0000ily.secret"}),
+        ("/logout", {"refresh_token": "ptr.fam\u0000ily.secret"}),
         ("/peers/token", {"peer_id": "p\u0000", "peer_secret": "s"}),
         ("/peers/token", {"peer_id": "p", "peer_secret": "s\u0000"}),
-        ("/peers/enroll", {"enrollment_token": "t\u0000", "name": "box"}),
+        ("/peers/enroll", {"enrollment_token": "pte.t\u0000", "name": "box"}),
     ],
 )
 async def test_a_nul_in_an_auth_body_is_a_4xx_in_the_one_error_shape(
