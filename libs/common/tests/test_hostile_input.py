@@ -160,22 +160,24 @@ def _fail(*, transient: bool, deliveries: int = 0, tries: int = 1, held_s: float
 
 def test_a_failure_that_repeats_is_set_aside_at_once_never_retried_in_place() -> None:
     outage = Outage()
-    for deliveries in range(4):
+    for deliveries in range(5):
         decision = decide(
             _fail(transient=False, deliveries=deliveries), outage, delivery_limit=5, now=0
         )
         assert isinstance(decision, SetAside)
     assert isinstance(
-        decide(_fail(transient=False, deliveries=4), outage, delivery_limit=5, now=0), DeadLetter
+        decide(_fail(transient=False, deliveries=5), outage, delivery_limit=5, now=0), DeadLetter
     )
     assert outage.since is None  # no outage for it
 
 
 def test_an_outage_holds_the_line_and_never_spends_the_last_delivery() -> None:
     outage = Outage()
-    first = decide(_fail(transient=True), outage, delivery_limit=1, now=10.0)
+    first = decide(_fail(transient=True, deliveries=1), outage, delivery_limit=1, now=10.0)
     assert isinstance(first, Retry) and first.delay_s > 0
-    later = decide(_fail(transient=True, tries=30, held_s=600), outage, delivery_limit=1, now=610)
+    later = decide(
+        _fail(transient=True, deliveries=1, tries=30, held_s=600), outage, delivery_limit=1, now=610
+    )
     assert isinstance(later, Retry) and later.delay_s <= 5.0
     over = decide(
         _fail(transient=True, held_s=OUTAGE_BUDGET_S),

@@ -102,7 +102,9 @@ class Failure:
     transient
         A dependency is away (:func:`~peertrain.common.faults.is_transient`).
     deliveries
-        How many times the broker delivered the message before this delivery.
+        How many times the broker delivered the message before this delivery (its
+        ``x-delivery-count``: a message is delivered once, then up to ``delivery_limit``
+        times again).
     tries
         Tries of this delivery so far (this failed one included).
     held_s
@@ -117,7 +119,8 @@ class Failure:
 
 def decide(failure: Failure, outage: Outage, *, delivery_limit: int, now: float) -> Decision:
     """What to do after ``failure`` (``outage`` is updated: call once per failure)."""
-    last = failure.deliveries + 1 >= delivery_limit
+    # RabbitMQ's x-delivery-limit: one delivery plus ``delivery_limit`` redeliveries
+    last = failure.deliveries >= delivery_limit
     if not failure.transient:
         if last:
             return DeadLetter("failed on its last allowed delivery")
