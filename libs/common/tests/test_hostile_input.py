@@ -197,12 +197,14 @@ def test_a_message_failing_transiently_alone_is_set_aside_once_per_outage() -> N
     assert isinstance(probe, SetAside)
     # the next message fails too: an outage, held, never set aside again
     nxt = decide(
-        _fail(transient=True, tries=9, held_s=2 * HOLD_S), outage, delivery_limit=5, now=20
+        _fail(transient=True, tries=9, held_s=2 * HOLD_S), outage, delivery_limit=5, now=2 * HOLD_S
     )
     assert isinstance(nxt, Retry)
     # the next message passed: the outage is over, a new one may probe again
     outage.passed()
-    again = decide(_fail(transient=True, tries=9, held_s=HOLD_S), outage, delivery_limit=5, now=30)
+    again = decide(
+        _fail(transient=True, tries=9, held_s=HOLD_S), outage, delivery_limit=5, now=3 * HOLD_S
+    )
     assert isinstance(again, SetAside)
 
 

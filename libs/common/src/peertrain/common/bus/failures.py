@@ -41,9 +41,11 @@ RETRY_BASE_S = 0.1
 RETRY_OUTAGE_MAX_S = 5.0
 OUTAGE_BUDGET_S = 900.0
 """How long a message waits out an outage before it is dead-lettered after all."""
-HOLD_S = 5.0
+HOLD_S = 30.0
 """How long one message failing "transiently" holds the line before it is set aside
-once, to learn whether the others pass (a broker restart takes a few seconds)."""
+once, to learn whether the others pass. Long enough that the usual outage (a broker
+restart, a store failing over: seconds) keeps the queue's order whole; setting aside
+takes one message out of order."""
 
 
 @dataclass(frozen=True)
