@@ -86,7 +86,7 @@ def test_a_nul_is_found_however_deep_and_in_keys() -> None:
                 "interval_s": 1,
                 "specs": {**SPECS, "os": "l\x00"},
             },
-        ),  # fmt: skip
+        ),
         (Leaving, {"session": "s", "seq": 1, "sent_at": 1.0, "reason": "\x00"}),
         (TaskAcceptedBody, {**REF, "unknown\x00": 1}),  # even a field nobody reads
     ],
@@ -126,7 +126,7 @@ def test_a_peer_message_holding_a_nul_is_refused_at_decode(model: Any, body: Any
                 "interval_s": 1,
                 "specs": {**SPECS, "ram_gb": math.inf},
             },
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_non_finite_or_out_of_range_peer_numbers_are_refused(model: Any, body: Any) -> None:
