@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 from urllib.parse import quote
@@ -43,6 +44,7 @@ from peertrain.common.security import peer_headers
 from peertrain.common.settings import ServiceSettings
 from peertrain.common.testing import PLATFORM_PORTS, RABBIT_API
 from peertrain.ml.weights import state_from_bytes, state_to_bytes
+from peertrain.orchestrator.testing import orchestrator_process
 
 from .test_aggregator import FEATURES, Job, _delta, _holdout, _peer, _sha, _user
 
@@ -248,6 +250,50 @@ async def test_a_nul_flood_from_one_peer_is_refused_at_once_and_the_others_updat
     assert await _count(dlq_name(updates)) == 0
     assert await _metric(port, "peertrain_events_consumed_total", outcome="set_aside") == 0
     assert await _metric(port, "peertrain_events_rejected_total") == 0
+
+
+async def test_nul_reports_from_one_peer_never_hold_the_orchestrators_peer_queue(
+    auth: AuthUnderTest, run_id: str, tmp_path: Any, eventually: Any
+) -> None:
+    prefix = f"orchestrator-p{run_id}"
+    port = PLATFORM_PORTS["orchestrator"]
+    process = orchestrator_process(mongo_db=auth.mongo_db, log_dir=tmp_path, queue_prefix=prefix)
+    process.start()
+    try:
+        with httpx.Client(timeout=30) as http:
+            _, owner_token = _user(http)
+            honest, hostile = _peer(http, owner_token), _peer(http, owner_token)
+
+        def accepted(job_id: str) -> bytes:
+            body = {"task_id": "t", "job_id": job_id, "round": 1, "attempt": 1, "shard": 0}
+            return json.dumps(body).encode()
+
+        queue = f"{prefix}.peers"
+        applied = await _metric(
+            port, "peertrain_events_consumed_total", queue=queue, outcome="applied"
+        )
+        await _publish(hostile, "accepted", [accepted("x\u0000n")] * 20)
+        # an honest peer's report (of a task the orchestrator does not know: ignored)
+        await _publish(honest, "accepted", [accepted(uuid.uuid4().hex)])
+
+        async def handled() -> bool:
+            done = await _metric(
+                port, "peertrain_events_consumed_total", queue=queue, outcome="applied"
+            )
+            return done >= applied + 1
+
+        await eventually(handled, timeout=30, what="the honest report handled")
+        refused = await _metric(port, "peertrain_peer_messages_refused_total", reason="bad_body")
+        assert refused >= 20
+        assert await _count(dlq_name(queue)) == 0
+        assert await _metric(port, "peertrain_events_consumed_total", outcome="set_aside") == 0
+    finally:
+        process.stop()
+        async with httpx.AsyncClient(base_url=RABBIT_API, auth=("admin", "admin"), timeout=10) as m:
+            r = await m.get("/queues/%2F", params={"columns": "name"})
+            for q in r.json():
+                if q["name"].startswith(prefix + "."):
+                    await m.delete(f"/queues/%2F/{quote(q['name'], safe='')}")
 
 
 # -- bounds ----------------------------------------------------------------------------
