@@ -62,6 +62,8 @@ default_permissions.read = .*
 default_permissions.write = .*
 log.file.level = info
 log.console = false
+# A larger publish closes its channel (peertrain.common.bus.topology.MAX_MESSAGE_BYTES).
+max_message_size = 8388608
 # admin is for the services on this machine: refused from any other address, whatever
 # listeners are open (peers have users of their own, made by the registry).
 loopback_users.guest = true
@@ -123,15 +125,27 @@ rabbitmq_users_ok() {
     [[ $(curl -sS -o /dev/null -w '%{http_code}' --max-time 5 -u admin:admin "$api/users/guest") == 404 ]]
 }
 
-# Dead-letter queues (<queue>.dlq) keep at most 10,000 messages, oldest dropped first:
-# nothing a peer or a bug sends can grow them without bound. A policy rather than queue
-# arguments, so queues declared before the bound get it too (docker-compose.yml sets
-# the same policy).
-DLQ_POLICY='{"pattern":"\\.dlq$","apply-to":"queues","priority":1,"definition":{"max-length":10000,"overflow":"drop-head"}}'
+# Every queue is bounded in messages and bytes, by policies rather than queue arguments,
+# so queues declared before a bound get it too (the broker refuses to declare a queue
+# again with other arguments). The one of highest priority that matches applies; these
+# are peertrain.common.bus.topology.QUEUE_POLICIES (a stack test compares them):
+# events reject-publish (the relay keeps the event and tries again), peer telemetry
+# tighter and reject-publish, a peer's own queue and dead letters drop-head.
+# docker-compose.yml sets the same.
+declare -gA RABBITMQ_POLICIES=(
+  [peertrain-queue-bound]='{"pattern":".*","apply-to":"queues","priority":0,"definition":{"max-length":1000000,"max-length-bytes":1073741824,"overflow":"reject-publish"}}'
+  [peertrain-dlq-bound]='{"pattern":"\\.dlq$","apply-to":"queues","priority":1,"definition":{"max-length":10000,"max-length-bytes":268435456,"overflow":"drop-head"}}'
+  [peertrain-telemetry-bound]='{"pattern":"\\.(updates|peers|presence|heartbeats)$","apply-to":"queues","priority":2,"definition":{"max-length":100000,"max-length-bytes":134217728,"overflow":"reject-publish"}}'
+  [peertrain-peer-queue-bound]='{"pattern":"^peer\\.[^.]+$","apply-to":"queues","priority":2,"definition":{"max-length":1000,"max-length-bytes":16777216,"overflow":"drop-head"}}'
+)
 
 rabbitmq_policies() {
-  curl -fsS -o /dev/null --max-time 5 -u admin:admin -X PUT -H 'content-type: application/json' \
-    -d "$DLQ_POLICY" "http://127.0.0.1:$RABBITMQ_MGMT_PORT/api/policies/%2F/peertrain-dlq-bound"
+  local name
+  for name in "${!RABBITMQ_POLICIES[@]}"; do
+    curl -fsS -o /dev/null --max-time 5 -u admin:admin -X PUT -H 'content-type: application/json' \
+      -d "${RABBITMQ_POLICIES[$name]}" "http://127.0.0.1:$RABBITMQ_MGMT_PORT/api/policies/%2F/$name" ||
+      return 1
+  done
 }
 
 rabbitmq_configure() {

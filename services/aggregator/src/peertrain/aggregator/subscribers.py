@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 from peertrain.common.app import ServiceContext
-from peertrain.common.bus import TELEMETRY
+from peertrain.common.bus import TELEMETRY, dlq_name
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.tasks import UpdateAnnounced
 from peertrain.common.events.training import (
@@ -74,6 +74,7 @@ def subscribe(ctx: ServiceContext, actx: AggregatorContext) -> None:
         JOB_EVENT_TYPES,
         on_event,
         expires_s=settings.feed_expires_s,
+        dead_letters=dlq_name(settings.queue("feed")),  # shared: outlives every instance
     )
     ctx.subscriptions.add_messages(
         updates,

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from peertrain.common.events.auth import PublicJwk
+from peertrain.common.text import NO_NUL
 
 from .domain.passwords import MAX_LENGTH, MIN_LENGTH
 
@@ -91,7 +92,7 @@ class RefreshRequest(BaseModel):
 
     model_config = _Strict
 
-    refresh_token: str = Field(min_length=1, max_length=1024)
+    refresh_token: str = Field(min_length=1, max_length=1024, pattern=NO_NUL)
 
 
 class Jwks(BaseModel):
@@ -134,7 +135,7 @@ class EnrollRequest(BaseModel):
 
     model_config = _Strict
 
-    enrollment_token: str = Field(min_length=1, max_length=512)
+    enrollment_token: str = Field(min_length=1, max_length=512, pattern=NO_NUL)
     name: str = Field(
         min_length=1,
         max_length=64,
@@ -157,8 +158,8 @@ class PeerTokenRequest(BaseModel):
 
     model_config = _Strict
 
-    peer_id: str = Field(min_length=1, max_length=64)
-    peer_secret: str = Field(min_length=1, max_length=512)
+    peer_id: str = Field(min_length=1, max_length=64, pattern=NO_NUL)
+    peer_secret: str = Field(min_length=1, max_length=512, pattern=NO_NUL)
 
 
 class PeerPublic(BaseModel):

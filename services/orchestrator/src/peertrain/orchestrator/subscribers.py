@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from peertrain.common.app import ServiceContext
-from peertrain.common.bus import TELEMETRY
+from peertrain.common.bus import TELEMETRY, dlq_name
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.tasks import (
     ACCEPTED,
@@ -63,6 +63,7 @@ def subscribe(ctx: ServiceContext, octx: OrchestratorContext) -> None:
         [*FACT_TYPES, *JOB_EVENT_TYPES],
         on_event,
         expires_s=settings.feed_expires_s,
+        dead_letters=dlq_name(settings.queue("feed")),  # shared: outlives every instance
     )
     ctx.subscriptions.add(settings.queue("dispatch"), [TASK_ASSIGNED, JOB_CANCELLED], on_dispatch)
     ctx.subscriptions.add_messages(

@@ -8,11 +8,18 @@ itself: after the fix, an operator runs::
     make redrive QUEUES="orchestrator.dispatch aggregator.updates"
     python -m peertrain.common.bus.redrive --dry-run
 
-Each message is published again to its queue (through the default exchange), with the
-headers the dead-lettering added removed, so it gets a fresh delivery limit; then it is
-acknowledged on the DLQ. A consumer's inbox makes a message that was in fact handled
-before harmless. Only the messages present when the redrive starts are moved, so one
-that fails again ends in the DLQ again instead of looping.
+Each message is published again the way it first came: to the exchange and with the
+routing key it was first published with, which RabbitMQ's ``x-death`` header records
+(a peer's telemetry is read from its routing key, ``peer.<id>.<kind>``, and one
+instance's queue may be gone: its events reach the instances that run now). The
+headers the dead-lettering added are removed, so it gets a fresh delivery limit; then it
+is acknowledged on the DLQ. A message without that record goes to its queue by name,
+through the default exchange, as before. Publishing by routing key reaches every queue
+bound to it, as the first publish did: consumers are idempotent (an inbox, or a
+decision from the log), so one that had handled it already does nothing. A message no
+queue takes (``mandatory``) stays in the DLQ. Only the messages present when the
+redrive starts are moved, so one that fails again ends in the DLQ again instead of
+looping.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 import aio_pika
@@ -30,7 +39,7 @@ from peertrain.common.settings import ServiceSettings
 
 from .topology import dlq_name
 
-__all__ = ["dead_letter_queues", "redrive"]
+__all__ = ["dead_letter_queues", "origin", "redrive"]
 
 DEATH_HEADERS = (
     "x-death",
@@ -42,6 +51,25 @@ DEATH_HEADERS = (
     "x-last-death-queue",
     "x-last-death-reason",
 )
+
+
+def origin(headers: Mapping[str, Any] | None, queue: str) -> tuple[str, str]:
+    """``(exchange, routing key)`` a dead-lettered message was first published with, from
+    its ``x-death`` header (the earliest death records the first publish); ``("",
+    queue)`` (the queue by name) when the header does not say."""
+    deaths = (headers or {}).get("x-death")
+    if isinstance(deaths, list | tuple):
+        for death in reversed(deaths):
+            if not isinstance(death, Mapping):
+                continue
+            exchange, keys = death.get("exchange"), death.get("routing-keys")
+            if isinstance(exchange, bytes):
+                exchange = exchange.decode()
+            if isinstance(exchange, str) and isinstance(keys, list | tuple) and keys:
+                key = keys[0].decode() if isinstance(keys[0], bytes) else keys[0]
+                if isinstance(key, str):
+                    return exchange, key
+    return "", queue
 
 
 async def dead_letter_queues(management_url: str, amqp_url: str) -> dict[str, int]:
@@ -72,30 +100,43 @@ async def redrive(amqp_url: str, queues: list[str], *, dry_run: bool = False) ->
             if dry_run:
                 moved[queue] = waiting
                 continue
+            kept: list[aio_pika.abc.AbstractIncomingMessage] = []
             for _ in range(waiting):
                 message = await dlq.get(no_ack=False, fail=False)
                 if message is None:
                     break
+                exchange_name, routing_key = origin(message.headers, queue)
                 headers = {
                     k: v for k, v in (message.headers or {}).items() if k not in DEATH_HEADERS
                 }
-                await channel.default_exchange.publish(
-                    aio_pika.Message(
-                        body=message.body,
-                        headers=headers,
-                        content_type=message.content_type,
-                        message_id=message.message_id,
-                        correlation_id=message.correlation_id,
-                        app_id=message.app_id,
-                        type=message.type,
-                        timestamp=message.timestamp,
-                        delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
-                    ),
-                    routing_key=queue,
-                    mandatory=True,
+                exchange = (
+                    await channel.get_exchange(exchange_name, ensure=False)
+                    if exchange_name
+                    else channel.default_exchange
                 )
+                try:
+                    await exchange.publish(
+                        aio_pika.Message(
+                            body=message.body,
+                            headers=headers,
+                            content_type=message.content_type,
+                            message_id=message.message_id,
+                            correlation_id=message.correlation_id,
+                            app_id=message.app_id,
+                            type=message.type,
+                            timestamp=message.timestamp,
+                            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+                        ),
+                        routing_key=routing_key,
+                        mandatory=True,
+                    )
+                except aio_pika.exceptions.DeliveryError:  # no queue took it: keep it
+                    kept.append(message)
+                    continue
                 await message.ack()
                 moved[queue] += 1
+            for message in kept:  # back into the DLQ, once every message was tried
+                await message.nack(requeue=True)
     finally:
         await connection.close()
     return moved

@@ -5,17 +5,21 @@ A handler receives a typed :class:`~peertrain.common.events.RecordedEvent`. Outc
 * it returns: the message is acknowledged (after the inbox recorded the event);
 * the event was already processed: acknowledged, no second effect;
 * the body is not a valid event: rejected at once, so it lands in ``<queue>.dlq``;
-* the handler raises: it is tried again in place, with backoff, up to the queue's
-  delivery limit (redeliveries after a crash count too), then dead-lettered, and the
-  messages behind it keep flowing;
+* the handler raises: the message is set aside (returned to the queue, which delivers
+  it again after the messages already on their way), never retried in place while the
+  queue waits, and dead-lettered on the last delivery the queue's limit allows
+  (redeliveries after a crash count too);
 * the handler raises because a dependency is away (the event store, the bucket or the
   broker: :func:`~peertrain.common.faults.is_transient`): it keeps the message and tries
   again with backoff up to :data:`RETRY_OUTAGE_MAX_S` apart, for as long as
   :data:`OUTAGE_BUDGET_S`, without using up the delivery limit. Every message would
-  fail the same way meanwhile, so dead-lettering them would only strand facts.
+  fail the same way meanwhile, so dead-lettering them would only strand facts. A message
+  that keeps failing so while the next would pass holds the line for at most
+  :data:`~peertrain.common.bus.failures.HOLD_S` at a time (the rules:
+  :mod:`peertrain.common.bus.failures`).
 
-Dead-lettered messages can be moved back to their queue once the cause is fixed:
-``make redrive`` (:mod:`peertrain.common.bus.redrive`).
+Dead-lettered messages can be moved back once the cause is fixed: ``make redrive``
+(:mod:`peertrain.common.bus.redrive`).
 
 Messages are handled strictly one after the other, in queue order, which keeps each
 stream's events in order, but the channel prefetches a window of them
@@ -23,8 +27,9 @@ stream's events in order, but the channel prefetches a window of them
 until its predecessor on the channel has been handled (:class:`InOrder`). With a
 prefetch of 1 every message cost a broker round trip before the next could even be
 sent; measured on a quorum queue, that capped an ordered consumer at a few hundred
-events a second. A failing message is retried in place rather than requeued, because a
-requeued message would be handled after the ones already prefetched behind it.
+events a second. A message that failed is the exception to the order: it goes back
+behind the window, since holding the line for it would hold every other message (one
+peer sending a message that fails each time stalled every peer's updates).
 """
 
 from __future__ import annotations
@@ -33,9 +38,10 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 import structlog
-from faststream.exceptions import RejectMessage
+from faststream.exceptions import NackMessage, RejectMessage
 from faststream.middlewares import AckPolicy
 from faststream.rabbit import Channel, RabbitBroker, RabbitExchange, RabbitMessage
 
@@ -43,10 +49,28 @@ from peertrain.common.events import MalformedEvent, RecordedEvent, UnknownEventT
 from peertrain.common.faults import is_transient
 from peertrain.common.metrics import DEAD_LETTERED, EVENTS_CONSUMED
 
+from .failures import (
+    OUTAGE_BUDGET_S,
+    RETRY_OUTAGE_MAX_S,
+    DeadLetter,
+    Failure,
+    Outage,
+    Retry,
+    SetAside,
+    decide,
+)
 from .inbox import Inbox
-from .topology import EVENTS, declare_queue, quorum_queue
+from .topology import EVENTS, declare_queue, dlq_name, quorum_queue
 
-__all__ = ["PIPELINE", "EventHandler", "InOrder", "Subscription", "Subscriptions"]
+__all__ = [
+    "OUTAGE_BUDGET_S",
+    "PIPELINE",
+    "RETRY_OUTAGE_MAX_S",
+    "EventHandler",
+    "InOrder",
+    "Subscription",
+    "Subscriptions",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -55,13 +79,6 @@ MessageHandler = Callable[[RabbitMessage], Awaitable[None]]
 
 PIPELINE = 32
 """Messages prefetched per subscription (handled one after the other, in order)."""
-
-RETRY_BASE_S = 0.1
-RETRY_MAX_S = 2.0
-RETRY_OUTAGE_MAX_S = 5.0
-OUTAGE_BUDGET_S = 900.0
-"""How long a message waits out an outage before it is dead-lettered after all."""
-
 
 STALL_S = 30.0
 """How long a delivery waits for a predecessor that never reached its handler."""
@@ -128,6 +145,8 @@ class Subscription:
     """Set for non-event messages (peer telemetry): gets the message itself."""
     expires_s: int | None = None
     """Set for one instance's own queue: deleted once that long without a consumer."""
+    dead_letters: str | None = None
+    """The DLQ, when not ``<queue>.dlq`` (one shared by a service's instance queues)."""
 
 
 @dataclass
@@ -159,14 +178,19 @@ class Subscriptions:
         exchange: RabbitExchange = EVENTS,
         prefetch: int = PIPELINE,
         expires_s: int | None = None,
+        dead_letters: str | None = None,
     ) -> Subscription:
         """Register ``handler`` for the event types ``routing_keys`` on ``queue``.
 
         Messages are handled one after the other, in queue order; ``prefetch`` is how
         many the broker sends ahead (see the module docstring). ``expires_s`` makes it
         one instance's queue (every instance hears every event): the broker deletes it
-        once that long without a consumer.
+        once that long without a consumer. Its dead letters then go to ``dead_letters``,
+        a DLQ every instance shares and that never expires (by default
+        ``<base>.dlq`` for a queue named ``<base>.<instance>``).
         """
+        if expires_s is not None and dead_letters is None:
+            dead_letters = dlq_name(queue.rpartition(".")[0] or queue)
         channel = Channel(prefetch_count=prefetch)
         sub = Subscription(
             queue,
@@ -177,6 +201,7 @@ class Subscriptions:
             prefetch,
             channel,
             expires_s=expires_s,
+            dead_letters=dead_letters,
         )
         self.items.append(sub)
         return sub
@@ -193,7 +218,7 @@ class Subscriptions:
         """Register ``handler`` for raw messages (not events), e.g. peer telemetry.
 
         The same outcomes as for events: return -> ack; raise ``RejectMessage`` ->
-        dead-lettered at once; raise anything else -> retried up to the delivery limit.
+        dead-lettered at once; raise anything else -> set aside (see the module docstring).
         """
 
         async def never(_: RecordedEvent) -> None:  # pragma: no cover - raw subscriptions
@@ -217,6 +242,7 @@ class Subscriptions:
                 delivery_limit=self.delivery_limit,
                 channel=sub.channel,
                 expires_s=sub.expires_s,
+                dead_letters=sub.dead_letters,
             )
 
     def attach(self, broker: RabbitBroker) -> None:
@@ -224,7 +250,10 @@ class Subscriptions:
         for sub in self.items:
             broker.subscriber(
                 quorum_queue(
-                    sub.queue, delivery_limit=self.delivery_limit, expires_s=sub.expires_s
+                    sub.queue,
+                    delivery_limit=self.delivery_limit,
+                    expires_s=sub.expires_s,
+                    dead_letters=sub.dead_letters,
                 ),
                 channel=sub.channel,
                 ack_policy=AckPolicy.NACK_ON_ERROR,
@@ -239,60 +268,63 @@ def _consumer(
     observe: Callable[[RecordedEvent], None] | None = None,
 ) -> Callable[[RabbitMessage], Awaitable[None]]:
     order = InOrder()
+    outage = Outage()
 
     async def consume(message: RabbitMessage) -> None:
         raw = message.raw_message
+        loop = asyncio.get_running_loop()
         async with order.turn(raw.channel, raw.delivery_tag or 0):
-            # Deliveries before this one (a crash, a restart) count against the limit.
-            attempt = _delivery_count(message)
-            outage: _Outage | None = None
+            # Deliveries before this one (set aside, a crash, a restart) count too.
+            deliveries = _delivery_count(message)
+            tries, first_failure = 0, 0.0
             while True:
                 try:
                     if sub.raw is not None:
                         await _handle_raw(sub, sub.raw, message)
                     else:
                         await _handle(sub, message, observe)
-                    if outage is not None:
-                        log.info("a dependency is back", queue=sub.queue, waited_s=outage.age)
-                    return
                 except RejectMessage:
                     raise
                 except Exception as exc:
-                    if is_transient(exc):
-                        outage = outage or _Outage(asyncio.get_running_loop().time())
-                        if outage.age < OUTAGE_BUDGET_S:
-                            await asyncio.sleep(outage.backoff())
-                            continue
-                    if attempt >= delivery_limit or outage is not None:
-                        DEAD_LETTERED.labels(queue=sub.queue).inc()
-                        log.error(
-                            "dead-lettering a message that kept failing",
+                    now = loop.time()
+                    tries, first_failure = tries + 1, first_failure or now
+                    failure = Failure(is_transient(exc), deliveries, tries, now - first_failure)
+                    decision = decide(failure, outage, delivery_limit=delivery_limit, now=now)
+                    if isinstance(decision, Retry):
+                        await asyncio.sleep(decision.delay_s)
+                        continue
+                    _give_up(sub, decision, failure, exc)
+                else:
+                    if outage.since is not None:
+                        log.info(
+                            "a dependency is back",
                             queue=sub.queue,
-                            attempts=attempt + 1,
-                            error=repr(exc)[:500],
+                            waited_s=round(outage.age(loop.time()), 3),
                         )
-                        raise RejectMessage() from exc
-                    await asyncio.sleep(min(RETRY_BASE_S * 2**attempt, RETRY_MAX_S))
-                    attempt += 1
+                    outage.passed()
+                    return
 
     consume.__name__ = f"on_{sub.queue.replace('.', '_')}"
     return consume
 
 
-@dataclass
-class _Outage:
-    """A dependency is away: since when, and how often it was tried."""
-
-    since: float
-    tries: int = 0
-
-    @property
-    def age(self) -> float:
-        return asyncio.get_running_loop().time() - self.since
-
-    def backoff(self) -> float:
-        self.tries += 1
-        return float(min(RETRY_BASE_S * 2 ** min(self.tries, 16), RETRY_OUTAGE_MAX_S))
+def _give_up(
+    sub: Subscription, decision: SetAside | DeadLetter, failure: Failure, exc: Exception
+) -> NoReturn:
+    """Set the message aside (nack, requeued) or dead-letter it (reject), logged."""
+    detail = {
+        "queue": sub.queue,
+        "delivery": failure.deliveries + 1,
+        "reason": decision.reason,
+        "error": repr(exc)[:500],
+    }
+    if isinstance(decision, SetAside):
+        EVENTS_CONSUMED.labels(queue=sub.queue, outcome="set_aside").inc()
+        log.warning("setting a failed message aside", **detail)
+        raise NackMessage(requeue=True) from exc
+    DEAD_LETTERED.labels(queue=sub.queue).inc()
+    log.error("dead-lettering a message that kept failing", **detail)
+    raise RejectMessage() from exc
 
 
 async def _the_message_itself(message: RabbitMessage) -> RabbitMessage:
@@ -356,4 +388,4 @@ def _log_failure(sub: Subscription, exc: Exception) -> None:
             "a dependency is away; the message waits", queue=sub.queue, error=repr(exc)[:300]
         )
     else:
-        log.exception("handler failed; the message will be retried", queue=sub.queue)
+        log.exception("handler failed", queue=sub.queue)

@@ -25,7 +25,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from peertrain.common.text import StoreText
 
 from .catalogue import event_type
 from .envelope import EventData
@@ -120,18 +122,19 @@ def parse_telemetry_key(routing_key: str) -> tuple[str, str] | None:
 
 
 # -- device specs ------------------------------------------------------------------------
+# What a peer reports is checked at decode: no NUL anywhere (StoreText), numbers finite.
 
 
-class GpuSpecs(BaseModel):
+class GpuSpecs(StoreText):
     """One accelerator as torch reports it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = Field(max_length=200)
-    memory_gb: float = Field(ge=0)
+    memory_gb: float = Field(ge=0, le=1e6, allow_inf_nan=False)
 
 
-class DeviceSpecs(BaseModel):
+class DeviceSpecs(StoreText):
     """What a peer machine can do, as its runtime detected it.
 
     ``device`` is what training would run on: ``cuda`` when torch sees a CUDA GPU,
@@ -143,11 +146,11 @@ class DeviceSpecs(BaseModel):
     os: str = Field(max_length=200)
     python_version: str = Field(max_length=50)
     cpu_model: str = Field(max_length=200)
-    cpu_cores: int = Field(ge=0)
+    cpu_cores: int = Field(ge=0, le=1_000_000)
     """Physical cores (logical ones when the physical count is unknown)."""
-    cpu_threads: int = Field(ge=0)
-    ram_gb: float = Field(ge=0)
-    disk_free_gb: float = Field(ge=0)
+    cpu_threads: int = Field(ge=0, le=1_000_000)
+    ram_gb: float = Field(ge=0, le=1e9, allow_inf_nan=False)
+    disk_free_gb: float = Field(ge=0, le=1e12, allow_inf_nan=False)
     device: Device = "cpu"
     gpus: tuple[GpuSpecs, ...] = Field(default=(), max_length=64)
     cuda_version: str | None = Field(default=None, max_length=50)
@@ -237,21 +240,21 @@ class PeerRemoved(EventData):
 # -- telemetry bodies (not events) ---------------------------------------------------------
 
 
-class _Telemetry(BaseModel):
+class _Telemetry(StoreText):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
     session: str = Field(min_length=1, max_length=64)
     """Random per run of the runtime: tells a new run from a late message of an old one."""
-    seq: int = Field(ge=0)
+    seq: int = Field(ge=0, le=2**63 - 1)
     """Increases with every message of a session."""
-    sent_at: float
+    sent_at: float = Field(allow_inf_nan=False)
     """The peer's clock (seconds since the epoch): for lag metrics only, never trusted."""
 
 
 class Heartbeat(_Telemetry):
     """``peer.<id>.heartbeat``: I am alive; expect the next one within ``interval_s``."""
 
-    interval_s: float = Field(gt=0, le=3600)
+    interval_s: float = Field(gt=0, le=3600, allow_inf_nan=False)
 
 
 class Announce(Heartbeat):

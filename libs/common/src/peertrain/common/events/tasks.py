@@ -20,12 +20,14 @@ peer's):
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationInfo
 
 from peertrain.common.specs import ModelSpec, TrainingParams
+from peertrain.common.text import StoreText
 
 __all__ = [
     "ACCEPTED",
@@ -53,6 +55,10 @@ UPDATE: Final = "update"
 FAILED: Final = "failed"
 
 MAX_TRACEBACK = 20_000
+MAX_COUNT = 1_000_000
+"""Bound of a peer-reported round, attempt, shard or epoch number."""
+MAX_INT = 2**53
+"""Bound of a peer-reported size or sample count (what every store and JSON hold exactly)."""
 
 
 def peer_message_key(peer_id: str, kind: str) -> str:
@@ -60,7 +66,32 @@ def peer_message_key(peer_id: str, kind: str) -> str:
     return f"peer.{peer_id}.{kind}"
 
 
-class _Body(BaseModel):
+def _not_finite_is_none(value: Any, info: ValidationInfo) -> Any:
+    """Built here (Python), a non-finite float means "not finite": ``None``, as it goes on
+    the wire (pydantic writes NaN and Inf as ``null``). Off the wire (JSON), a NaN or an
+    Inf literal is left for the field to refuse."""
+    if info.mode == "python" and isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+Loss = Annotated[
+    float | None, Field(ge=0, allow_inf_nan=False), BeforeValidator(_not_finite_is_none)
+]
+"""A loss a peer reports: finite, not negative (``None``: training diverged)."""
+
+Share = Annotated[
+    float | None, Field(ge=0, le=1, allow_inf_nan=False), BeforeValidator(_not_finite_is_none)
+]
+"""An accuracy a peer reports: a share in [0, 1] (``None``: not finite)."""
+
+Duration = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+"""Seconds a peer reports: finite, not negative."""
+
+
+class _Body(StoreText):
+    """Messages to and from peers: frozen, and no NUL anywhere (the store cannot hold it)."""
+
     model_config = ConfigDict(frozen=True, extra="ignore")
 
 
@@ -120,9 +151,9 @@ class CancelMessage(_Body):
 class _TaskRef(_Body):
     task_id: str = Field(min_length=1, max_length=200)
     job_id: str = Field(min_length=1, max_length=100)
-    round: int = Field(ge=1)
-    attempt: int = Field(ge=1)
-    shard: int = Field(ge=0)
+    round: int = Field(ge=1, le=MAX_COUNT)
+    attempt: int = Field(ge=1, le=MAX_COUNT)
+    shard: int = Field(ge=0, le=MAX_COUNT)
 
 
 class TaskAcceptedBody(_TaskRef):
@@ -134,12 +165,12 @@ class TaskAcceptedBody(_TaskRef):
 class TaskProgressBody(_TaskRef):
     """``peer.<id>.progress``: one local epoch done (``None``: not finite, training diverged)."""
 
-    epoch: int = Field(ge=1)
-    epochs: int = Field(ge=1)
-    loss: float | None
-    accuracy: float | None
-    samples: int = Field(ge=0)
-    duration_s: float = Field(ge=0)
+    epoch: int = Field(ge=1, le=MAX_COUNT)
+    epochs: int = Field(ge=1, le=MAX_COUNT)
+    loss: Loss
+    accuracy: Share
+    samples: int = Field(ge=0, le=MAX_INT)
+    duration_s: Duration
 
 
 class TaskFailedBody(_TaskRef):
@@ -154,9 +185,9 @@ class UpdateAnnounced(_TaskRef):
 
     key: str = Field(min_length=1, max_length=500)
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    size: int = Field(ge=0)
-    samples: int = Field(ge=0)
+    size: int = Field(ge=0, le=MAX_INT)
+    samples: int = Field(ge=0, le=MAX_INT)
     """What the peer claims it trained on (recorded, never used as the weight)."""
-    train_loss: float | None = None
-    train_accuracy: float | None = None
-    duration_s: float | None = Field(default=None, ge=0)
+    train_loss: Loss = None
+    train_accuracy: Share = None
+    duration_s: Duration | None = None

@@ -12,14 +12,19 @@
 
 A message is refused (counted by reason, logged at most once a second per queue and
 reason, and dropped: never dead-lettered, so junk cannot grow a queue) when
-its routing key is not ``peer.<id>.<kind>`` of a known kind, its token is missing, not
-valid or not that peer's, or its body does not parse. Peers are untrusted: everything
+its routing key is not ``peer.<id>.<kind>`` of a known kind, its body is larger than
+:data:`~peertrain.common.bus.rate.MAX_PEER_MESSAGE_BYTES` (``too_large``), its peer sent
+more than its budget of messages or bytes a second on this queue (``over_rate``; the
+others' budgets are their own: :class:`~peertrain.common.bus.rate.SenderBudget`), its
+token is missing, not valid or not that peer's, or its body does not parse (a NUL, a
+NaN, a number out of range: the body models refuse them). Peers are untrusted: everything
 the handler gets is checked for form and sender; what it *means* (is this task that
 peer's?) is the handler's to check.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -29,6 +34,7 @@ from faststream.rabbit import RabbitMessage
 from pydantic import BaseModel, ValidationError
 
 from peertrain.common.app.context import ServiceContext
+from peertrain.common.bus.rate import MAX_PEER_MESSAGE_BYTES, SenderBudget
 from peertrain.common.events.peers import parse_telemetry_key
 from peertrain.common.logging import warn_throttled
 from peertrain.common.metrics import REFUSED_MESSAGES
@@ -70,8 +76,11 @@ def peer_message_handler(
     handler: Callable[[PeerMessage[BaseModel]], Awaitable[None]],
     *,
     queue: str = "",
+    budget: SenderBudget | None = None,
 ) -> Callable[[RabbitMessage], Awaitable[None]]:
-    """Wrap ``handler`` so it only sees verified, parsed peer messages of ``kinds``."""
+    """Wrap ``handler`` so it only sees verified, parsed peer messages of ``kinds``, each
+    peer within ``budget`` (default: a :class:`SenderBudget` of this handler's own)."""
+    budget = budget or SenderBudget()
 
     async def handle(message: RabbitMessage) -> None:
         key = message.raw_message.routing_key or ""
@@ -80,6 +89,13 @@ def peer_message_handler(
             refuse(queue, "malformed_key", routing_key=key[:200])
             return
         peer_id, kind = parsed
+        size = len(message.body)
+        if size > MAX_PEER_MESSAGE_BYTES:
+            refuse(queue, "too_large", peer_id=peer_id[:200], kind=kind, size=size)
+            return
+        if not budget.admit(peer_id, size, now=asyncio.get_running_loop().time()):
+            refuse(queue, "over_rate", peer_id=peer_id[:200], kind=kind)
+            return
         security: Security = ctx.extras[SECURITY_EXTRA]
         try:
             principal = await verify_message(security, message.headers, peer_id=peer_id)

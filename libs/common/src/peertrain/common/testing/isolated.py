@@ -93,8 +93,11 @@ def delete_bucket(bucket: str) -> None:
 
 def _delete_queues(queue_prefix: str, purposes: Sequence[str]) -> None:
     names = [f"{queue_prefix}.{p}" for p in purposes]
+    # an instance's own feed queue expires by itself; the feed DLQ the instances share
+    # does not (peertrain.common.bus.topology)
+    shared = [f"{queue_prefix}.feed.dlq"]
     with httpx.Client(base_url=RABBIT_API, auth=("admin", "admin"), timeout=10) as rabbit:
-        for name in names + [f"{n}.dlq" for n in names]:
+        for name in names + [f"{n}.dlq" for n in names] + shared:
             rabbit.delete(f"/queues/%2F/{quote(name, safe='')}")
 
 
