@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import os
 import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -30,6 +31,7 @@ from peertrain.common.testing import RABBIT_API
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # the helpers beside the tests (hanging_proxy, ...)
 STACK = ROOT / "deploy" / "local" / "stack.sh"
 RUN_ID = uuid.uuid4().hex[:8]
 MANAGEMENT = RABBIT_API

@@ -53,13 +53,14 @@ async def install_security(
         shared, name = name, f"{name}.{instance}"
         expires_s = int(getattr(ctx.settings, "feed_expires_s", DEFAULT_INSTANCE_EXPIRES_S))
         await retire_queues(ctx.settings.amqp_url.get_secret_value(), [shared])
-    ctx.subscriptions.add(name, SECURITY_EVENT_TYPES, security.on_event, expires_s=expires_s)
-    await declare_queue(
+    sub = ctx.subscriptions.add(name, SECURITY_EVENT_TYPES, security.on_event, expires_s=expires_s)
+    await declare_queue(  # as the subscription will (its dead letters to the shared DLQ)
         ctx.broker,
         name,
         routing_keys=SECURITY_EVENT_TYPES,
         delivery_limit=ctx.subscriptions.delivery_limit,
         expires_s=expires_s,
+        dead_letters=sub.dead_letters,
     )
     await security.refresh()
     security.start()
