@@ -128,7 +128,7 @@ bench-sim: venv
 	@if [ "$${BENCH_SIM_FLOWER:-1}" != 0 ]; then bash deploy/local/flower-venv.sh >/dev/null; fi
 	@$(ENV) python benchmarks/sim/bench.py
 
-# Jepsen-style: 3 jobs x 4 peers x 20 rounds on 2 orchestrators and 2 aggregators while a
+# Jepsen-style: 3 jobs x 4 peers x 80 rounds on 2 orchestrators and 2 aggregators while a
 # schedule drawn from CHAOS_SEED (default 1) kills, stops and hangs the stack, every
 # service instance and the peers; checks the invariants; one JSON line last
 # (tests/stack/chaos; `make test` runs a short version).

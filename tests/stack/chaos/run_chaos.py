@@ -1,7 +1,7 @@
 """``make chaos``: the long chaos run, outside pytest; one JSON line last.
 
 Environment: ``CHAOS_SEED`` (default 1), ``CHAOS_JOBS`` (3), ``CHAOS_PEERS`` (4 per job),
-``CHAOS_ROUNDS`` (20), ``CHAOS_TIMEOUT_S`` (2400). Exit status 1 when an invariant was
+``CHAOS_ROUNDS`` (80), ``CHAOS_TIMEOUT_S`` (2400). Exit status 1 when an invariant was
 violated (each is printed before the JSON line). See :mod:`chaos`.
 """
 
@@ -52,7 +52,7 @@ def main() -> int:
                 seed=int(env.get("CHAOS_SEED", "1")),
                 jobs=int(env.get("CHAOS_JOBS", "3")),
                 peers_per_job=int(env.get("CHAOS_PEERS", "4")),
-                rounds=int(env.get("CHAOS_ROUNDS", "20")),
+                rounds=int(env.get("CHAOS_ROUNDS", "80")),
                 proxy=link,
                 job_body=job_body,
                 data=digits_data(),

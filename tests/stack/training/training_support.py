@@ -304,8 +304,14 @@ def run_platform(
                 for service in running.values():
                     if service.port != PLATFORM_PORTS[service.name]:
                         targets.enter_context(scraped(service.name, service.port))
-                with ThreadPoolExecutor(max_workers=len(running)) as pool:
-                    list(pool.map(lambda s: s.start(), running.values()))
+                try:
+                    with ThreadPoolExecutor(max_workers=len(running)) as pool:
+                        list(pool.map(lambda s: s.start(), running.values()))
+                except BaseException:  # those that did start must not outlive the run
+                    for service in running.values():
+                        service.stop()
+                    targets.close()
+                    raise
                 p = Platform(
                     base,
                     mongo_db,

@@ -185,15 +185,19 @@ async def declare_queue(
     return queue
 
 
-async def retire_queues(amqp_url: str, names: Sequence[str]) -> None:
+async def retire_queues(amqp_url: str, names: Sequence[str], *, dead_letters: bool = True) -> None:
     """Delete queues (and their DLQs) that an earlier version declared and this one no
     longer reads, so they do not fill up forever. What they held is in the log, which the
-    service reads at start-up. Deleting a queue that is not there is no error."""
+    service reads at start-up. Deleting a queue that is not there is no error.
+
+    ``dead_letters=False`` keeps each ``<name>.dlq``: it may now be the shared DLQ of the
+    per-instance queues that replaced ``<name>`` (another instance may have declared it a
+    moment ago)."""
     connection = await aio_pika.connect(amqp_url)
     try:
         channel = await connection.channel()
         for name in names:
-            for queue in (name, dlq_name(name)):
+            for queue in (name, dlq_name(name)) if dead_letters else (name,):
                 result = await channel.queue_delete(queue)
                 if result.message_count:
                     log.info("retired a queue", queue=queue, messages=result.message_count)

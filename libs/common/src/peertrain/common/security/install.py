@@ -52,7 +52,8 @@ async def install_security(
     if isinstance(instance, str) and instance:
         shared, name = name, f"{name}.{instance}"
         expires_s = int(getattr(ctx.settings, "feed_expires_s", DEFAULT_INSTANCE_EXPIRES_S))
-        await retire_queues(ctx.settings.amqp_url.get_secret_value(), [shared])
+        # its DLQ stays: it is the shared DLQ of the per-instance queues now
+        await retire_queues(ctx.settings.amqp_url.get_secret_value(), [shared], dead_letters=False)
     sub = ctx.subscriptions.add(name, SECURITY_EVENT_TYPES, security.on_event, expires_s=expires_s)
     await declare_queue(  # as the subscription will (its dead letters to the shared DLQ)
         ctx.broker,
