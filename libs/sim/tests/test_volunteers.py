@@ -40,11 +40,16 @@ def test_hostile_updates_are_rejected_and_their_peer_excluded(small_data, mode, 
         assert hostile not in {u.peer_id for u in closed.included}
 
 
-def test_a_norm_attack_is_refused_as_an_outlier_after_the_first_round(small_data) -> None:
+def test_a_norm_attack_is_left_out_of_every_round_from_the_first(small_data) -> None:
     volunteers = sim.Volunteers(hostile=0.25, hostile_mode="norm")
     result = sim.run(SPEC, small_data, peers=4, volunteers=volunteers, device="cpu")
-    codes = {r.code for r in _data(result, UpdateRejected)}
-    assert codes <= {"norm_outlier", "norm_too_large"} and codes
+    closed = _data(result, RoundClosed)
+    dropped = {d.peer_id for c in closed for d in c.dropped}
+    refused = {r.peer_id for r in _data(result, UpdateRejected) if r.code == "norm_too_large"}
+    (hostile,) = dropped | refused
+    for c in closed:
+        assert hostile not in {u.peer_id for u in c.included}
+    assert closed[0].dropped or refused  # from round 1 on: the bound is the round's own
     assert result.state == "completed"
 
 

@@ -1,11 +1,11 @@
-"""Norm bounds relative to the round: outliers rejected, updates clipped (pure)."""
+"""Norm bounds relative to the round: updates clipped at close (pure)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from peertrain.aggregator.domain import JobState, clip_factors, outlier_bound
+from peertrain.aggregator.domain import JobState, clip_factors
 from peertrain.aggregator.usecases.numerics import clipped, update_norm
 from peertrain.common.events.models import UpdateAccepted
 from peertrain.common.events.training import IncludedUpdate, RoundClosed
@@ -50,17 +50,6 @@ def test_clipping_scales_only_updates_over_k_times_the_round_median(running):
     spec = parse_aggregation_spec({})  # norm_clip 2: median 3.5 -> bound 7
     assert clip_factors(state, closed, spec) == {3: pytest.approx(7.0 / 60.0)}
     assert clip_factors(state, closed, parse_aggregation_spec({"norm_clip": None})) == {}
-
-
-def test_outliers_are_measured_against_the_previous_round(running):
-    state, log = running
-    spec = parse_aggregation_spec({"norm_outlier": 4})
-    assert outlier_bound(state, 1, spec) is None  # nothing to compare round 1 with
-    for shard, norm in enumerate([2.0, 3.0, 40.0]):
-        _accept(state, log, shard, norm)
-    _close(state, log, [0, 1, 2])
-    assert outlier_bound(state, 2, spec) == pytest.approx(12.0)  # 4 x median 3
-    assert outlier_bound(state, 2, parse_aggregation_spec({"norm_outlier": None})) is None
 
 
 def test_clipped_update_has_the_bound_as_its_norm():

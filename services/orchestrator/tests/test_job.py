@@ -143,7 +143,7 @@ class Harness:
             ),
         )
 
-    def accept(self, task: TaskAssigned) -> None:
+    def accept(self, task: TaskAssigned, norm: float = 1.0) -> None:
         self.record(
             "model",
             UpdateAccepted(
@@ -156,7 +156,7 @@ class Harness:
                 key=task.update_key,
                 sha256=SHA,
                 size=1,
-                norm=1.0,
+                norm=norm,
                 weight=10,
             ),
         )
@@ -647,12 +647,12 @@ def test_a_round_of_only_non_finite_updates_fails_the_job_as_diverged_and_strike
     for t in retries[:2]:
         _reject(h, t)
     for t in retries[2:]:
-        _reject(h, t, "norm_outlier")
+        _reject(h, t, "norm_too_large")
     events = h.settle()
     assert not any(isinstance(e, PeerExcluded | RoundFailed) for e in events)
     (failed,) = events
     assert isinstance(failed, JobFailed) and failed.code == "training_diverged"
-    assert "round 1" in failed.reason and "6 non_finite, 2 norm_outlier" in failed.reason
+    assert "round 1" in failed.reason and "6 non_finite, 2 norm_too_large" in failed.reason
     for setting in ("training.lr", "training.momentum", "aggregation.max_update_norm"):
         assert setting in failed.reason
     assert h.job.strikes == {} and h.job.excluded == {}
@@ -692,11 +692,54 @@ def test_numeric_refusals_strike_only_in_a_round_closed_with_an_honest_majority(
     tasks = h.open_tasks()
     h.accept(tasks[0])
     for t in tasks[1:]:  # a majority of large updates: the bound, not the peers
-        _reject(h, t, "norm_outlier")
+        _reject(h, t, "norm_too_large")
     h.online = set()  # p0 answered and left: nobody to retry with
     (closed,) = [e for e in h.settle() if isinstance(e, RoundClosed)]
     assert [u.peer_id for u in closed.included] == ["p0"]
     assert list(h.job.strikes) == ["p3"] and len(h.job.strikes["p3"]) == 1
+
+
+def test_a_norm_outlier_is_left_out_at_close_whatever_the_order_and_strikes_its_peer():
+    for order in ([0, 1, 2, 3], [3, 2, 1, 0], [2, 3, 0, 1]):
+        h = configured(rounds=2)
+        h.settle()
+        tasks = h.open_tasks()
+        norms = {0: 1.0, 1: 1.2, 2: 0.9, 3: 50.0}  # p3's is over 5 x the median 1.1
+        for i in order:
+            h.accept(tasks[i], norm=norms[i])
+        (closed,) = h.settle()
+        assert isinstance(closed, RoundClosed)
+        assert [u.shard for u in closed.included] == [0, 1, 2]
+        (out,) = closed.dropped
+        assert (out.shard, out.peer_id, out.norm) == (3, "p3", 50.0)
+        assert out.bound == pytest.approx(5 * 1.1)
+        assert [r.code for r in h.job.strikes["p3"]] == ["norm_outlier"]
+
+
+def test_a_round_of_honest_but_large_updates_loses_none():
+    h = configured(rounds=2)
+    h.settle()
+    for t in h.open_tasks():
+        h.accept(t, norm=1.0)
+    h.settle()
+    h.version(1)
+    h.settle()
+    tasks = h.open_tasks()  # every update 40 x the last round's: the round's own median
+    for t, norm in zip(tasks, [40.0, 41.0, 39.0, 42.0], strict=True):
+        h.accept(t, norm=norm)
+    (closed,) = h.settle()
+    assert isinstance(closed, RoundClosed) and len(closed.included) == 4
+    assert closed.dropped == () and h.job.strikes == {}
+
+
+def test_no_outlier_is_left_out_where_fewer_than_min_peers_would_remain():
+    h = configured(min_peers=4)
+    h.settle()
+    for t, norm in zip(h.open_tasks(), [1.0, 1.0, 1.0, 99.0], strict=True):
+        h.accept(t, norm=norm)
+    (closed,) = h.settle()
+    assert isinstance(closed, RoundClosed) and len(closed.included) == 4
+    assert closed.dropped == ()
 
 
 def test_a_non_finite_model_version_fails_the_job_as_diverged():

@@ -382,6 +382,8 @@ class Simulation:
             self._at(data.deadline, _nothing)  # the orchestrator's timer
         elif isinstance(data, RoundClosed):
             self._included[data.round] = (len(data.included), data.attempt)
+            if data.dropped:  # left out as norm outliers: refused at the close
+                self._rejected[data.round] = self._rejected.get(data.round, 0) + len(data.dropped)
             self._offline.clear()  # who vanished in the round is back for the next
         elif isinstance(data, RoundFailed):
             self._offline.clear()

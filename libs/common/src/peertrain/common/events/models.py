@@ -14,7 +14,7 @@ state (FedAdam's moments) after version ``v`` at ``models/<job>/v<v>.server.safe
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,6 +27,7 @@ __all__ = [
     "MODEL_EVENT_TYPES",
     "MODEL_EXPORTED",
     "MODEL_VERSION_CREATED",
+    "NORM_OUTLIER",
     "NUMERIC_REFUSALS",
     "UPDATE_ACCEPTED",
     "UPDATE_REJECTED",
@@ -59,7 +60,13 @@ MODEL_EVENT_TYPES: tuple[str, ...] = (
     MODEL_EXPORTED,
 )
 
-NUMERIC_REFUSALS: frozenset[str] = frozenset({"non_finite", "norm_too_large", "norm_outlier"})
+NORM_OUTLIER: Final = "norm_outlier"
+"""The strike of an update a closed round left out (``round.closed`` ``dropped``): its
+norm was over ``aggregation.norm_outlier`` times the median of the round's accepted
+updates. Measured within the round, at its close, so whatever order updates arrive in,
+the same ones are left out, and a round whose updates are all large is not refused."""
+
+NUMERIC_REFUSALS: frozenset[str] = frozenset({"non_finite", "norm_too_large"})
 """``update.rejected`` codes about an update's numbers, not its sender's honesty: a
 diverging job gives them to every honest peer. They carry no ``strike`` when made; the
 orchestrator counts them against their peers only in a round that closed with more

@@ -54,6 +54,7 @@ __all__ = [
     "TASK_FAILED",
     "TASK_LOST",
     "TASK_PROGRESS",
+    "DroppedUpdate",
     "IncludedUpdate",
     "JobCancelled",
     "JobCompleted",
@@ -319,11 +320,26 @@ class IncludedUpdate(BaseModel):
     sha256: str
 
 
+class DroppedUpdate(BaseModel):
+    """An accepted update a closed round leaves out: its norm is over ``bound``,
+    ``aggregation.norm_outlier`` times the median norm of the round's accepted updates.
+    It counts against its peer."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    shard: int = Field(ge=0)
+    peer_id: str
+    task_id: str
+    norm: float = Field(ge=0)
+    bound: float = Field(ge=0)
+
+
 @event_type(ROUND_CLOSED)
 class RoundClosed(EventData):
     """Round ``round`` is over: aggregate exactly ``included`` into model version ``round``.
 
-    ``reason``: ``complete`` (every shard answered) or ``deadline``.
+    ``reason``: ``complete`` (every shard answered) or ``deadline``. ``dropped``: the
+    round's accepted updates left out as norm outliers (each a strike for its peer).
     """
 
     job_id: str
@@ -331,6 +347,7 @@ class RoundClosed(EventData):
     attempt: int = Field(ge=1)
     reason: Literal["complete", "deadline", "resolved"]
     included: tuple[IncludedUpdate, ...] = Field(min_length=1)
+    dropped: tuple[DroppedUpdate, ...] = ()
 
 
 @event_type(ROUND_FAILED)

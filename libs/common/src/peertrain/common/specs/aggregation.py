@@ -49,9 +49,10 @@ class AggregationSpec(BaseModel):
         median L2 norm of the round's accepted updates (norm clipping, as DP-FedAvg
         does, with an adaptive bound); ``None`` turns clipping off.
     norm_outlier
-        An update whose norm is over ``norm_outlier`` times the median norm of the
-        previous round's accepted updates is rejected (``norm_outlier``), and counts
-        against its peer; ``None`` leaves only the absolute ``max_update_norm``.
+        An accepted update whose norm is over ``norm_outlier`` times the median norm of
+        its round's accepted updates is left out of the round's version when the round
+        closes (``round.closed`` ``dropped``), and counts against its peer; ``None``
+        leaves only the absolute ``max_update_norm``.
     peers_per_round
         How many of the job's peers get a task each round: a seeded sample, drawn afresh
         every round (McMahan et al.'s ``C * K``); ``None``, every peer every round. Each

@@ -8,7 +8,7 @@ from .errors import (
     JobNotFound,
     UpdateRefused,
 )
-from .norms import clip_factors, outlier_bound
+from .norms import clip_factors
 from .state import JobState, RoundKey, VersionInfo
 
 __all__ = [
@@ -27,5 +27,4 @@ __all__ = [
     "clip_factors",
     "codes",
     "decide_update",
-    "outlier_bound",
 ]

@@ -45,7 +45,6 @@ NOT_SAFETENSORS: Final = "not_safetensors"
 WRONG_TENSORS: Final = "wrong_tensors"
 NON_FINITE: Final = "non_finite"
 NORM_TOO_LARGE: Final = "norm_too_large"
-NORM_OUTLIER: Final = "norm_outlier"
 
 STRIKES: Final = frozenset(
     {
@@ -68,8 +67,8 @@ honest peer never causes them. Late or superseded updates (``task_lost``,
 counts them only in a round whose majority was accepted."""
 
 NUMERIC: Final = NUMERIC_REFUSALS
-"""``non_finite``, ``norm_too_large``, ``norm_outlier``: about the numbers, not the sender."""
-assert {NON_FINITE, NORM_TOO_LARGE, NORM_OUTLIER} == NUMERIC
+"""``non_finite``, ``norm_too_large``: about the numbers, not the sender."""
+assert {NON_FINITE, NORM_TOO_LARGE} == NUMERIC
 
 _REFUSALS: Final = (
     (ProblemCode.NOT_SAFETENSORS, NOT_SAFETENSORS),

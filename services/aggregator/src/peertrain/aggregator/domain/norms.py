@@ -2,13 +2,14 @@
 
 An absolute bound (``max_update_norm``) cannot tell a hostile update from an honest one:
 honest norms depend on the model, the data and the round, and shrink as training
-converges. Two bounds follow the round instead, both from norms already on record, so
-the running sum and a rebuild from the bucket decide the same:
+converges. Two bounds follow the round instead, both measured within the closed round
+from norms on record, so the running sum and a rebuild from the bucket decide the same:
 
-* **outliers are rejected**: an update over ``norm_outlier`` times the median norm of
-  the previous round's accepted updates is refused (and counts against its peer);
+* **outliers are left out**: the orchestrator's close leaves out an update over
+  ``norm_outlier`` times the round's median norm (``round.closed`` ``dropped``, a strike
+  for its peer; ``peertrain.orchestrator.domain.rounds.outliers``);
 * **every update is clipped** when its round closes, to ``norm_clip`` times the median
-  norm of the round's accepted updates (as DP-FedAvg clips, with an adaptive bound), so
+  norm of the round's included updates (as DP-FedAvg clips, with an adaptive bound), so
   one update can move the model at most that much whatever its weight.
 """
 
@@ -21,17 +22,7 @@ from peertrain.common.specs import AggregationSpec
 
 from .state import JobState
 
-__all__ = ["clip_factors", "outlier_bound"]
-
-
-def outlier_bound(state: JobState, round_: int, spec: AggregationSpec) -> float | None:
-    """The largest norm an update of ``round_`` may have relative to the round before
-    (``None``: no relative bound, in round 1 or when turned off)."""
-    if spec.norm_outlier is None:
-        return None
-    previous = state.previous_round(round_)
-    norms = list(state.accepted_norms(previous).values()) if previous else []
-    return spec.norm_outlier * median(norms) if norms else None
+__all__ = ["clip_factors"]
 
 
 def clip_factors(state: JobState, closed: RoundClosed, spec: AggregationSpec) -> dict[int, float]:

@@ -182,11 +182,6 @@ class JobState:
         )
         return {a.shard: a.norm for a in found if a is not None}
 
-    def previous_round(self, round_: int) -> RoundClosed | None:
-        """The attempt of round ``round_ - 1`` that closed (``None`` before round 2)."""
-        found = [c for c in self.closed.values() if c.round == round_ - 1]
-        return found[-1] if found else None
-
     def stalled(self, now: datetime, grace: timedelta) -> bool:
         """Whether the log may hold what this state missed: model work it asks for is
         not done (a closed round without its version, a version not yet assessed), or

@@ -22,7 +22,6 @@ from peertrain.aggregator.domain import (
     UpdateRefused,
     codes,
     decide_update,
-    outlier_bound,
 )
 from peertrain.aggregator.metrics import UPDATE_BYTES, UPDATES
 from peertrain.common.eventlog import ConcurrencyError
@@ -169,13 +168,6 @@ async def _check(
         decode_update, data, base, state.configured.aggregation.max_update_norm
     )
     norm = await asyncio.to_thread(update_norm, delta)
-    bound = outlier_bound(state, body.round, state.configured.aggregation)
-    if bound is not None and norm > bound:
-        raise UpdateRefused(
-            codes.NORM_OUTLIER,
-            f"L2 norm {norm:.4g} is over {bound:.4g}, the bound relative to the previous "
-            "round's median",
-        )
     accepted = UpdateAccepted(
         job_id=body.job_id,
         round=body.round,

@@ -14,6 +14,7 @@ from typing import Literal
 from peertrain.common.events import EventData, RecordedEvent
 from peertrain.common.events.datasets import DatasetSharded, DatasetShardingFailed
 from peertrain.common.events.models import (
+    NORM_OUTLIER,
     NUMERIC_REFUSALS,
     ModelDiverged,
     ModelEvaluated,
@@ -23,6 +24,7 @@ from peertrain.common.events.models import (
     UpdateRejected,
 )
 from peertrain.common.events.training import (
+    DroppedUpdate,
     IncludedUpdate,
     JobCancelled,
     JobCompleted,
@@ -110,6 +112,8 @@ class Round:
     opened_at: datetime
     tasks: dict[str, Task] = field(default_factory=dict)
     accepted: dict[int, IncludedUpdate] = field(default_factory=dict)
+    norms: dict[int, float] = field(default_factory=dict)
+    """The L2 norm of each accepted update, by shard (outliers are left out at close)."""
     state: Literal["open", "closed", "failed"] = "open"
     closed_at: datetime | None = None
     close_reason: str | None = None
@@ -342,6 +346,7 @@ class Job:
                     rnd = self.rounds[(task.round, task.attempt)]
                     if (inc := rnd.accepted.get(task.shard)) and inc.task_id == task.task_id:
                         del rnd.accepted[task.shard]
+                        rnd.norms.pop(task.shard, None)
                 task.state = "lost"
                 task.lost_reason = data.reason
                 task.error = f"lost: {data.reason}"
@@ -353,7 +358,10 @@ class Job:
                 rnd.close_reason = data.reason if isinstance(data, RoundClosed) else "too_few"
                 if isinstance(data, RoundFailed):
                     rnd.failed = data
-                elif len(data.included) > len(rnd.numeric):  # an honest majority
+                    return
+                for out in data.dropped:
+                    self._strike(_dropped_refusal(data, out))
+                if len(data.included) > len(rnd.numeric):  # an honest majority
                     rnd.honest = True
                     for refused in rnd.numeric:
                         self._strike(refused)
@@ -396,6 +404,7 @@ class Job:
                     key=data.key,
                     sha256=data.sha256,
                 )
+                rnd.norms[data.shard] = data.norm
         elif isinstance(data, UpdateRejected):
             self.rejected.append(data)
             if data.strike:
@@ -424,6 +433,24 @@ class Job:
                 self.diverged = data
         elif isinstance(data, ModelExported):
             self.exported = data
+
+
+def _dropped_refusal(closed: RoundClosed, out: DroppedUpdate) -> UpdateRejected:
+    """The strike a norm outlier left out of its round counts as."""
+    return UpdateRejected(
+        job_id=closed.job_id,
+        round=closed.round,
+        attempt=closed.attempt,
+        shard=out.shard,
+        task_id=out.task_id,
+        peer_id=out.peer_id,
+        code=NORM_OUTLIER,
+        reason=(
+            f"L2 norm {out.norm:.4g} is over {out.bound:.4g}, the bound relative to the "
+            "median of its round"
+        ),
+        strike=True,
+    )
 
 
 def withdrawn(job: Job, task: Task) -> bool:

@@ -24,11 +24,13 @@ import random
 from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from statistics import median
 from typing import Literal
 
 from peertrain.common.events import EventData
 from peertrain.common.events.models import ModelVersionCreated
 from peertrain.common.events.training import (
+    DroppedUpdate,
     JobCompleted,
     JobFailed,
     PeerExcluded,
@@ -45,7 +47,7 @@ from peertrain.common.specs import derive_seed
 
 from .job import Job, Round, Task, withdrawn
 
-__all__ = ["MAX_ATTEMPTS_FACTOR", "Env", "reconcile", "retry_delay", "round_shards"]
+__all__ = ["MAX_ATTEMPTS_FACTOR", "Env", "outliers", "reconcile", "retry_delay", "round_shards"]
 
 MAX_ATTEMPTS_FACTOR = 10
 """A round is opened at most ``max_attempts`` times this many in all, counted attempts
@@ -340,7 +342,9 @@ def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
         reason: Literal["complete", "deadline", "resolved"] = (
             "complete" if accepted == len(shards) else "resolved" if everything else "deadline"
         )
-        included = tuple(cur.accepted[s] for s in sorted(cur.accepted))
+        dropped = outliers(cur, agg.norm_outlier, keep=agg.min_peers)
+        left_out = {d.shard for d in dropped}
+        included = tuple(cur.accepted[s] for s in sorted(cur.accepted) if s not in left_out)
         events.append(
             RoundClosed(
                 job_id=job.job_id,
@@ -348,6 +352,7 @@ def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
                 attempt=cur.attempt,
                 reason=reason,
                 included=included,
+                dropped=dropped,
             )
         )
         return events
@@ -393,6 +398,34 @@ def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
     return events
 
 
+def outliers(cur: Round, factor: float | None, *, keep: int) -> tuple[DroppedUpdate, ...]:
+    """The round's accepted updates whose norm is over ``factor`` times the median norm
+    of its accepted updates, to be left out of its version (each a strike).
+
+    Measured within the round, at its close: whatever order the updates came in, the
+    same are left out, and a round whose updates are all larger than the last round's
+    (honest-but-large) loses none. Outliers are a minority by construction (each is over
+    the median), so the honest majority's median sets the bound; with fewer than three
+    updates none can be. Nothing is left out where that would leave fewer than ``keep``
+    (the clipping at close still bounds such an update's effect)."""
+    norms = {s: cur.norms[s] for s in cur.accepted if s in cur.norms}
+    if factor is None or len(norms) < 3:
+        return ()
+    bound = factor * median(norms.values())
+    dropped = tuple(
+        DroppedUpdate(
+            shard=s,
+            peer_id=cur.accepted[s].peer_id,
+            task_id=cur.accepted[s].task_id,
+            norm=n,
+            bound=bound,
+        )
+        for s, n in sorted(norms.items())
+        if n > bound
+    )
+    return dropped if len(cur.accepted) - len(dropped) >= keep else ()
+
+
 def _diverging(job: Job, cur: Round) -> bool:
     """Updates refused for their numbers, from two peers or more (a shard refused so is
     trained again by another peer, with the same seed: an honest retry of a diverging
@@ -409,7 +442,7 @@ def _peer_failed(task: Task) -> bool:
 
 SETTINGS_HINT = (
     "lower training.lr (or training.momentum), or raise aggregation.max_update_norm "
-    "(and aggregation.norm_outlier) if such updates are expected"
+    "if such updates are expected"
 )
 
 
