@@ -7,7 +7,7 @@
 # /etc/nginx/templates into conf.d/, which that user owns) plus the built folder,
 # /usr/share/nginx/console (GATEWAY_CONSOLE_ROOT). The routes are
 # deploy/gateway/gateway.conf.template, which docker-compose.yml mounts as before. TLS
-# keys handed in as compose secrets must be readable by uid 101 (README, Deployment).
+# keys handed in as compose secrets must be readable by uid 101 (docs/operations.md).
 ARG NODE=20.19.5-bookworm-slim
 
 FROM node:${NODE} AS build

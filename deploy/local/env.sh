@@ -8,8 +8,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 export ROOT
 export PEERTRAIN_CACHE="${PEERTRAIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/peertrain}"
 # A second copy of the stack (make test's second lane) runs beside the first with every
-# port shifted by PEERTRAIN_PORT_OFFSET and data of its own; 0 is the stack of the
-# README (RabbitMQ 5672, FerretDB 27017, MinIO 9000, gateway 8080, services 8001-8005).
+# port shifted by PEERTRAIN_PORT_OFFSET and data of its own; 0 is the stack of
+# docs/operations.md (RabbitMQ 5672, FerretDB 27017, MinIO 9000, gateway 8080, services 8001-8005).
 export PEERTRAIN_PORT_OFFSET="${PEERTRAIN_PORT_OFFSET:-0}"
 # port DEFAULT: this stack's port for a component whose default port is DEFAULT.
 port() { echo $(($1 + PEERTRAIN_PORT_OFFSET)); }
@@ -72,7 +72,7 @@ for _prefix in PEERTRAIN PEERTRAIN_AUTH PEERTRAIN_REGISTRY PEERTRAIN_DATASET \
 done
 unset _prefix
 
-# Peers on other machines (README "Peers on other machines"): unset, every server
+# Peers on other machines (docs/operations.md, "Peers on other machines"): unset, every server
 # listens on loopback only. Set to an address of this machine, the gateway also serves
 # the API over HTTPS (PUBLIC_HTTPS_PORT) and presigned S3 requests over HTTPS
 # (PUBLIC_S3_PORT, proxied to MinIO), and RabbitMQ accepts AMQPS (PUBLIC_AMQPS_PORT),

@@ -2,7 +2,7 @@
 # `make test`: ruff, mypy and pytest, with pytest in two lanes at once.
 #
 # Each lane is a whole local stack of its own (deploy/local/env.sh): lane 0 is the stack
-# of the README, lane 1 the same servers with every port moved by LANE1_OFFSET and its
+# of docs/operations.md, lane 1 the same servers with every port moved by LANE1_OFFSET and its
 # data in .var-lane<offset>. A lane's tests run one after another, as before, so a test
 # that kills its lane's RabbitMQ or PostgreSQL, or starts services on the platform's
 # ports, meets nothing of the other lane's. Lane 1 boots while ruff and mypy run, and is

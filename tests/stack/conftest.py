@@ -101,7 +101,7 @@ def queue_names() -> set[str] | None:
 def no_queue_left_behind() -> Iterator[None]:
     """Delete, at the end of the session, every queue the session made and left.
 
-    Lane 0 runs on the broker of the README's stack, where the platform's own services
+    Lane 0 runs on the broker of the local stack, where the platform's own services
     run again after ``make test``. A queue a test leaves bound to ``peertrain.events``
     keeps collecting events; one with a platform queue's name (``auth.security``) would
     be consumed by the next ``make up``, test events and all. Fixtures delete what they

@@ -1,6 +1,6 @@
 """A key set from another log, on the shared broker, never replaces a service's own.
 
-``make test`` (lane 0) runs its auth services on the broker of the README's stack. Their
+``make test`` (lane 0) runs its auth services on the broker of the local stack. Their
 ``auth.keys_rotated`` events are published on ``peertrain.events`` like the platform's,
 so they reach the platform's durable ``*.security`` queues while its services are down.
 A service used to take such a message for the next key set of its own log when its

@@ -1,4 +1,4 @@
-"""A peer on another machine takes part in a job (README "Peers on other machines").
+"""A peer on another machine takes part in a job (docs/operations.md, "Peers on other machines").
 
 The peer runs in a network namespace of its own (``remote_machine.py``): its 127.0.0.1 is
 its own, and it reaches this machine only at the host end of a veth pair. The stack opens

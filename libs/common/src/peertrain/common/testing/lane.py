@@ -1,7 +1,7 @@
 """Which copy of the local stack a test or benchmark runs against, and its addresses.
 
 ``make test`` runs its tests in two lanes at once, each on a copy of the local stack of
-its own (``deploy/local/env.sh``): lane 0 on the ports the README lists, the other with
+its own (``deploy/local/env.sh``): lane 0 on the ports ``docs/operations.md`` lists, the other with
 every port moved by ``PEERTRAIN_PORT_OFFSET`` (RabbitMQ 5672 + offset, the gateway 8080 +
 offset, the services 8001..8005 + offset, ...). Tests take every address from here, and
 start services with :func:`child_env`, so that a test runs unchanged in either lane.
@@ -16,7 +16,7 @@ from peertrain.common.settings import ServiceSettings
 __all__ = ["GATEWAY", "OFFSET", "PROMETHEUS", "RABBIT_API", "child_env", "stack_port"]
 
 OFFSET = int(os.environ.get("PEERTRAIN_PORT_OFFSET") or 0)
-"""How far this lane's ports are from the defaults (0: the stack of the README)."""
+"""How far this lane's ports are from the defaults (0: the local stack's own ports)."""
 
 
 def stack_port(default: int) -> int:
