@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from peertrain.common.errors import ValidationFailed
 from peertrain.common.eventlog import ConcurrencyError, EventLog
 from peertrain.common.eventlog.log import POINT_READS
 from peertrain.common.events import NewEvent
@@ -32,6 +33,20 @@ async def test_fifty_concurrent_appends_at_one_position(event_log: EventLog) -> 
     stream = await event_log.read_stream("job:a")
     assert [e.seq for e in stream] == [1, 2]
     assert await event_log.stream_version("job:a") == 2
+
+
+async def test_an_event_holding_a_nul_is_refused_before_anything_is_written(
+    event_log: EventLog,
+) -> None:
+    await event_log.append("job:nul", [ping(1)], expected_version=0)
+    last = await event_log.positions.highest_claimed()
+    with pytest.raises(ValidationFailed, match="NUL") as info:
+        await event_log.append("job:nul", [ping(2), ping(3, "x\x00y")], expected_version=1)
+    assert "x\x00y" not in str(info.value)
+    assert await event_log.positions.highest_claimed() == last  # no position taken
+    assert [e.seq for e in await event_log.read_stream("job:nul")] == [1]
+    await event_log.append("job:nul", [ping(2)], expected_version=1)  # the log goes on
+    assert await event_log.stream_version("job:nul") == 2
 
 
 async def test_append_is_idempotent_by_event_id(event_log: EventLog) -> None:

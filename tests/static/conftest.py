@@ -7,6 +7,8 @@ PEERTRAIN_CACHE, outside the clone; `make test` builds them while it installs th
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,3 +50,17 @@ def go_tools() -> GoTools:
         compose_check=Path(checkers) / "compose-check",
         k8s_check=Path(checkers) / "k8s-check",
     )
+
+
+_SET_POLICY = re.compile(
+    r"rabbitmqctl -q set_policy --apply-to queues --priority (\d+)\s+(\S+)\s+'([^']*)'\s+'([^']*)'"
+)
+
+
+def set_policies(script: str) -> dict[str, dict[str, object]]:
+    """The queue policies a shell script sets with ``rabbitmqctl set_policy``, in the
+    shape of :data:`peertrain.common.bus.topology.QUEUE_POLICIES`."""
+    return {
+        name: {"pattern": pattern, "priority": int(priority), "definition": json.loads(body)}
+        for priority, name, pattern, body in _SET_POLICY.findall(script)
+    }

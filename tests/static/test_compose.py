@@ -22,7 +22,9 @@ from typing import Any
 import pytest
 import yaml
 
-from .conftest import GoTools
+from peertrain.common.bus.topology import QUEUE_POLICIES
+
+from .conftest import GoTools, set_policies
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
@@ -103,6 +105,14 @@ def test_infrastructure_services_present(services: dict[str, dict[str, Any]]) ->
     assert {"mongo", "rabbitmq", "minio", "minio-init"} <= services.keys()
     assert services["mongo"]["image"].startswith("mongo:7")
     assert "management" in services["rabbitmq"]["image"]
+
+
+def test_the_broker_bounds_every_queue_as_the_platform_expects(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    [kind, script] = services["rabbitmq"]["healthcheck"]["test"]
+    assert kind == "CMD-SHELL"
+    assert set_policies(script.replace("$$", "$")) == QUEUE_POLICIES  # compose's escape
 
 
 def test_every_long_running_service_has_a_healthcheck(

@@ -16,7 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from .conftest import GoTools
+from peertrain.common.bus.topology import QUEUE_POLICIES
+
+from .conftest import GoTools, set_policies
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "deploy" / "helm" / "peertrain"
@@ -248,3 +250,12 @@ def test_the_chart_refuses_to_render_without_what_it_cannot_default(
     )
     assert done.returncode != 0
     assert message in done.stderr
+
+
+def test_the_broker_bounds_every_queue_as_the_platform_expects(go_tools: GoTools) -> None:
+    rabbitmq = find(render(go_tools), "StatefulSet", "peertrain-rabbitmq")
+    [container] = rabbitmq["spec"]["template"]["spec"]["containers"]
+    [shell, flag, script] = container["readinessProbe"]["exec"]["command"]
+    assert (shell, flag) == ("sh", "-c")
+    assert set_policies(script) == QUEUE_POLICIES
+    assert script.rstrip().endswith("rabbitmq-diagnostics -q check_port_connectivity")

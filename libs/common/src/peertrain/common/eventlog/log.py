@@ -39,9 +39,10 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from peertrain.common.errors import Conflict
+from peertrain.common.errors import Conflict, ValidationFailed
 from peertrain.common.events import NewEvent, RecordedEvent, from_document, to_document
 from peertrain.common.metrics import EVENTS_APPENDED
+from peertrain.common.text import has_nul
 
 from .outbox import Outbox
 from .positions import PositionAllocator
@@ -147,6 +148,14 @@ class EventLog:
             return []
         if expected_version < 0:
             raise ValueError("expected_version must be >= 0")
+        # The last line against what the store cannot hold (PostgreSQL refuses a NUL):
+        # refused before a position is taken, so nothing is half written.
+        refused = [e.type for e in events if has_nul(e.model_dump(mode="json"))]
+        if refused or has_nul(stream):
+            raise ValidationFailed(
+                f"{', '.join(refused) or 'an event'} for {stream[:100]!r} holds a NUL "
+                "character, which the event log cannot store"
+            )
         positions = await self.positions.allocate(len(events))
         recorded = [
             RecordedEvent(

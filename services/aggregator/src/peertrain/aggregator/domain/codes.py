@@ -12,7 +12,6 @@ __all__ = [
     "JOB_ENDED",
     "MISSING_OBJECT",
     "NON_FINITE",
-    "NORM_OUTLIER",
     "NORM_TOO_LARGE",
     "NOT_SAFETENSORS",
     "NUMERIC",
