@@ -77,6 +77,14 @@ export const jobView: View = async (root, [jobId], alive) => {
         job.finished_at ? ` · finished ${when(job.finished_at)}` : "",
       ),
       job.error ? h("p", { class: "error" }, `${job.error_code ?? "error"}: ${job.error}`) : null,
+      job.waiting
+        ? h(
+            "p",
+            { class: "waiting", "data-testid": "job-waiting" },
+            `round ${job.waiting.round} (attempt ${job.waiting.attempt}) waits for peers: ${job.waiting.online} of ${job.waiting.needed} online; `,
+            `the job fails at ${when(job.waiting.until)} if they are not`,
+          )
+        : null,
       h(
         "div",
         { class: "charts" },

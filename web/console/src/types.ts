@@ -34,6 +34,8 @@ export interface JobDetail extends JobLine {
   config_key: string | null;
   error: string | null;
   error_code: string | null;
+  /** The next round attempt, waiting for the job's peers to come online. */
+  waiting?: { round: number; attempt: number; online: number; needed: number; since: string; until: string } | null;
 }
 export interface RoundMetrics {
   round: number;
