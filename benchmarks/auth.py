@@ -32,7 +32,13 @@ from pymongo import MongoClient
 from peertrain.auth.config import AuthSettings
 from peertrain.auth.domain.keys import generate_key
 from peertrain.auth.domain.tokens import access_claims
-from peertrain.auth.testing import GATEWAY_URL, auth_process, port_in_use
+from peertrain.auth.testing import (
+    GATEWAY_URL,
+    auth_process,
+    auth_queue_prefix,
+    delete_auth_queues,
+    port_in_use,
+)
 from peertrain.common.security import (
     ACCESS_TOKEN_TYPE,
     DEFAULT_AUDIENCE,
@@ -127,6 +133,7 @@ def main() -> None:
     finally:
         if started_here is not None:
             started_here.stop()
+            delete_auth_queues(auth_queue_prefix(db))
             mongo: MongoClient[dict[str, Any]]
             with MongoClient(settings.mongo_url, serverSelectionTimeoutMS=5000) as mongo:
                 mongo.drop_database(db)
