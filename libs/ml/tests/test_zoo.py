@@ -13,6 +13,7 @@ from peertrain.common.specs import (
     parse_feature_spec,
     parse_model_spec,
 )
+from peertrain.common.specs.state import state_shapes
 from peertrain.ml.zoo import build_model
 
 TABLE = {"input_size": 20, "num_classes": 4}
@@ -28,6 +29,13 @@ IMAGES = {"image_shape": [1, 12, 12], "num_classes": 3}
         ({"arch": "cnn", "channels": [4, 8], "hidden": 16}, IMAGES, (5, 1, 12, 12)),
         ({"arch": "cnn", "channels": [4], "hidden": 0}, IMAGES, (5, 144)),
         ({"arch": "cnn", "channels": [2, 2, 2, 2], "kernel_size": 5}, IMAGES, (2, 1, 12, 12)),
+        ({"arch": "cnn", "channels": [3, 5], "hidden": 16, "dropout": 0.3}, IMAGES, (2, 144)),
+        ({"arch": "cnn", "channels": [3], "hidden": 0, "dropout": 0.3}, IMAGES, (2, 144)),
+        (
+            {"arch": "cnn", "channels": [2, 2, 2, 2]},
+            {"image_shape": [3, 5, 3], "num_classes": 2},
+            (2, 3, 5, 3),
+        ),
     ],
 )
 def test_builds_each_arch_with_the_right_output_and_parameter_count(spec, features, x_shape):
@@ -36,6 +44,10 @@ def test_builds_each_arch_with_the_right_output_and_parameter_count(spec, featur
     assert out.shape == (x_shape[0], features["num_classes"])
     actual = sum(p.numel() for p in model.parameters())
     assert actual == count_parameters(parse_model_spec(spec), parse_feature_spec(features))
+    parsed, shaped = parse_model_spec(spec), parse_feature_spec(features)
+    expected = state_shapes(parsed, shaped)  # torch-free, what starting weights must match
+    assert {k: ("F32", tuple(v.shape)) for k, v in model.state_dict().items()} == expected
+    assert all(v.dtype == torch.float32 for v in model.state_dict().values())
 
 
 def test_initial_weights_are_a_function_of_the_seed_and_leave_global_rng_alone():

@@ -16,6 +16,7 @@ from .base import MAX_REDIRECTS, BaseClient
 from .calls import Call
 from .errors import ApiError, ApiUnreachable, ClientError, DatasetRejected, WaitTimeout
 from .jobs import JobProgress, dataset_outcome, rejection_message
+from .modules import with_module
 from .retry import Patience, RetryPolicy
 from .tokens import Tokens, TokenStore
 from .upload import DownloadTarget, Progress, ProgressReader, file_part, upload_fields
@@ -286,10 +287,29 @@ class AsyncClient(BaseClient):
 
     # -- jobs -------------------------------------------------------------------------
 
-    async def create_job(self, spec: Mapping[str, Any]) -> str:
-        """Submit a training job; answers its id."""
+    async def create_job(
+        self, spec: Mapping[str, Any], *, model: Any = None, example_input: Any = None
+    ) -> str:
+        """Submit a training job; answers its id (``model``: see the blocking
+        :meth:`peertrain.client.Client.create_job`)."""
+        if model is not None:
+            spec = with_module(spec, model, example_input)
         answer = await self.call(calls.create_job(spec))
         return str(answer["job_id"])
+
+    async def upload_weights(
+        self, source: str | Path | bytes, *, name: str | None = None
+    ) -> dict[str, Any]:
+        """Upload starting weights (see the blocking client's ``upload_weights``)."""
+        data = (
+            source
+            if isinstance(source, bytes)
+            else await asyncio.to_thread(Path(source).read_bytes)
+        )
+        if name is None and not isinstance(source, bytes):
+            name = Path(source).name
+        result: dict[str, Any] = await self.call(calls.upload_weights(data, name=name))
+        return result
 
     async def check_job(self, spec: Mapping[str, Any]) -> dict[str, Any]:
         """Have the server check a job without creating it (a dry run): answers the job

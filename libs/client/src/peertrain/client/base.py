@@ -102,7 +102,9 @@ class BaseClient:
             url,
             json=call.json,
             data=dict(call.form) if call.form is not None else None,
+            content=call.content,
             params=dict(call.params) or None,
+            headers={"Content-Type": "application/octet-stream"} if call.content else None,
         )
 
     def _redirect_target(self, response: httpx.Response) -> str | None:

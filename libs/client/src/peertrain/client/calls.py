@@ -41,6 +41,8 @@ class Call:
     path: str
     json: Any = None
     form: Mapping[str, str] | None = None
+    content: bytes | None = None
+    """A raw body (``application/octet-stream``)."""
     params: Mapping[str, Any] = field(default_factory=dict)
     auth: bool = True
     answer: Answer = "json"
@@ -211,6 +213,12 @@ def cancel_job(job_id: str) -> Call:
 def model_versions(job_id: str) -> Call:
     """A job's model versions."""
     return Call("GET", f"{MODELS}/{_id(job_id)}")
+
+
+def upload_weights(data: bytes, *, name: str | None = None) -> Call:
+    """Starting weights (201: ``{"weights_id", "tensors", ...}``): a safetensors file's
+    bytes, or a ``.pt`` state dict's."""
+    return Call("POST", f"{MODELS}/weights", content=data, params=_params(name=name))
 
 
 def final_model(job_id: str, fmt: str = "pt") -> Call:

@@ -15,6 +15,7 @@ from .base import MAX_REDIRECTS, BaseClient
 from .calls import Call
 from .errors import ApiError, ApiUnreachable, ClientError, DatasetRejected, WaitTimeout
 from .jobs import JobProgress, dataset_outcome, rejection_message
+from .modules import with_module
 from .retry import Patience, RetryPolicy
 from .tokens import Tokens, TokenStore
 from .upload import DownloadTarget, Progress, ProgressReader, file_part, upload_fields
@@ -279,9 +280,30 @@ class Client(BaseClient):
 
     # -- jobs -------------------------------------------------------------------------
 
-    def create_job(self, spec: Mapping[str, Any]) -> str:
-        """Submit a training job; answers its id."""
+    def create_job(
+        self, spec: Mapping[str, Any], *, model: Any = None, example_input: Any = None
+    ) -> str:
+        """Submit a training job; answers its id.
+
+        ``model``: your own ``torch.nn.Module`` instead of ``spec["model"]``, turned
+        into a graph of standard layers here (see :func:`~.modules.with_module`), with
+        ``example_input`` a batch shaped like the data.
+        """
+        if model is not None:
+            spec = with_module(spec, model, example_input)
         return str(self.call(calls.create_job(spec))["job_id"])
+
+    def upload_weights(
+        self, source: str | Path | bytes, *, name: str | None = None
+    ) -> dict[str, Any]:
+        """Upload starting weights (a safetensors file, or a ``.pt`` state dict): answers
+        ``{"weights_id", "tensors", ...}``; a job starts from them with
+        ``"init_weights": weights_id``."""
+        data = source if isinstance(source, bytes) else Path(source).read_bytes()
+        if name is None and not isinstance(source, bytes):
+            name = Path(source).name
+        result: dict[str, Any] = self.call(calls.upload_weights(data, name=name))
+        return result
 
     def check_job(self, spec: Mapping[str, Any]) -> dict[str, Any]:
         """Have the server check a job without creating it (a dry run): answers the job

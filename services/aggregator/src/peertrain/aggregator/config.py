@@ -41,6 +41,8 @@ class AggregatorSettings(ServiceSettings, LeaseSettings):
     update_slack_bytes: int = Field(default=1 * MiB, ge=0)
     """An update may exceed the model's tensor bytes by at most this (its header)."""
     max_holdout_bytes: int = Field(default=2048 * MiB, ge=1)
+    max_weights_bytes: int = Field(default=256 * MiB, ge=1)
+    """Cap on uploaded starting weights (a model has at most 50 M parameters: 200 MB)."""
     eval_device: str = "cpu"
     """Device for holdout evaluation (``cpu``, ``cuda``, ``cuda:0``)."""
     eval_batch_size: int = Field(default=1024, ge=1)

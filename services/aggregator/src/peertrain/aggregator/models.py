@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Evaluation", "FinalPublic", "JobModelsPublic", "VersionPublic"]
+from peertrain.common.events.weights import TensorInfo, WeightsUploaded
+
+__all__ = ["Evaluation", "FinalPublic", "JobModelsPublic", "VersionPublic", "WeightsAccepted"]
 
 
 class _Public(BaseModel):
@@ -58,3 +60,32 @@ class JobModelsPublic(_Public):
     latest_version: int | None
     final_available: bool
     final: FinalPublic | None
+
+
+class WeightsAccepted(_Public):
+    """Starting weights stored: start a job from them with ``init_weights``."""
+
+    weights_id: str
+    name: str
+    size: int = Field(description="Bytes stored (as safetensors)")
+    sha256: str
+    parameters: int = Field(description="Values in all its tensors")
+    tensors: tuple[TensorInfo, ...]
+
+    @classmethod
+    def of(cls, uploaded: WeightsUploaded) -> WeightsAccepted:
+        """From the ``weights.uploaded`` appended."""
+        count = 0
+        for t in uploaded.tensors:
+            n = 1
+            for d in t.shape:
+                n *= d
+            count += n
+        return cls(
+            weights_id=uploaded.weights_id,
+            name=uploaded.name,
+            size=uploaded.size,
+            sha256=uploaded.sha256,
+            parameters=count,
+            tensors=uploaded.tensors,
+        )

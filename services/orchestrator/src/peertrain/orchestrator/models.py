@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.models import UpdateRejected
 from peertrain.common.events.training import JobCreated, ModelSource, ShardingSpec
+from peertrain.common.events.weights import WeightsSource
 from peertrain.common.specs import (
     AggregationSpec,
     MLPSpec,
@@ -109,6 +110,11 @@ class JobRequest(BaseModel):
         description="Start from another of your jobs' model version instead of fresh "
         "weights: the same model spec, on data of the same shape and classes",
     )
+    init_weights: Id | None = Field(
+        default=None,
+        description="Start from weights you uploaded (POST /api/models/weights, its "
+        "weights_id): their tensors must be exactly the model's (names, shapes, dtypes)",
+    )
 
     @model_validator(mode="after")
     def _one_way_to_pick_peers(self) -> JobRequest:
@@ -116,6 +122,8 @@ class JobRequest(BaseModel):
             raise ValueError("give either peers (a list of ids) or selection, not both")
         if self.peers is not None and len(set(self.peers)) != len(self.peers):
             raise ValueError("peers must not repeat")
+        if self.init_from is not None and self.init_weights is not None:
+            raise ValueError("give init_from or init_weights, not both")
         return self
 
 
@@ -141,6 +149,7 @@ class JobChecked(BaseModel):
     aggregation: AggregationSpec
     sharding: ShardingSpec
     init_from: ModelSource | None
+    init_weights: WeightsSource | None = None
 
     @classmethod
     def of(cls, created: JobCreated) -> JobChecked:
@@ -154,6 +163,7 @@ class JobChecked(BaseModel):
             aggregation=created.aggregation,
             sharding=created.sharding,
             init_from=created.init_from,
+            init_weights=created.init_weights,
         )
 
 
@@ -326,6 +336,9 @@ class JobDetail(_JobLine):
     error_code: str | None
     rejected_updates: list[UpdateRejected]
     init_from: ModelSource | None = Field(description="The model version it started from")
+    init_weights: WeightsSource | None = Field(
+        default=None, description="The uploaded weights it started from"
+    )
 
     @classmethod
     def of(cls, job: Job) -> JobDetail:
@@ -356,6 +369,7 @@ class JobDetail(_JobLine):
             error_code=job.error_code,
             rejected_updates=list(job.rejected),
             init_from=created.init_from,
+            init_weights=created.init_weights,
         )
 
 

@@ -26,6 +26,7 @@ from peertrain.common.events.datasets import (
 from peertrain.common.events.models import MODEL_EVENT_TYPES, UpdateAccepted, model_stream
 from peertrain.common.events.peers import PEER_EVENT_TYPES
 from peertrain.common.events.training import JOB_EVENT_TYPES, job_stream
+from peertrain.common.events.weights import WEIGHTS_EVENT_TYPES
 
 from .domain import Job
 from .usecases import OrchestratorContext
@@ -39,6 +40,7 @@ FACT_TYPES: tuple[str, ...] = (
     DATASET_SHARDED,
     DATASET_SHARDING_FAILED,
     *MODEL_EVENT_TYPES,
+    *WEIGHTS_EVENT_TYPES,
 )
 """What other services append that the orchestrator acts on."""
 

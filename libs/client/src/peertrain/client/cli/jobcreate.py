@@ -10,6 +10,7 @@ import typer
 from rich.text import Text
 
 from .jobspec import SECTIONS, apply_sets, build_spec, init_from, load_config, rerun_spec
+from .modelfile import model_from_file
 from .output import JsonFlag, echo_json
 from .state import CliState, state_of
 
@@ -32,6 +33,24 @@ InitFromOption = Annotated[
         "--init-from",
         metavar="JOB[:vR]",
         help="Start from that job's model version (default: its newest), not fresh weights.",
+    ),
+]
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        metavar="FILE | FILE.py:NAME",
+        help="The model: a spec file (JSON/YAML, e.g. a graph), or your own nn.Module, "
+        "NAME in FILE.py (a class or function called without arguments), turned into a "
+        "graph of standard layers here (needs torch and peertrain-ml). Not with --arch.",
+    ),
+]
+InitWeightsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--init-weights",
+        help="Start from these weights (safetensors, or a .pt state dict): uploaded, then "
+        "checked against the model (names, shapes, dtypes).",
     ),
 ]
 _T = "training"
@@ -106,6 +125,8 @@ def create(
     alpha: Annotated[float | None, typer.Option(rich_help_panel="sharding")] = None,
     sets: Sets = None,
     init: InitFromOption = None,
+    model: ModelOption = None,
+    init_weights: InitWeightsOption = None,
     dry_run: DryRun = False,
     json_out: JsonFlag = False,
 ) -> None:
@@ -127,7 +148,36 @@ def create(
     )
     if init:
         spec["init_from"] = init_from(init)
-    submit(state_of(ctx), spec, dry_run=dry_run, json_out=json_out)
+    state = state_of(ctx)
+    if model is not None:
+        if arch is not None:
+            raise typer.BadParameter("give --model or --arch, not both", param_hint="--model")
+        spec["model"] = model_from_file(model, _input_shape(state, spec))
+    if init_weights is not None:
+        with state.client() as pt:
+            uploaded = pt.upload_weights(init_weights)
+        state.err.print(
+            f"uploaded {init_weights.name}: {len(uploaded['tensors'])} tensors, "
+            f"{uploaded['parameters']:,} values (weights {uploaded['weights_id']})"
+        )
+        spec["init_weights"] = uploaded["weights_id"]
+    submit(state, spec, dry_run=dry_run, json_out=json_out)
+
+
+def _input_shape(state: CliState, spec: dict[str, Any]) -> list[int]:
+    """One sample's shape in the job's dataset (a module is checked on such input)."""
+    dataset_id = spec.get("dataset_id")
+    if not dataset_id:
+        raise typer.BadParameter("a module needs the dataset (--dataset)", param_hint="--model")
+    with state.client() as pt:
+        dataset = pt.get_dataset(str(dataset_id))
+    shape = dataset.get("input_shape")
+    if not shape:
+        raise typer.BadParameter(
+            f"dataset {dataset_id} is not validated yet: its input shape is unknown",
+            param_hint="--model",
+        )
+    return [int(d) for d in shape]
 
 
 def rerun(

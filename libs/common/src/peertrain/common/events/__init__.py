@@ -3,7 +3,7 @@
 Importing this package registers every family, so the catalogue is complete.
 """
 
-from . import auth, datasets, diagnostics, models, peers, tasks, training, users
+from . import auth, datasets, diagnostics, models, peers, tasks, training, users, weights
 from .catalogue import UnknownEventType, catalogue, event_type, payload_model
 from .codec import MalformedEvent, decode_message, from_document, to_document, to_message
 from .envelope import EventData, NewEvent, RawData, RecordedEvent
@@ -30,4 +30,5 @@ __all__ = [
     "to_message",
     "training",
     "users",
+    "weights",
 ]

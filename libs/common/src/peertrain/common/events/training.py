@@ -35,6 +35,7 @@ from peertrain.common.specs.sharding import ShardingSpec
 from .catalogue import event_type
 from .datasets import ArtifactRef, FeatureSpec
 from .envelope import EventData
+from .weights import WeightsSource
 
 __all__ = [
     "JOB_CANCELLED",
@@ -169,6 +170,8 @@ class JobCreated(EventData):
     aggregation: AggregationSpec = AggregationSpec()
     init_from: ModelSource | None = None
     """Start from this model version instead of fresh weights (same model, same data shape)."""
+    init_weights: WeightsSource | None = None
+    """Start from these uploaded weights (checked against the model when created)."""
 
     @field_validator("model", mode="before")
     @classmethod
@@ -199,6 +202,8 @@ class JobConfigured(EventData):
     reference_weight: float = Field(gt=0)
     init_from: ModelSource | None = None
     """Version 0 is a copy of this version of another job's model (else fresh weights)."""
+    init_weights: WeightsSource | None = None
+    """Version 0 is these uploaded weights, bit for bit."""
 
 
 @event_type(ROUND_OPENED)

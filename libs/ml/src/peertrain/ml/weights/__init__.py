@@ -11,19 +11,23 @@ from .codec import (
     state_to_bytes,
 )
 from .delta import apply_delta, compute_delta, l2_norm
+from .starting import WeightsInvalid, dtype_code, read_starting_weights
 from .validate import header_problems, load_update, update_problems, validate_update
 
 __all__ = [
     "DTYPES",
     "SafetensorsHeader",
     "TensorInfo",
+    "WeightsInvalid",
     "apply_delta",
     "compute_delta",
+    "dtype_code",
     "header_problems",
     "l2_norm",
     "load_state_file",
     "load_update",
     "read_header",
+    "read_starting_weights",
     "save_state_file",
     "state_from_bytes",
     "state_to_bytes",

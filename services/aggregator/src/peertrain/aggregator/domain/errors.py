@@ -9,6 +9,7 @@ __all__ = [
     "FinalNotExported",
     "JobNotFound",
     "UpdateRefused",
+    "WeightsTooLarge",
 ]
 
 
@@ -38,3 +39,15 @@ class UpdateRefused(AggregatorError, ValueError):
     def __init__(self, reason_code: str, message: str) -> None:
         super().__init__(message, detail={"code": reason_code})
         self.reason_code = reason_code
+
+
+class WeightsTooLarge(AggregatorError, ValueError):
+    """Uploaded weights passed the size cap; the rest of the body was not read."""
+
+    status_code = 413
+    code = "payload_too_large"
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__(
+            f"the weights exceed the limit of {max_bytes} bytes", detail={"max_bytes": max_bytes}
+        )

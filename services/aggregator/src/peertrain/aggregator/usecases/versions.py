@@ -124,13 +124,14 @@ async def _put(actx: AggregatorContext, key: str, data: bytes, content_type: str
 
 
 async def _version_zero(actx: AggregatorContext, cfg: JobConfigured) -> bytes:
-    """Fresh weights, or those of the model version the job starts from (``init_from``).
+    """Fresh weights, or those the job starts from: another job's model version
+    (``init_from``) or uploaded weights (``init_weights``), bit for bit.
 
-    The orchestrator checked that version exists and is the same model on data of the
-    same shape; should its object be gone or changed all the same (an operator), the
-    job starts from fresh weights, logged: it must not wait for the aggregator forever.
+    The orchestrator checked they exist and are this model's tensors; should their
+    object be gone or changed all the same (an operator), the job starts from fresh
+    weights, logged: it must not wait for the aggregator forever.
     """
-    source = cfg.init_from
+    source = cfg.init_from or cfg.init_weights
     if source is not None:
         try:
             data = await actx.blobs.get_bytes(source.key)

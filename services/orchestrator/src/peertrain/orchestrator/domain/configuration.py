@@ -78,5 +78,6 @@ def configure(job: Job, *, bucket: str, exchanges: Mapping[str, str]) -> Configu
         holdout=sharded.holdout,
         reference_weight=float(sum(s.rows for s in shards)),
         init_from=created.init_from,
+        init_weights=created.init_weights,
     )
     return Configuration(key, data, event)

@@ -1,7 +1,9 @@
-"""The orchestrator's own projections of other services' events: peers and datasets.
+"""The orchestrator's own projections of other services' events: peers, datasets and
+uploaded starting weights.
 
-Folded from ``peer:<id>`` and ``dataset:<id>`` streams; each entity remembers the last
-``seq`` it applied, so replaying the log and consuming the queue may overlap freely.
+Folded from ``peer:<id>``, ``dataset:<id>`` and ``weights:<id>`` streams; each entity
+remembers the last ``seq`` it applied, so replaying the log and consuming the queue may
+overlap freely.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from peertrain.common.events.peers import (
     PeerWentOffline,
     PeerWentOnline,
 )
+from peertrain.common.events.weights import WeightsUploaded
 from peertrain.common.peers import may_use
 from peertrain.common.security import Principal
 
@@ -85,6 +88,8 @@ class Directory:
 
     peers: dict[str, PeerInfo] = field(default_factory=dict)
     datasets: dict[str, DatasetInfo] = field(default_factory=dict)
+    weights: dict[str, WeightsUploaded] = field(default_factory=dict)
+    """Uploaded starting weights, by id (one event each)."""
 
     def apply(self, event: RecordedEvent) -> bool:
         """Fold one peer or dataset event; ``False`` if it was not new."""
@@ -105,6 +110,8 @@ class Directory:
             ds.seq = event.seq
             _apply_dataset(ds, data)
             return True
+        if isinstance(data, WeightsUploaded):
+            return self.weights.setdefault(data.weights_id, data) is data
         return False
 
     def online_peers(self) -> set[str]:

@@ -13,9 +13,11 @@ from typing import Any
 
 from peertrain.common.errors import QuotaExceeded
 from peertrain.common.events.training import JobCreated, ModelSource, ShardingSpec
+from peertrain.common.events.weights import WeightsSource
 from peertrain.common.peers import RANKED_MEMORY_GB, NotEnoughPeers, own_first, pick
 from peertrain.common.security import Principal
 from peertrain.common.specs import FeatureSpec, SpecInvalid, check_budget, parse_feature_spec
+from peertrain.common.specs.state import state_shapes
 
 from ..models import JobRequest, PeerSelection
 from .directory import Directory, PeerInfo
@@ -125,6 +127,55 @@ def _source(
     return source, []
 
 
+MAX_WEIGHT_PROBLEMS = 100
+"""Mismatched tensors listed one by one; the rest are counted in one more item."""
+
+
+def _weights(
+    request: JobRequest, who: Principal, directory: Directory, features: FeatureSpec
+) -> tuple[WeightsSource | None, list[dict[str, str]]]:
+    """The uploaded weights the job starts from, or every way they do not fit its model
+    (names, shapes and dtypes, against the model's state dict computed from its spec)."""
+    want = request.init_weights
+    if want is None:
+        return None, []
+    up = directory.weights.get(want)
+    if up is None or not (who.is_admin or up.owner_id == who.subject):
+        return None, [{"loc": "init_weights", "msg": f"no weights {want!r}"}]
+    try:
+        expected = state_shapes(request.model, features)
+    except SpecInvalid:
+        return None, []  # the model does not fit the data: reported on its own
+    got = {t.name: (t.dtype, t.shape) for t in up.tensors}
+
+    def shown(spec: tuple[str, tuple[int, ...]]) -> str:
+        return f"{spec[0]}{list(spec[1])}"
+
+    problems = [
+        {"loc": f"init_weights.{name}", "msg": f"missing: the model has {shown(expected[name])}"}
+        for name in sorted(expected.keys() - got.keys())
+    ]
+    problems += [
+        {"loc": f"init_weights.{name}", "msg": "unexpected: the model has no such tensor"}
+        for name in sorted(got.keys() - expected.keys())
+    ]
+    problems += [
+        {
+            "loc": f"init_weights.{name}",
+            "msg": f"{shown(got[name])} uploaded, the model has {shown(expected[name])}",
+        }
+        for name in sorted(expected.keys() & got.keys())
+        if got[name] != expected[name]
+    ]
+    if len(problems) > MAX_WEIGHT_PROBLEMS:
+        more = len(problems) - MAX_WEIGHT_PROBLEMS
+        problems = problems[:MAX_WEIGHT_PROBLEMS]
+        problems.append({"loc": "init_weights", "msg": f"and {more} more mismatched tensor(s)"})
+    if problems:
+        return None, problems
+    return WeightsSource(weights_id=up.weights_id, key=up.key, sha256=up.sha256), []
+
+
 def plan_job(
     job_id: str,
     request: JobRequest,
@@ -163,6 +214,8 @@ def plan_job(
         )
     features = parse_feature_spec(ds.feature_spec)
     source, source_problems = _source(request, who, jobs or {}, dict(ds.feature_spec))
+    weights, weight_problems = _weights(request, who, directory, features)
+    source_problems += weight_problems
     if request.peers is not None:
         peers = list(request.peers)
         unusable = _named_problems(peers, who, directory)
@@ -202,6 +255,7 @@ def plan_job(
         training=training,
         aggregation=aggregation,
         init_from=source,
+        init_weights=weights,
     )
 
 

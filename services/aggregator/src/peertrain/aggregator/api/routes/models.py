@@ -6,7 +6,7 @@ from contextlib import aclosing
 from functools import partial
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.responses import StreamingResponse
 
 from peertrain.aggregator.api.deps import AggregatorDep
@@ -16,9 +16,12 @@ from peertrain.aggregator.models import (
     FinalPublic,
     JobModelsPublic,
     VersionPublic,
+    WeightsAccepted,
 )
+from peertrain.aggregator.usecases.weights import receive_weights
 from peertrain.common.app.responses import errors
 from peertrain.common.security import CurrentUser, Principal
+from peertrain.common.text import Name
 
 __all__ = ["router"]
 
@@ -74,6 +77,46 @@ def _public(state: JobState) -> JobModelsPublic:
         if exported is None
         else FinalPublic(**exported.model_dump(exclude={"job_id", "format"})),
     )
+
+
+@router.post(
+    "/weights",
+    status_code=status.HTTP_201_CREATED,
+    summary="Upload starting weights (safetensors, or a .pt state dict)",
+    responses=errors(
+        401, 408, 413, why={413: "Over the size cap", 422: "Not weights a job can start from"}
+    ),
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}
+            },
+        }
+    },
+)
+async def upload_weights(
+    request: Request,
+    response: Response,
+    user: CurrentUser,
+    actx: AggregatorDep,
+    name: Annotated[Name | None, Query(description="A name to know them by")] = None,
+) -> WeightsAccepted:
+    """The body is the file itself: a safetensors file, or a ``.pt`` file holding a state
+    dict (``torch.save(model.state_dict(), f)``, or a ``final.pt``), read with
+    ``torch.load(weights_only=True)``: anything but tensors is refused unread. Stored
+    as safetensors; a job starts from them with ``init_weights``, checked then against
+    its model (names, shapes, dtypes)."""
+    length = request.headers.get("content-length")
+    uploaded = await receive_weights(
+        actx,
+        request.stream(),
+        owner_id=user.subject,
+        name=name or "",
+        content_length=int(length) if length and length.isdigit() else None,
+    )
+    response.headers["Location"] = f"{actx.settings.api_prefix}/weights/{uploaded.weights_id}"
+    return WeightsAccepted.of(uploaded)
 
 
 @router.get(
