@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -56,7 +57,7 @@ def test_cosine_decays_from_lr_towards_min_lr_over_the_rounds() -> None:
     want = [low + (lr - low) * (1 + math.cos(math.pi * i / 5)) / 2 for i in range(5)]
     assert got == pytest.approx(want) and got[0] == lr
     assert got[-1] > low  # the last round still learns; min_lr is reached at its end
-    assert all(a > b for a, b in zip(got, got[1:], strict=False))
+    assert all(a > b for a, b in itertools.pairwise(got))
 
 
 def test_cosine_after_a_warmup_starts_at_lr() -> None:
