@@ -75,7 +75,9 @@ def test_mixed_precision_on_cuda_trains_finite_and_close_to_fp32(training: dict[
     assert all(torch.isfinite(torch.tensor(m.loss)) for m in mixed.epochs)
     assert all(torch.isfinite(v).all() for v in mixed.delta.values())
     assert all(v.dtype == torch.float32 for v in mixed.delta.values())  # weights stay fp32
-    assert _relative_gap(mixed.delta, full.delta) < 0.1
+    # bf16 keeps 8 bits of mantissa, fp16 11: a CPU bf16 emulation of this run was 0.15 off
+    bound = 0.35 if training["precision"] == "bf16" else 0.1
+    assert 0 < _relative_gap(mixed.delta, full.delta) < bound  # autocast applied, and close
     assert all(torch.equal(mixed.delta[k], again.delta[k]) for k in mixed.delta)  # seeded
 
 
