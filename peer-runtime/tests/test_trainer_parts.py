@@ -336,18 +336,31 @@ def test_the_trainer_trains_at_the_rounds_learning_rate(tmp_path: Path) -> None:
         assert all(torch.equal(delta[k], own.delta[k]) for k in delta) is same
 
 
-def test_cuda_only_settings_off_cuda_are_told_once_per_job(tmp_path: Path) -> None:
-    from structlog.testing import capture_logs
+class _Log:
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
 
+    def _record(self, event: str, **kw: Any) -> None:
+        self.events.append({"event": event, **kw})
+
+    info = warning = _record
+
+
+def test_cuda_only_settings_off_cuda_are_told_once_per_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from peertrain.peer import trainer as module
+
+    log = _Log()  # the module's logger (structlog's may be cached by another test)
+    monkeypatch.setattr(module, "log", log)
     trainer = _Offline(tmp_path, [])
     trainer.device = "cpu"
     training = {"local_epochs": 1, "precision": "bf16", "channels_last": True}
-    with capture_logs() as logs:
-        for task_id, job_id in (("t1", "j1"), ("t2", "j1"), ("t3", "j2")):
-            body = _task_json(task_id, job_id, training=training)
-            body["upload"]["max_bytes"] = 100
-            assert trainer.handle(json.dumps(body).encode()) is not None
-    told = [e for e in logs if e["event"].startswith("CUDA-only training settings")]
+    for task_id, job_id in (("t1", "j1"), ("t2", "j1"), ("t3", "j2")):
+        body = _task_json(task_id, job_id, training=training)
+        body["upload"]["max_bytes"] = 100
+        assert trainer.handle(json.dumps(body).encode()) is not None
+    told = [e for e in log.events if e["event"].startswith("CUDA-only training settings")]
     assert [e["settings"] for e in told] == [["precision=bf16", "channels_last"]] * 2
     assert len(trainer.results) == 3
 
