@@ -284,6 +284,87 @@ def _task_json(task_id: str = "t1", job_id: str = "j1", **changes: Any) -> dict[
     return values
 
 
+class _Offline(Trainer):
+    """A trainer whose model, shard and upload are local: it trains for real."""
+
+    def __init__(self, tmp_path: Path, sent: list[tuple[str, Any]]) -> None:
+        ok = httpx.Client(transport=httpx.MockTransport(lambda r: httpx.Response(204)))
+        super().__init__(lambda k, b: sent.append((k, b)), cache_dir=tmp_path, http=ok)
+        self.results: list[Any] = []
+        gen = np.random.default_rng(0)
+        self.shard = tmp_path / "shard.npz"
+        x = gen.normal(size=(40, 2)).astype(np.float32)
+        np.savez(self.shard, X=x, y=(x[:, 0] > 0).astype(np.int64))
+
+    def fetch_model(self, task: Any) -> bytes:
+        from peertrain.ml.weights import state_to_bytes
+        from peertrain.ml.zoo import build_model
+
+        return state_to_bytes(build_model(task.model_spec, task.feature_spec, seed=3).state_dict())
+
+    def fetch_shard(self, task: Any) -> Path:
+        return self.shard
+
+    def make_update_bytes(self, task: Any, result: Any) -> bytes:
+        self.results.append(result)
+        return b"u"
+
+
+def test_the_trainer_trains_at_the_rounds_learning_rate(tmp_path: Path) -> None:
+    import torch
+
+    from peertrain.common.events.tasks import TaskMessage
+    from peertrain.ml.training import train_local
+    from peertrain.ml.weights import state_from_bytes
+    from peertrain.ml.zoo import build_model
+    from peertrain.peer.shard import load_shard
+
+    sent: list[tuple[str, Any]] = []
+    trainer = _Offline(tmp_path, sent)
+    schedule = {"kind": "step", "step_rounds": 1, "gamma": 0.5}
+    training = {"local_epochs": 1, "rounds": 4, "lr": 0.1, "lr_schedule": schedule}
+    body = _task_json("t3", round=3, training=training)
+    body["upload"]["max_bytes"] = 100
+    assert trainer.handle(json.dumps(body).encode()) is not None
+    task = TaskMessage.model_validate(body)
+    x, y = load_shard(trainer.shard)
+    for round_, same in ((3, True), (1, False)):
+        model = build_model(task.model_spec, task.feature_spec)
+        model.load_state_dict(state_from_bytes(trainer.fetch_model(task)))
+        own = train_local(model, x, y, task.training, seed=task.seed, device="cpu", round_=round_)
+        delta = trainer.results[0].delta
+        assert all(torch.equal(delta[k], own.delta[k]) for k in delta) is same
+
+
+class _Log:
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    def _record(self, event: str, **kw: Any) -> None:
+        self.events.append({"event": event, **kw})
+
+    info = warning = _record
+
+
+def test_cuda_only_settings_off_cuda_are_told_once_per_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from peertrain.peer import trainer as module
+
+    log = _Log()  # the module's logger (structlog's may be cached by another test)
+    monkeypatch.setattr(module, "log", log)
+    trainer = _Offline(tmp_path, [])
+    trainer.device = "cpu"
+    training = {"local_epochs": 1, "precision": "bf16", "channels_last": True}
+    for task_id, job_id in (("t1", "j1"), ("t2", "j1"), ("t3", "j2")):
+        body = _task_json(task_id, job_id, training=training)
+        body["upload"]["max_bytes"] = 100
+        assert trainer.handle(json.dumps(body).encode()) is not None
+    told = [e for e in log.events if e["event"].startswith("CUDA-only training settings")]
+    assert [e["settings"] for e in told] == [["precision=bf16", "channels_last"]] * 2
+    assert len(trainer.results) == 3
+
+
 def test_a_malformed_task_is_dropped_silently(tmp_path: Path) -> None:
     sent: list[Any] = []
     trainer = Trainer(lambda k, b: sent.append((k, b)), cache_dir=tmp_path)

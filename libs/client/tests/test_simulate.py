@@ -70,6 +70,23 @@ def test_simulate_runs_a_job_file_on_a_csv_and_writes_the_platforms_model(tmp_pa
     }
 
 
+def test_simulate_takes_the_training_settings_from_the_file_and_set(tmp_path) -> None:
+    config = tmp_path / "job.yaml"
+    config.write_text(
+        "model: {arch: mlp, hidden: [8]}\n"
+        "training: {rounds: 2, lr: 0.1, seed: 1, optimizer: adamw, label_smoothing: 0.1,\n"
+        "  lr_schedule: {kind: cosine, min_lr: 0.01}}\n"
+    )
+    data = str(_csv(tmp_path / "d.csv"))
+    base = ["simulate", "--config", str(config), "--data", data, "--peers", "2"]
+    sets = ["--set", "training.grad_clip_norm=1.0", "--set", "training.lr_schedule.warmup_rounds=1"]
+    result = CliRunner().invoke(app, [*base, "--threads", "1", *sets, "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout[result.stdout.index("{") :])["state"] == "completed"
+    bad = CliRunner().invoke(app, [*base, "--set", "training.nesterov=true"])
+    assert bad.exit_code == 2 and "nesterov needs optimizer sgd" in bad.output
+
+
 def test_without_the_runtime_simulate_says_how_to_install_it(tmp_path, monkeypatch) -> None:
     real = importlib.import_module
 

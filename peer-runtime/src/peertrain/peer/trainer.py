@@ -43,7 +43,7 @@ from peertrain.common.events.tasks import (
 )
 from peertrain.ml.device import select_device
 from peertrain.ml.errors import TrainingCancelled
-from peertrain.ml.training import EpochMetrics, TrainResult, train_local
+from peertrain.ml.training import EpochMetrics, TrainResult, cuda_only_settings, train_local
 from peertrain.ml.weights import state_from_bytes, state_to_bytes
 from peertrain.ml.zoo import build_model
 
@@ -116,6 +116,7 @@ class Trainer:
         self._run: _Run | None = None
         self._finished: OrderedDict[str, UpdateAnnounced] = OrderedDict()
         self._cancelled: OrderedDict[str, None] = OrderedDict()
+        self._told_cuda_only: OrderedDict[str, None] = OrderedDict()  # job ids
 
     @property
     def http(self) -> httpx.Client:
@@ -201,6 +202,7 @@ class Trainer:
         device = select_device(self.device)
         self.send(ACCEPTED, TaskAcceptedBody(**_ref(task), device=str(device)))
         log.info("task accepted", round=task.round, device=str(device))
+        self._tell_cuda_only(task, device)
         try:
             announced = self._work(task, run, device)
         except TrainingCancelled as exc:
@@ -218,6 +220,17 @@ class Trainer:
         self.announce(task, announced)
         log.info("update announced", key=announced.key, size=announced.size)
         return announced
+
+    def _tell_cuda_only(self, task: TaskMessage, device: torch.device) -> None:
+        """Say once per job when its CUDA-only settings do not apply here (fp32 instead)."""
+        ignored = cuda_only_settings(task.training) if device.type != "cuda" else ()
+        if ignored and task.job_id not in self._told_cuda_only:
+            _remember(self._told_cuda_only, task.job_id, None)
+            log.info(
+                "CUDA-only training settings not applied: training in fp32",
+                settings=list(ignored),
+                device=str(device),
+            )
 
     def _work(self, task: TaskMessage, run: _Run, device: torch.device) -> UpdateAnnounced:
         deadline = _aware(task.deadline) + timedelta(seconds=self.deadline_grace_s)
@@ -250,6 +263,7 @@ class Trainer:
             on_epoch=on_epoch,
             device=device,
             threads=self.threads,
+            round_=task.round,
         )
         data = self.make_update_bytes(task, result)
         check()

@@ -449,6 +449,7 @@ class Simulation:
                         feature_spec=conf.feature_spec,
                         training=found.training,
                         seed=found.seed,
+                        round=task.round,
                         device=self.device,
                     ),
                 )

@@ -2,9 +2,9 @@
 
 :func:`train_task` does what :class:`peertrain.peer.trainer.Trainer` does with a task
 once the model and the shard are fetched: build the zoo model, load the version's
-weights, :func:`peertrain.ml.training.train_local` with the task's ``training`` block
-and seed (``derive_seed(job seed, round, shard)``), and the delta as safetensors. Same
-inputs, same call, same bits.
+weights, :func:`peertrain.ml.training.train_local` with the task's ``training`` block,
+round (its learning rate) and seed (``derive_seed(job seed, round, shard)``), and the
+delta as safetensors. Same inputs, same call, same bits.
 
 One difference, which changes no bit: a process builds each zoo model once and loads
 every task's weights into it, where a peer builds one per task. Loading (``strict``)
@@ -45,6 +45,7 @@ class TaskInput:
     feature_spec: FeatureSpec
     training: TrainingParams
     seed: int
+    round: int
     device: str | None = None
 
 
@@ -83,6 +84,7 @@ def train_task(task: TaskInput, threads: int | None = None) -> Trained:
         seed=task.seed,
         device=select_device(task.device),
         threads=threads,
+        round_=task.round,
     )
     final = result.final
     return Trained(result.delta, result.samples, final.loss, final.accuracy, result.duration_s)

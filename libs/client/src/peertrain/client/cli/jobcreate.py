@@ -9,7 +9,15 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from .jobspec import SECTIONS, apply_sets, build_spec, init_from, load_config, rerun_spec
+from .jobspec import (
+    SECTIONS,
+    Sets,
+    apply_sets,
+    build_spec,
+    init_from,
+    load_config,
+    rerun_spec,
+)
 from .modelfile import model_from_file
 from .output import JsonFlag, echo_json
 from .state import CliState, state_of
@@ -22,10 +30,6 @@ DryRun = Annotated[
         "--dry-run",
         help="Have the server check the job (dataset, peers, specs, quota); create nothing.",
     ),
-]
-Sets = Annotated[
-    list[str] | None,
-    typer.Option("--set", help="KEY=VALUE, e.g. training.lr=0.01 (repeatable)."),
 ]
 InitFromOption = Annotated[
     str | None,

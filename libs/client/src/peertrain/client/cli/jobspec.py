@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 import yaml
@@ -16,7 +16,7 @@ import yaml
 # typer 0.29 vendors click; its usage error (exit 2) is not re-exported publicly.
 from typer._click.exceptions import UsageError
 
-__all__ = ["SECTIONS", "apply_sets", "build_spec", "init_from", "load_config", "rerun_spec"]
+__all__ = ["SECTIONS", "Sets", "apply_sets", "build_spec", "init_from", "load_config", "rerun_spec"]
 
 # flag name -> (section, field); section "" is the top level.
 SECTIONS: dict[str, tuple[str, str]] = {
@@ -41,6 +41,13 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "sharding": ("sharding", "strategy"),
     "alpha": ("sharding", "alpha"),
 }
+
+
+Sets = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="KEY=VALUE, e.g. training.lr=0.01 (repeatable)."),
+]
+"""``--set``, for :func:`apply_sets` (``job create``, ``job rerun``, ``simulate``)."""
 
 
 def load_config(path: Path) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from rich.text import Text
 from peertrain.client.errors import ClientError
 from peertrain.client.jobs import JobProgress
 
-from .jobspec import load_config
+from .jobspec import Sets, apply_sets, load_config
 from .output import JsonFlag, echo_json
 from .state import state_of
 from .watchview import render_watch
@@ -98,17 +98,19 @@ def simulate(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write the final model (.pt) here.")
     ] = None,
+    sets: Sets = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Simulate a job on virtual peers in this process: no login, no stack.
 
     Runs the platform's own rules (rounds, deadlines, rejections, aggregation) and
     training on the data given; prints the per-round table as `job watch` does.
+    `--set KEY=VALUE` overrides the job file as for `job create`.
     Exit status: 0 completed, 1 failed.
     """
     state = state_of(ctx)
     sim = _sim()
-    spec = load_config(config) if config is not None else {}
+    spec = apply_sets(load_config(config) if config is not None else {}, sets or [])
     try:
         job = sim.parse_job_spec(spec)
     except ValueError as exc:

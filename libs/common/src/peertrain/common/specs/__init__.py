@@ -1,4 +1,5 @@
-"""The job spec contract, without torch: model, training and aggregation blocks.
+"""The job spec contract, without torch: model, training (with its learning-rate
+schedule) and aggregation blocks.
 
 The orchestrator validates a job with these; :mod:`peertrain.ml` builds and trains
 from the same models.
@@ -23,6 +24,7 @@ from .model import (
     parse_model_spec,
     spec_errors,
 )
+from .schedule import ConstantSchedule, CosineSchedule, LrSchedule, StepSchedule, lr_for_round
 from .shapes import check_budget, cnn_block_shapes, count_parameters
 from .sharding import SHARDING_STRATEGIES, ShardingName, ShardingSpec
 from .training import TrainingParams, derive_seed, parse_training_params
@@ -35,18 +37,23 @@ __all__ = [
     "AggregationName",
     "AggregationSpec",
     "CNNSpec",
+    "ConstantSchedule",
+    "CosineSchedule",
     "FeatureSpec",
     "LogRegSpec",
+    "LrSchedule",
     "MLPSpec",
     "ModelSpec",
     "ShardingName",
     "ShardingSpec",
     "SpecInvalid",
+    "StepSchedule",
     "TrainingParams",
     "check_budget",
     "cnn_block_shapes",
     "count_parameters",
     "derive_seed",
+    "lr_for_round",
     "parse_aggregation_spec",
     "parse_feature_spec",
     "parse_model_spec",

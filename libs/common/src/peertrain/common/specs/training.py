@@ -5,10 +5,11 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import SpecInvalid
 from .model import spec_errors
+from .schedule import ConstantSchedule, LrSchedule
 
 __all__ = ["TrainingParams", "derive_seed", "parse_training_params"]
 
@@ -22,12 +23,27 @@ class TrainingParams(BaseModel):
         Federated rounds of the job (the orchestrator's; ignored by local training).
     local_epochs
         Passes over the local shard per round.
-    batch_size, lr, optimizer, momentum, weight_decay
-        The local optimiser: ``sgd`` (with ``momentum``) or ``adam``.
+    batch_size, lr, optimizer, momentum, nesterov, weight_decay
+        The local optimiser: ``sgd`` (with ``momentum``, and Nesterov's variant when
+        ``nesterov``), ``adam`` (``weight_decay`` as an L2 term) or ``adamw`` (decoupled
+        weight decay).
+    lr_schedule
+        How ``lr`` changes over the rounds (:func:`~peertrain.common.specs.lr_for_round`);
+        the default keeps it constant.
     seed
         The job's seed; peers derive per-round seeds from it with :func:`derive_seed`.
     proximal_mu
         FedProx's proximal coefficient; 0 disables the term.
+    grad_clip_norm
+        Each step's gradients are scaled to at most this L2 norm (all parameters
+        together); ``None``: no clipping.
+    label_smoothing
+        Cross-entropy's label smoothing; 0: none.
+    precision
+        ``bf16`` or ``fp16`` autocast (``fp16`` with a gradient scaler) on CUDA peers;
+        other peers train in ``fp32``, so CPU results stay bit-identical.
+    channels_last
+        Image batches and convolution weights in channels-last memory, on CUDA peers.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -36,11 +52,37 @@ class TrainingParams(BaseModel):
     local_epochs: int = Field(default=1, ge=1, le=1_000)
     batch_size: int = Field(default=32, ge=1, le=65_536)
     lr: float = Field(default=0.01, gt=0, le=10)
-    optimizer: Literal["sgd", "adam"] = "sgd"
+    optimizer: Literal["sgd", "adam", "adamw"] = "sgd"
     momentum: float = Field(default=0.0, ge=0, lt=1)
+    nesterov: bool = False
     weight_decay: float = Field(default=0.0, ge=0, le=1)
+    lr_schedule: LrSchedule = ConstantSchedule()
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
     proximal_mu: float = Field(default=0.0, ge=0, le=1_000)
+    grad_clip_norm: float | None = Field(default=None, gt=0, le=1e6)
+    label_smoothing: float = Field(default=0.0, ge=0, lt=1)
+    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    channels_last: bool = False
+
+    @model_validator(mode="after")
+    def _settings_agree(self) -> TrainingParams:
+        if self.nesterov and (self.optimizer != "sgd" or self.momentum <= 0):
+            raise ValueError(
+                "nesterov needs optimizer sgd with momentum > 0 "
+                f"(got optimizer {self.optimizer}, momentum {self.momentum})"
+            )
+        schedule = self.lr_schedule
+        if schedule.warmup_rounds > self.rounds:
+            raise ValueError(
+                f"lr_schedule.warmup_rounds={schedule.warmup_rounds} outlasts the job's "
+                f"{self.rounds} rounds"
+            )
+        if schedule.kind == "cosine" and schedule.min_lr > self.lr:
+            raise ValueError(
+                f"lr_schedule.min_lr={schedule.min_lr} is above lr={self.lr}: "
+                "a cosine schedule decays from lr to min_lr"
+            )
+        return self
 
 
 def parse_training_params(value: Any) -> TrainingParams:

@@ -8,12 +8,14 @@ from .data import check_xy
 from .evaluate import EvalMetrics, evaluate
 from .loop import train_local
 from .metrics import EpochMetrics, TrainResult
+from .stepper import cuda_only_settings
 
 __all__ = [
     "EpochMetrics",
     "EvalMetrics",
     "TrainResult",
     "check_xy",
+    "cuda_only_settings",
     "evaluate",
     "train_local",
 ]

@@ -11,24 +11,40 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from peertrain.common.specs import TrainingParams, parse_training_params
+from peertrain.common.specs import TrainingParams, lr_for_round, parse_training_params
 
 from ..device import limit_threads, seed_generators, select_device
 from ..errors import TrainingCancelled
 from ..weights.delta import compute_delta
 from .data import check_xy, num_outputs
 from .metrics import EpochMetrics, TrainResult
-from .nodynamo import step
+from .stepper import Stepper, uses_channels_last
 
 __all__ = ["train_local"]
 
 
-def _optimizer(model: nn.Module, p: TrainingParams) -> torch.optim.Optimizer:
+def _optimizer(model: nn.Module, p: TrainingParams, lr: float) -> torch.optim.Optimizer:
     if p.optimizer == "adam":
-        return torch.optim.Adam(model.parameters(), lr=p.lr, weight_decay=p.weight_decay)
+        return torch.optim.Adam(model.parameters(), lr=lr, weight_decay=p.weight_decay)
+    if p.optimizer == "adamw":
+        return torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=p.weight_decay)
     return torch.optim.SGD(
-        model.parameters(), lr=p.lr, momentum=p.momentum, weight_decay=p.weight_decay
+        model.parameters(),
+        lr=lr,
+        momentum=p.momentum,
+        weight_decay=p.weight_decay,
+        nesterov=p.nesterov,
     )
+
+
+def _round_lr(p: TrainingParams, round_: int | None) -> float:
+    """The round's learning rate; without a round, ``lr`` where the schedule gives every
+    round the same."""
+    if round_ is not None:
+        return lr_for_round(p, round_)
+    if p.lr_schedule.kind != "constant" or p.lr_schedule.warmup_rounds > 0:
+        raise ValueError("the training block has a learning-rate schedule: give round_")
+    return p.lr
 
 
 @contextmanager
@@ -97,6 +113,7 @@ def train_local(
     on_epoch: Callable[[EpochMetrics], None] | None = None,
     device: torch.device | str | None = None,
     threads: int | None = None,
+    round_: int | None = None,
 ) -> TrainResult:
     """Train ``model`` in place on one shard and return its weight delta and metrics.
 
@@ -120,6 +137,10 @@ def train_local(
         ``None`` picks CUDA, then MPS, then the CPU.
     threads
         Bound on torch's CPU threads (a process-wide setting); ``None`` leaves it.
+    round_
+        The task's round (from 1): it trains at ``lr_for_round(params, round_)``.
+        ``None`` (outside a job's rounds) trains at ``lr``, for a block whose schedule
+        gives every round the same rate.
 
     Returns
     -------
@@ -132,8 +153,16 @@ def train_local(
         When ``should_stop()`` returned true.
     DataInvalid
         When ``x``/``y`` do not fit the model.
+    ValueError
+        ``round_`` below 1, or ``None`` with a schedule that changes the rate.
+
+    Notes
+    -----
+    ``precision`` (autocast) and ``channels_last`` apply on CUDA only; elsewhere the
+    loop is the fp32 one.
     """
     p = parse_training_params(params)
+    lr = _round_lr(p, round_)
     limit_threads(threads)
     dev = select_device(str(device)) if device is not None else select_device()
     check_xy(x, y)
@@ -142,36 +171,44 @@ def train_local(
     check_xy(x, y, num_outputs(model, x))
     initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
     anchor = [w.detach().clone() for w in model.parameters()] if p.proximal_mu > 0 else []
-    optimizer = _optimizer(model, p)
+    channels_last = uses_channels_last(p, dev, x)
+    if channels_last:
+        model.to(memory_format=torch.channels_last)
+    optimizer = _optimizer(model, p, lr)
+    stepper = Stepper(p, dev)
     weights = list(model.parameters())  # what the optimizer steps
     shuffle = torch.Generator(device="cpu").manual_seed(p.seed if seed is None else seed)
     epochs: list[EpochMetrics] = []
     n, started = x.shape[0], time.perf_counter()
-    with _seeded(p.seed if seed is None else seed, dev):
-        model.train()
-        for epoch in range(1, p.local_epochs + 1):
-            began = time.perf_counter()
-            order = torch.randperm(n, generator=shuffle).to(dev)
-            losses: list[torch.Tensor] = []
-            predicted: list[torch.Tensor] = []
-            for start in range(0, n, p.batch_size):
-                if should_stop is not None and should_stop():
-                    raise TrainingCancelled(epochs_done=epoch - 1)
-                idx = order[start : start + p.batch_size]
-                xb, yb = x[idx], y[idx]
-                out = model(xb)
-                loss = F.cross_entropy(out, yb)
-                total = loss + _proximal(model, anchor, p.proximal_mu) if anchor else loss
-                for w in weights:  # zero_grad(set_to_none=True), without its profiler scope
-                    w.grad = None
-                total.backward()  # type: ignore[no-untyped-call]
-                step(optimizer)  # optimizer.step(), without importing torch._dynamo
-                losses.append(loss.detach())
-                predicted.append(out.detach().argmax(dim=1))
-            metrics = _epoch_metrics(epoch, losses, predicted, y[order], p.batch_size, began)
-            epochs.append(metrics)
-            if on_epoch is not None:
-                on_epoch(metrics)
+    try:
+        with _seeded(p.seed if seed is None else seed, dev):
+            model.train()
+            for epoch in range(1, p.local_epochs + 1):
+                began = time.perf_counter()
+                order = torch.randperm(n, generator=shuffle).to(dev)
+                losses: list[torch.Tensor] = []
+                predicted: list[torch.Tensor] = []
+                for start in range(0, n, p.batch_size):
+                    if should_stop is not None and should_stop():
+                        raise TrainingCancelled(epochs_done=epoch - 1)
+                    idx = order[start : start + p.batch_size]
+                    xb, yb = x[idx], y[idx]
+                    if channels_last:
+                        xb = xb.contiguous(memory_format=torch.channels_last)
+                    with stepper.autocast():
+                        out = model(xb)
+                        loss = F.cross_entropy(out, yb, label_smoothing=p.label_smoothing)
+                    total = loss + _proximal(model, anchor, p.proximal_mu) if anchor else loss
+                    stepper.backward_and_step(total, optimizer, weights)
+                    losses.append(loss.detach())
+                    predicted.append(out.detach().argmax(dim=1))
+                metrics = _epoch_metrics(epoch, losses, predicted, y[order], p.batch_size, began)
+                epochs.append(metrics)
+                if on_epoch is not None:
+                    on_epoch(metrics)
+    finally:
+        if channels_last:  # the model as it came: its state dict's tensors contiguous
+            model.to(memory_format=torch.contiguous_format)
     delta = compute_delta(model.state_dict(), initial)
     return TrainResult(
         delta=delta, epochs=tuple(epochs), samples=n, duration_s=time.perf_counter() - started
