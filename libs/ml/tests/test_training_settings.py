@@ -10,7 +10,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from peertrain.common.specs import TrainingParams, lr_for_round, parse_training_params
+from peertrain.common.specs import (
+    SpecInvalid,
+    TrainingParams,
+    lr_for_round,
+    parse_training_params,
+)
 from peertrain.ml.training import cuda_only_settings, train_local
 from peertrain.ml.zoo import build_model
 
@@ -153,3 +158,63 @@ def test_cuda_only_settings_are_named() -> None:
     assert cuda_only_settings(TrainingParams()) == ()
     both = TrainingParams(precision="fp16", channels_last=True)
     assert cuda_only_settings(both) == ("precision=fp16", "channels_last")
+
+
+def _reference_tuned(training: dict[str, Any], lr: float) -> dict[str, torch.Tensor]:
+    """Fine-tuning in plain torch: frozen parameters out of the optimiser (and without
+    gradients), the head in a group of its own at its own rate."""
+    p = parse_training_params(training)
+    x, y = _data()
+    model = build_model(SPEC, FEATURES, seed=1)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    for name, w in model.named_parameters():
+        w.requires_grad_(not name.startswith("layers.0."))
+    head = [w for n, w in model.named_parameters() if n.startswith("layers.2.")]
+    body = [
+        w for n, w in model.named_parameters() if w.requires_grad and not n.startswith("layers.2.")
+    ]
+    groups: list[dict[str, Any]] = [{"params": body}] if body else []
+    groups.append({"params": head, "lr": p.head_lr * lr / p.lr} if p.head_lr else {"params": head})
+    opt = torch.optim.SGD(groups, lr=lr, momentum=p.momentum)
+    shuffle = torch.Generator().manual_seed(SEED)
+    model.train()
+    for _ in range(p.local_epochs):
+        order = torch.randperm(len(y), generator=shuffle)
+        for start in range(0, len(y), p.batch_size):
+            idx = order[start : start + p.batch_size]
+            loss = F.cross_entropy(model(x[idx]), y[idx])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()  # type: ignore[no-untyped-call]
+            opt.step()
+    return {k: v - before[k] for k, v in model.state_dict().items()}
+
+
+def test_frozen_parameters_stay_and_the_head_trains_at_its_own_rate() -> None:
+    training = BASE | {
+        "momentum": 0.9,
+        "freeze": ["layers.0"],
+        "head": ["layers.2"],
+        "head_lr": 0.5,
+        "lr_schedule": {"kind": "step", "step_rounds": 1, "gamma": 0.5},
+    }
+    lr = lr_for_round(parse_training_params(training), 3)
+    ours = _ours(training, 3)
+    assert _same(ours, _reference_tuned(training, lr))
+    assert not ours["layers.0.weight"].any() and not ours["layers.0.bias"].any()
+    model = build_model(SPEC, FEATURES, seed=1)
+    train_local(model, *_data(), training, seed=SEED, device="cpu", round_=3)
+    assert all(w.requires_grad for w in model.parameters())  # as it came
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        ({"head": ["layers.2"]}, "head and head_lr go together"),
+        ({"head_lr": 0.1}, "head and head_lr go together"),
+        ({"freeze": ["layers.0; rm -rf"]}, "pattern"),
+    ],
+)
+def test_fine_tuning_settings_are_checked(bad: dict[str, Any], says: str) -> None:
+    with pytest.raises(SpecInvalid) as info:
+        parse_training_params(BASE | bad)
+    assert says in str(info.value.detail)

@@ -3,15 +3,33 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
 
 from .errors import SpecInvalid
 from .model import spec_errors
 from .schedule import ConstantSchedule, LrSchedule
 
-__all__ = ["TrainingParams", "derive_seed", "parse_training_params"]
+__all__ = ["ParamPrefix", "TrainingParams", "derive_seed", "matches", "parse_training_params"]
+
+
+ParamPrefix = Annotated[
+    str, StringConstraints(min_length=1, max_length=300, pattern=r"^[A-Za-z0-9_.]+$")
+]
+"""A parameter's name, or a prefix of names ending at a dot (``layer1``, ``fc.weight``)."""
+
+
+def matches(name: str, prefixes: tuple[str, ...]) -> bool:
+    """Whether parameter ``name`` is one of ``prefixes`` or lies under one."""
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
 class TrainingParams(BaseModel):
@@ -44,6 +62,12 @@ class TrainingParams(BaseModel):
         other peers train in ``fp32``, so CPU results stay bit-identical.
     channels_last
         Image batches and convolution weights in channels-last memory, on CUDA peers.
+    freeze
+        Parameters left as they are (fine-tuning): each entry a parameter's name or a
+        prefix of names (``layer1`` freezes ``layer1.0.conv1.weight``...).
+    head, head_lr
+        Parameters (names or prefixes, as ``freeze``) trained at ``head_lr`` instead of
+        ``lr`` (the schedule scales both alike).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -63,6 +87,9 @@ class TrainingParams(BaseModel):
     label_smoothing: float = Field(default=0.0, ge=0, lt=1)
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"
     channels_last: bool = False
+    freeze: tuple[ParamPrefix, ...] = Field(default=(), max_length=100)
+    head: tuple[ParamPrefix, ...] = Field(default=(), max_length=100)
+    head_lr: float | None = Field(default=None, gt=0, le=10)
 
     @model_validator(mode="after")
     def _settings_agree(self) -> TrainingParams:
@@ -71,6 +98,8 @@ class TrainingParams(BaseModel):
                 "nesterov needs optimizer sgd with momentum > 0 "
                 f"(got optimizer {self.optimizer}, momentum {self.momentum})"
             )
+        if (self.head_lr is None) != (not self.head):
+            raise ValueError("head and head_lr go together: name the head's parameters and its lr")
         schedule = self.lr_schedule
         if schedule.warmup_rounds > self.rounds:
             raise ValueError(

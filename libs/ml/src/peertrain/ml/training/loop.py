@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from peertrain.common.specs import TrainingParams, lr_for_round, parse_training_params
+from peertrain.common.specs.training import matches
 
 from ..device import limit_threads, seed_generators, select_device
 from ..errors import TrainingCancelled
@@ -23,13 +24,30 @@ from .stepper import Stepper, uses_channels_last
 __all__ = ["train_local"]
 
 
-def _optimizer(model: nn.Module, p: TrainingParams, lr: float) -> torch.optim.Optimizer:
+def _trained(model: nn.Module, p: TrainingParams, lr: float) -> tuple[list[nn.Parameter], Any]:
+    """The parameters the optimiser steps (all but ``freeze``'s), and what it is given:
+    them, or two groups when ``head`` trains at its own rate (``head_lr``, scaled by the
+    round's schedule as ``lr`` is)."""
+    if not p.freeze and not p.head:
+        weights = list(model.parameters())
+        return weights, weights
+    named = [(n, w) for n, w in model.named_parameters() if not matches(n, p.freeze)]
+    weights = [w for _, w in named]
+    if not p.head:
+        return weights, weights
+    assert p.head_lr is not None  # the spec has both or neither
+    head = [w for n, w in named if matches(n, p.head)]
+    body = [w for n, w in named if not matches(n, p.head)]
+    return weights, [{"params": body}, {"params": head, "lr": p.head_lr * lr / p.lr}]
+
+
+def _optimizer(params: Any, p: TrainingParams, lr: float) -> torch.optim.Optimizer:
     if p.optimizer == "adam":
-        return torch.optim.Adam(model.parameters(), lr=lr, weight_decay=p.weight_decay)
+        return torch.optim.Adam(params, lr=lr, weight_decay=p.weight_decay)
     if p.optimizer == "adamw":
-        return torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=p.weight_decay)
+        return torch.optim.AdamW(params, lr=lr, weight_decay=p.weight_decay)
     return torch.optim.SGD(
-        model.parameters(),
+        params,
         lr=lr,
         momentum=p.momentum,
         weight_decay=p.weight_decay,
@@ -174,12 +192,15 @@ def train_local(
     channels_last = uses_channels_last(p, dev, x)
     if channels_last:
         model.to(memory_format=torch.channels_last)
-    optimizer = _optimizer(model, p, lr)
+    weights, groups = _trained(model, p, lr)  # what the optimizer steps
+    optimizer = _optimizer(groups, p, lr)
     stepper = Stepper(p, dev)
-    weights = list(model.parameters())  # what the optimizer steps
     shuffle = torch.Generator(device="cpu").manual_seed(p.seed if seed is None else seed)
     epochs: list[EpochMetrics] = []
     n, started = x.shape[0], time.perf_counter()
+    frozen = [w for n_, w in model.named_parameters() if matches(n_, p.freeze)]
+    for w in frozen:  # no gradient computed for them at all
+        w.requires_grad_(False)
     try:
         with _seeded(p.seed if seed is None else seed, dev):
             model.train()
@@ -207,6 +228,8 @@ def train_local(
                 if on_epoch is not None:
                     on_epoch(metrics)
     finally:
+        for w in frozen:
+            w.requires_grad_(True)
         if channels_last:  # the model as it came: its state dict's tensors contiguous
             model.to(memory_format=torch.contiguous_format)
     delta = compute_delta(model.state_dict(), initial)
