@@ -11,9 +11,12 @@ from .aggregation import (
     parse_aggregation_spec,
 )
 from .errors import SpecInvalid
+from .graph import GraphNode, GraphSpec
+from .graph_check import MAX_GRAPH_ACTIVATIONS_PER_SAMPLE, check_graph
 from .model import (
     MAX_ACTIVATIONS_PER_SAMPLE,
     MAX_PARAMETERS,
+    AnyModelSpec,
     CNNSpec,
     FeatureSpec,
     LogRegSpec,
@@ -30,12 +33,16 @@ from .training import TrainingParams, derive_seed, parse_training_params
 __all__ = [
     "AGGREGATION_STRATEGIES",
     "MAX_ACTIVATIONS_PER_SAMPLE",
+    "MAX_GRAPH_ACTIVATIONS_PER_SAMPLE",
     "MAX_PARAMETERS",
     "SHARDING_STRATEGIES",
     "AggregationName",
     "AggregationSpec",
+    "AnyModelSpec",
     "CNNSpec",
     "FeatureSpec",
+    "GraphNode",
+    "GraphSpec",
     "LogRegSpec",
     "MLPSpec",
     "ModelSpec",
@@ -44,6 +51,7 @@ __all__ = [
     "SpecInvalid",
     "TrainingParams",
     "check_budget",
+    "check_graph",
     "cnn_block_shapes",
     "count_parameters",
     "derive_seed",
