@@ -16,7 +16,7 @@ from typing import Any
 
 from .graph import EllipsisArg, SliceArg
 
-__all__ = ["BATCH", "OPS", "Args", "BadArg", "BatchSize", "OpDef", "Tensor", "bind"]
+__all__ = ["BATCH", "OPS", "Args", "BadArg", "BatchSize", "OpDef", "Tensor", "bind", "ctor_args"]
 
 BATCH = -1
 """The batch dimension in a shape."""
@@ -108,13 +108,23 @@ def bind(op: OpDef, inputs: tuple[Any, ...], args: Mapping[str, Any]) -> tuple[A
             call[key] = value
         else:
             raise BadArg(key, f"unexpected argument {key!r}")
-    for params, bound in ((op.call, call), (op.ctor or (), module)):
-        for name, default in params:
-            if name not in bound:
-                if default is _REQUIRED:
-                    raise BadArg(name, f"missing argument {name!r}")
-                bound[name] = default
-    return call, module
+    _fill(op.call, call)
+    return call, ctor_args(op, module)
+
+
+def ctor_args(op: OpDef, args: Mapping[str, Any]) -> Args:
+    """The layer's constructor arguments among ``args``, defaults filled in."""
+    names = dict(op.ctor or ())
+    return _fill(op.ctor or (), {k: v for k, v in args.items() if k in names})
+
+
+def _fill(params: tuple[tuple[str, Any], ...], bound: Args) -> Args:
+    for name, default in params:
+        if name not in bound:
+            if default is _REQUIRED:
+                raise BadArg(name, f"missing argument {name!r}")
+            bound[name] = default
+    return bound
 
 
 # --- argument readers ---------------------------------------------------------------

@@ -25,10 +25,8 @@ from torch import nn
 
 from peertrain.common.events.datasets import FeatureSpec as DatasetFeatureSpec
 from peertrain.common.specs import (
-    CNNSpec,
+    AnyModelSpec,
     FeatureSpec,
-    LogRegSpec,
-    MLPSpec,
     SpecInvalid,
     parse_feature_spec,
     parse_model_spec,
@@ -62,7 +60,7 @@ class FinalModel:
     """A rebuilt final model (in eval mode) and its specs."""
 
     model: nn.Module
-    spec: LogRegSpec | MLPSpec | CNNSpec
+    spec: AnyModelSpec
     feature_spec: FeatureSpec
 
 
