@@ -166,7 +166,8 @@ def check_graph(spec: GraphSpec, features: FeatureSpec) -> GraphCheck:
             scratch = op.scratch(call, margs)
         except BadArg as exc:
             key = exc.where
-            where = f"args.{key}" if key in node.args or key not in dict(op.call) else "inputs"
+            in_args = key in node.args or (key != "inputs" and key not in dict(op.call))
+            where = f"args.{key}" if in_args else "inputs"
             raise _refuse(i, node, where, exc.msg) from None
         except (TypeError, ValueError, LookupError, ArithmeticError, StopIteration):
             raise _refuse(i, node, "inputs", "the inputs or args do not fit the op") from None
