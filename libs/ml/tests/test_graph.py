@@ -307,3 +307,18 @@ def test_loading_and_running_a_graph_imports_only_torch(monkeypatch):
         monkeypatch.undo()
     # torch imports inside its own functions; nothing else, nothing named by the file
     assert {n.split(".")[0] for n in seen} <= {"torch"} | sys.stdlib_module_names, seen
+
+
+def test_functional_dropout_follows_the_rebuilt_models_mode():
+    class Drops(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(784, 10)
+
+        def forward(self, x):
+            x = F.dropout(x.flatten(1), 0.3, self.training)
+            return self.fc(F.dropout(x, p=0.5, training=False))
+
+    for mode in (True, False):
+        spec = to_graph(Drops().train(mode), _batch(0)[0])
+        assert [n.op for n in spec.nodes] == ["flatten", "dropout", "identity", "linear"]

@@ -18,7 +18,7 @@ import torch.fx
 import torch.nn.functional as F
 from torch import nn
 
-from peertrain.common.specs import FeatureSpec, check_graph
+from peertrain.common.specs import FeatureSpec, check_graph, parse_model_spec
 from peertrain.common.specs.graph import INPUT, GraphSpec
 
 from ..errors import GraphUnsupported
@@ -329,13 +329,25 @@ class _Converter:
         if op is None:
             raise self.fail(node, "not an allowed function")
         kwargs = self.kwargs(node, dict(node.kwargs))
-        if op == "dropout" and node.kwargs.get("training") is False:
-            op, kwargs = "identity", {}
+        args = node.args
+        if op == "dropout":
+            op, args = self.dropout(node)
         if op in ("softmax", "log_softmax") and kwargs.pop("dtype", None) is not None:
             raise self.fail(node, "dtype is not supported")
         if op.startswith("max_pool") and kwargs.pop("return_indices", False):
             raise self.fail(node, "return_indices is not supported")
-        self.add(node, op, node.args if op != "identity" else node.args[:1], kwargs)
+        self.add(node, op, args, kwargs if op != "identity" else {})
+
+    def dropout(self, node: torch.fx.Node) -> tuple[str, tuple[Any, ...]]:
+        """``F.dropout``: its ``training`` was a plain bool when traced. Equal to the
+        model's mode then, it is taken as ``self.training`` (the op follows the rebuilt
+        model's mode); a literal ``False`` is no dropout; dropout forced on is refused."""
+        given = node.kwargs.get("training", node.args[2] if len(node.args) > 2 else True)
+        if given == self.root.training:
+            return "dropout", node.args[:2]
+        if given is False:
+            return "identity", node.args[:1]
+        raise self.fail(node, "dropout forced on in eval mode is not supported")
 
 
 def to_graph(module: nn.Module, example_input: torch.Tensor, *, atol: float = 1e-5) -> GraphSpec:
@@ -346,7 +358,9 @@ def to_graph(module: nn.Module, example_input: torch.Tensor, *, atol: float = 1e
     module
         The researcher's model; its forward must be traceable by ``torch.fx`` (no
         control flow that depends on the data) and use only allow-listed layers and
-        functions.
+        functions. It is traced in training mode (Python branches on
+        ``self.training`` take their training side; dropout follows the rebuilt
+        model's mode) and left in the mode it was in.
     example_input
         A batch shaped as the data will be (``[N, C, H, W]`` images or ``[N, F]`` rows).
     atol
@@ -360,26 +374,31 @@ def to_graph(module: nn.Module, example_input: torch.Tensor, *, atol: float = 1e
     SpecInvalid
         When the graph does not pass the platform's checks (shapes, sizes).
     """
+    was = module.training
+    module.train()  # traced as peers train it: self.training is True while tracing
     try:
         graph = _Tracer().trace(module)
+        nodes, output = _Converter(module, graph).convert()
+    except GraphUnsupported:
+        raise
     except Exception as exc:  # fx raises many kinds: the researcher needs the message
         raise GraphUnsupported(f"torch.fx cannot trace the model: {exc}") from exc
-    nodes, output = _Converter(module, graph).convert()
+    finally:
+        module.train(was)
     with torch.no_grad():
-        was = module.training
         module.eval()
         try:
             reference = module(example_input)
         finally:
             module.train(was)
-    spec = GraphSpec.model_validate(
-        {
-            "arch": "graph",
-            "input_shape": list(example_input.shape[1:]),
-            "nodes": nodes,
-            "output": output,
-        }
-    )
+    document = {
+        "arch": "graph",
+        "input_shape": list(example_input.shape[1:]),
+        "nodes": nodes,
+        "output": output,
+    }
+    spec = parse_model_spec(document)
+    assert isinstance(spec, GraphSpec)
     verify_graph(module, spec, example_input, reference, atol=atol)
     return spec
 
