@@ -155,6 +155,10 @@ def test_bad_args_and_shapes_are_refused_at_the_field(bad, loc, text):
         ),
         graph(FLAT, {**HEAD, "name": "a" * 200}),
         {**graph(FLAT, HEAD), "nodes": [FLAT] * 4001},
+        {
+            **graph(FLAT, HEAD),
+            "nodes": [node(f"n{i}", "cat", ["a" * 120] * 16) for i in range(800)],
+        },
     ],
 )
 def test_malformed_json_is_refused_when_parsed(spec):

@@ -19,10 +19,19 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
 
 __all__ = [
     "INPUT",
+    "MAX_GRAPH_BYTES",
     "MAX_GRAPH_NODES",
     "Arg",
     "Atom",
@@ -35,6 +44,10 @@ __all__ = [
 
 MAX_GRAPH_NODES = 4000
 """Most nodes a graph may have."""
+
+MAX_GRAPH_BYTES = 1 << 20
+"""Most bytes a graph may take as JSON (the gateway's request bodies are as bounded;
+torchvision's EfficientNet-B0 takes 48 kB)."""
 
 INPUT = "x"
 """The name by which nodes read the model's input."""
@@ -144,3 +157,12 @@ class GraphSpec(BaseModel):
     )
     nodes: tuple[GraphNode, ...] = Field(min_length=1, max_length=MAX_GRAPH_NODES)
     output: NodeName
+
+    @model_validator(mode="after")
+    def _bounded(self) -> GraphSpec:
+        size = len(self.model_dump_json())
+        if size > MAX_GRAPH_BYTES:
+            raise ValueError(
+                f"the graph takes {size:,} bytes as JSON, more than {MAX_GRAPH_BYTES:,}"
+            )
+        return self
