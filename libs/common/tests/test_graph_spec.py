@@ -199,3 +199,16 @@ def test_a_graph_is_a_model_spec_like_the_zoos():
     spec = parse_model_spec(graph(FLAT, HEAD))
     assert isinstance(spec, GraphSpec)
     assert parse_model_spec(spec.model_dump(mode="json")) == spec
+
+
+def test_arithmetic_on_constants_stays_bounded():
+    nodes = [node("s", "size", "x", 1), node("n0", "mul", "s", 65536)]
+    nodes += [node(f"n{i}", "mul", f"n{i - 1}", f"n{i - 1}") for i in range(1, 50)]
+    error = refused(graph(*nodes, FLAT, HEAD))
+    assert "node 2 'n1' (op 'mul'): the result is out of range" in error.message
+
+
+def test_a_graph_of_the_largest_size_is_checked():
+    nodes = [FLAT] + [node(f"r{i}", "relu", "f" if i == 0 else f"r{i - 1}") for i in range(3998)]
+    spec = parse_model_spec(graph(*nodes, {**HEAD, "inputs": ["r3997"]}))
+    assert check_budget(spec, MNIST) == 7850

@@ -10,6 +10,7 @@ refuse, so a graph that passes here builds and runs on a peer.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -502,6 +503,10 @@ def _adaptive(nd: int) -> Rule:
     return rule
 
 
+_SCALAR = 2**31 - 1
+"""Largest number arithmetic on constants and sizes may give (as the JSON's own)."""
+
+
 def _arith(kind: str) -> Rule:
     def rule(b: Args, m: Args) -> Any:
         x, y = b["input"], b["other"]
@@ -512,7 +517,11 @@ def _arith(kind: str) -> Rule:
                 _num(b, name)
             if kind == "div" and y == 0:
                 raise BadArg("other", "division by zero")
-            return {"add": x + y, "sub": x - y, "mul": x * y, "div": x / y}[kind]
+            ops = {"add": operator.add, "sub": operator.sub, "mul": operator.mul}
+            value = ops[kind](x, y) if kind in ops else x / y
+            if not -_SCALAR <= value <= _SCALAR:  # also refuses NaN
+                raise BadArg("inputs", f"the result is out of range [-{_SCALAR}, {_SCALAR}]")
+            return value
         shapes, dtypes = [], []
         for name, v in (("input", x), ("other", y)):
             if isinstance(v, Tensor):
