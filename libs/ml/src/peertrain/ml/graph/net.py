@@ -98,6 +98,11 @@ class GraphNet(nn.Module):
         return env
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits for a batch shaped ``[N, *input_shape]``, or flat ``[N, features]`` as
+        the zoo's models accept it (viewed as ``input_shape``)."""
+        shape = self._graph_spec.input_shape
+        if x.dim() == 2 and len(shape) > 1:
+            x = x.view(x.shape[0], *shape)
         out: torch.Tensor = self.run(x)[self._graph_spec.output]
         return out
 
