@@ -223,6 +223,13 @@ def test_build_model_builds_a_graph_with_seeded_weights():
     assert not torch.equal(a.state_dict()["fc.weight"], c.state_dict()["fc.weight"])
 
 
+def test_a_plain_sequential_keeps_its_numbered_keys():
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 32), nn.ReLU(), nn.Linear(32, 10))
+    spec = to_graph(model, _batch(0)[0])
+    assert [n.module for n in spec.nodes if n.module] == ["1", "3"]
+    assert list(GraphNet(spec).state_dict()) == list(model.state_dict())
+
+
 def test_a_layer_called_twice_stays_one_layer():
     class Twice(nn.Module):
         def __init__(self) -> None:
@@ -324,3 +331,19 @@ def test_functional_dropout_follows_the_rebuilt_models_mode():
     for mode in (True, False):
         spec = to_graph(Drops().train(mode), _batch(0)[0])
         assert [n.op for n in spec.nodes] == ["flatten", "dropout", "identity", "linear"]
+
+
+def test_a_graphs_final_model_rebuilds_with_load_final_and_has_no_plain_form():
+    from peertrain.ml.export import load, load_final
+    from peertrain.ml.export.write import final_pt_bytes
+
+    model, net = _pair(ResNetish)
+    spec = net.spec.model_dump(mode="json")
+    data = final_pt_bytes(spec, MNIST, model.state_dict())
+    final = load_final(data)
+    x = _batch(3)[0]
+    model.eval()
+    with torch.no_grad():
+        assert torch.equal(final.model(x), model(x))
+    with pytest.raises(Exception, match="peertrain-graph/1"):
+        load(data)  # the plain loader says it cannot, never builds a wrong model
