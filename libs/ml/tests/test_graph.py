@@ -4,6 +4,7 @@ trains exactly as the module does; the graph loader runs nothing from the file."
 from __future__ import annotations
 
 import builtins
+import itertools
 import json
 import sys
 import warnings
@@ -18,6 +19,7 @@ from peertrain.common.specs import (
     check_budget,
     check_graph,
     count_parameters,
+    infer_graph,
     parse_feature_spec,
     parse_model_spec,
 )
@@ -347,3 +349,83 @@ def test_a_graphs_final_model_rebuilds_with_load_final_and_has_no_plain_form():
         assert torch.equal(final.model(x), model(x))
     with pytest.raises(Exception, match="peertrain-graph/1"):
         load(data)  # the plain loader says it cannot, never builds a wrong model
+
+
+def _cases() -> list[tuple[tuple[int, ...], str, tuple, dict]]:
+    """Single ops over a grid of shapes and arguments, the edge cases included."""
+    cases: list[tuple[tuple[int, ...], str, tuple, dict]] = []
+    for h, k, s, p, ceil, d in itertools.product(
+        (5, 8), (2, 3), (1, 2, None), (0, 1), (False, True), (1, 2)
+    ):
+        cases.append(
+            (
+                (2, h, h + 1),
+                "max_pool2d",
+                ("x", k),
+                {"stride": s, "padding": p, "ceil_mode": ceil, "dilation": d},
+            )
+        )
+        cases.append(
+            ((2, h, h + 1), "avg_pool2d", ("x", k), {"stride": s, "padding": p, "ceil_mode": ceil})
+        )
+    for h, k, s, p, d in itertools.product(
+        (5, 8), (1, 3, 5), (1, 2), (0, 1, "same", "valid"), (1, 2)
+    ):
+        conv = {
+            "in_channels": 2,
+            "out_channels": 4,
+            "kernel_size": k,
+            "stride": s,
+            "padding": p,
+            "dilation": d,
+        }
+        cases.append(((2, h, h + 2), "conv2d", ("x",), conv))
+    slices = [
+        (0,),
+        ({"slice": [None, None, None]}, 1),
+        ({"slice": [None, None, None]}, {"slice": [1, None, 2]}),
+        ({"slice": [None, None, None]}, {"slice": [-2, None, None]}, -1),
+        ({"ellipsis": True}, 0),
+        ({"slice": [None, None, None]}, None, 2),
+        ({"slice": [None, None, None]}, {"slice": [3, 1, None]}),
+    ]
+    cases += [
+        ((3, 4), "getitem", ("x", [*index] if len(index) > 1 else index[0]), {}) for index in slices
+    ]
+    for shape in ((-1,), (-1, 12), (-1, 4, 3), (2, -1), (-1, 5), (12, -1)):
+        cases.append(((3, 4), "reshape", ("x", *shape), {}))
+    cases += [((3, 4), "flatten", ("x",), {"start_dim": a}) for a in (0, 1, -1)]
+    cases += [((3, 4), "squeeze", ("x", d), {}) for d in (0, 1, -1)]
+    cases += [((1, 4), "squeeze", ("x", 1), {}), ((3, 4), "unsqueeze", ("x", 3), {})]
+    cases += [((3, 4), "adaptive_avg_pool1d", ("x", n), {}) for n in (1, 2, 7)]
+    cases += [
+        ((3, 4), "mean", ("x",), {"dim": dims, "keepdim": keep})
+        for dims in (1, [1, 2], 0)
+        for keep in (False, True)
+    ]
+    return cases
+
+
+@pytest.mark.parametrize(("shape", "op", "inputs", "args"), _cases())
+def test_the_shape_rules_agree_with_torch(shape, op, inputs, args):
+    stateful = op in LAYERS
+    item = {"name": "y", "op": op, "inputs": list(inputs), "args": args}
+    if stateful:
+        item["module"] = "layer"
+    spec = parse_model_spec(
+        {"arch": "graph", "input_shape": list(shape), "nodes": [item], "output": "y"}
+    )
+    x = torch.randn(2, *shape)
+    try:
+        found = infer_graph(spec).values["y"]
+    except SpecInvalid:
+        found = None
+    try:
+        with torch.no_grad():
+            real = GraphNet(spec).run(x)["y"]
+    except (RuntimeError, ValueError, IndexError, TypeError):
+        real = None
+    if found is None:  # refused: torch refuses too, or the op touched the batch
+        return
+    assert real is not None, f"accepted {found}, torch refuses"
+    assert tuple(real.shape) == tuple(2 if d == BATCH else d for d in found.shape)

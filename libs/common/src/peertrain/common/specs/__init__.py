@@ -12,7 +12,7 @@ from .aggregation import (
 )
 from .errors import SpecInvalid
 from .graph import GraphNode, GraphSpec
-from .graph_check import MAX_GRAPH_ACTIVATIONS_PER_SAMPLE, check_graph
+from .graph_check import MAX_GRAPH_ACTIVATIONS_PER_SAMPLE, check_graph, infer_graph
 from .model import (
     MAX_ACTIVATIONS_PER_SAMPLE,
     MAX_PARAMETERS,
@@ -55,6 +55,7 @@ __all__ = [
     "cnn_block_shapes",
     "count_parameters",
     "derive_seed",
+    "infer_graph",
     "parse_aggregation_spec",
     "parse_feature_spec",
     "parse_model_spec",

@@ -58,9 +58,7 @@ _BOUND = 2**31 - 1
 Int = Annotated[StrictInt, Field(ge=-_BOUND, le=_BOUND)]
 Float = Annotated[float, Field(allow_inf_nan=False, ge=-1e9, le=1e9, strict=True)]
 NodeName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
-ModulePath = Annotated[
-    str, Field(max_length=256, pattern=r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$")
-]
+ModulePath = Annotated[str, Field(max_length=256, pattern=r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$")]
 OpName = Annotated[str, Field(min_length=1, max_length=64)]
 KwName = Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]{0,31}$")]
 Word = Annotated[str, Field(max_length=32, pattern=r"^[A-Za-z0-9_]*$")]

@@ -11,7 +11,13 @@ from .graph import INPUT, GraphNode, GraphSpec
 from .graph_ops import BATCH, OPS, Args, BadArg, BatchSize, Tensor, bind
 from .model import MAX_ACTIVATIONS_PER_SAMPLE, MAX_PARAMETERS, FeatureSpec
 
-__all__ = ["MAX_GRAPH_ACTIVATIONS_PER_SAMPLE", "RESERVED_NAMES", "GraphCheck", "check_graph"]
+__all__ = [
+    "MAX_GRAPH_ACTIVATIONS_PER_SAMPLE",
+    "RESERVED_NAMES",
+    "GraphCheck",
+    "check_graph",
+    "infer_graph",
+]
 
 MAX_GRAPH_ACTIVATIONS_PER_SAMPLE = 1 << 26
 """Most values all of a graph's nodes (and the attention and recurrent scratch inside
@@ -147,6 +153,20 @@ def check_graph(spec: GraphSpec, features: FeatureSpec) -> GraphCheck:
     if tuple(spec.input_shape) != tuple(want):
         msg = f"input_shape {list(spec.input_shape)} is not the data's sample shape {list(want)}"
         raise SpecInvalid(msg, detail=[{"loc": "model.input_shape", "msg": msg}])
+    found = infer_graph(spec)
+    out = found.values.get(spec.output)
+    want_out = Tensor((BATCH, features.num_classes))
+    if out != want_out:
+        shown = list(out.shape) if isinstance(out, Tensor) else type(out).__name__
+        classes = features.num_classes
+        msg = f"the output {spec.output!r} must be a [N, {classes}] float tensor, got {shown}"
+        raise SpecInvalid(msg, detail=[{"loc": "model.output", "msg": msg}])
+    return found
+
+
+def infer_graph(spec: GraphSpec) -> GraphCheck:
+    """Every node's value for the spec's own ``input_shape``, node by node, with the
+    checks and bounds of :func:`check_graph` except those against a dataset."""
     env: dict[str, Any] = {INPUT: Tensor((BATCH, *spec.input_shape))}
     owners: dict[str, tuple[str, Args]] = {}
     state = total = 0
@@ -198,12 +218,5 @@ def check_graph(spec: GraphSpec, features: FeatureSpec) -> GraphCheck:
                 f"the layers so far hold {state:,} values, more than {MAX_PARAMETERS:,}",
             )
         env[node.name] = value
-    out = env.get(spec.output)
-    want_out = Tensor((BATCH, features.num_classes))
-    if out != want_out:
-        shown = list(out.shape) if isinstance(out, Tensor) else type(out).__name__
-        classes = features.num_classes
-        msg = f"the output {spec.output!r} must be a [N, {classes}] float tensor, got {shown}"
-        raise SpecInvalid(msg, detail=[{"loc": "model.output", "msg": msg}])
     values = {k: v for k, v in env.items() if not isinstance(v, BatchSize)}
     return GraphCheck(state_values=state, activations=total, values=values)

@@ -209,7 +209,7 @@ def _show(t: Tensor) -> str:
 
 def _out(shape: tuple[int, ...], dtype: str = "float") -> Tensor:
     if any(d < 1 and d != BATCH for d in shape):
-        raise BadArg("inputs", f"the output shape {list(shape)} has an empty dimension")
+        raise BadArg("inputs", f"the output shape {_show(Tensor(shape))} has an empty dimension")
     if sum(d == BATCH for d in shape) > 1:
         raise BadArg("inputs", "the output would mix the batch dimension with another")
     return Tensor(shape, dtype)
@@ -713,7 +713,9 @@ def _index(t: Tensor, index: Any) -> Tensor:
                 out.append(len(range(*slice(*item.slice).indices(d))))
         elif isinstance(item, int) and not isinstance(item, bool):
             d = next(dims)
-            if d == BATCH or not -d <= item < d:
+            if d == BATCH:
+                raise BadArg("index", f"index {item} would pick samples of the batch")
+            if not -d <= item < d:
                 raise BadArg("index", f"index {item} is out of range for {_show(t)}")
         else:
             raise BadArg("index", f"cannot index with {item!r}")
