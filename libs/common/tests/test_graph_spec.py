@@ -183,6 +183,9 @@ def test_layers_cannot_collide_in_the_state_dict():
     assert "shared layer must repeat its op and args" in error.message
     inner = node("p", "parameter", module="fc.weight", shape=[10, 784])
     assert "is a layer, not a container" in refused(graph(FLAT, HEAD, inner, output="fc")).message
+    nested = node("p", "parameter", module="fc.w", shape=[3])
+    outer = node("q", "parameter", module="fc", shape=[3])
+    assert "already contains layers" in refused(graph(FLAT, nested, outer, HEAD)).message
     forward = node("fc", "linear", "f", module="forward", in_features=784, out_features=10)
     assert "reserved" in refused(graph(FLAT, forward)).message
 

@@ -122,7 +122,10 @@ def _size(value: Any) -> int:
     return 0
 
 
-def _owner_conflicts(i: int, node: GraphNode, owners: dict[str, tuple[str, Args]]) -> None:
+def _owner_conflicts(
+    i: int, node: GraphNode, owners: dict[str, tuple[str, Args]], containers: set[str]
+) -> None:
+    """Refuse a new layer path that is reserved, inside a layer, or a container already."""
     assert node.module is not None
     parts = node.module.split(".")
     bad = [p for p in parts if p in RESERVED_NAMES or p.startswith("_graph")]
@@ -131,9 +134,9 @@ def _owner_conflicts(i: int, node: GraphNode, owners: dict[str, tuple[str, Args]
     for k in range(1, len(parts)):
         if ".".join(parts[:k]) in owners:
             raise _refuse(i, node, "module", f"{'.'.join(parts[:k])!r} is a layer, not a container")
-    prefix = node.module + "."
-    if any(path.startswith(prefix) for path in owners):
+    if node.module in containers:
         raise _refuse(i, node, "module", f"{node.module!r} already contains layers")
+    containers.update(".".join(parts[:k]) for k in range(1, len(parts)))
 
 
 def check_graph(spec: GraphSpec, features: FeatureSpec) -> GraphCheck:
@@ -169,6 +172,7 @@ def infer_graph(spec: GraphSpec) -> GraphCheck:
     checks and bounds of :func:`check_graph` except those against a dataset."""
     env: dict[str, Any] = {INPUT: Tensor((BATCH, *spec.input_shape))}
     owners: dict[str, tuple[str, Args]] = {}
+    containers: set[str] = set()
     state = total = 0
     for i, node in enumerate(spec.nodes):
         op = OPS.get(node.op)
@@ -195,7 +199,7 @@ def infer_graph(spec: GraphSpec) -> GraphCheck:
         if node.module is not None:
             seen = owners.get(node.module)
             if seen is None:
-                _owner_conflicts(i, node, owners)
+                _owner_conflicts(i, node, owners, containers)
                 owners[node.module] = (node.op, margs)
                 state += op.count(margs)
             elif seen != (node.op, margs):
