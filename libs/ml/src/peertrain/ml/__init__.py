@@ -1,6 +1,8 @@
 """PeerTrain's ML core, shared by the peer runtime and the aggregator.
 
 - :mod:`peertrain.ml.zoo`: models built from JSON specs (never code from the network);
+- :mod:`peertrain.ml.graph`: a researcher's module as a layer graph of allow-listed ops,
+  and its rebuilding;
 - :mod:`peertrain.ml.weights`: safetensors codec, deltas, norms, update validation
   (its refusals coded by :mod:`peertrain.ml.problems`);
 - :mod:`peertrain.ml.aggregation`: strategies (FedAvg, FedProx, FedAdam, trimmed mean,
@@ -16,6 +18,7 @@ __all__ = [
     "device",
     "errors",
     "export",
+    "graph",
     "problems",
     "training",
     "weights",

@@ -16,6 +16,7 @@ from .problems import ProblemCode, UpdateProblem
 __all__ = [
     "AggregationError",
     "DataInvalid",
+    "GraphUnsupported",
     "MLError",
     "NotSafetensors",
     "TrainingCancelled",
@@ -34,6 +35,14 @@ class DataInvalid(MLError, ValidationFailed):
 
     status_code = 422
     code = "data_invalid"
+
+
+class GraphUnsupported(MLError, ValueError):
+    """A model cannot be turned into a layer graph: a step with no allow-listed op, a
+    forward ``torch.fx`` cannot trace, or a rebuilt graph that differs from the model."""
+
+    status_code = 422
+    code = "graph_unsupported"
 
 
 class UpdateInvalid(MLError, ValidationFailed):

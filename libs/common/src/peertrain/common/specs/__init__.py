@@ -12,9 +12,12 @@ from .aggregation import (
     parse_aggregation_spec,
 )
 from .errors import SpecInvalid
+from .graph import GraphNode, GraphSpec
+from .graph_check import MAX_GRAPH_ACTIVATIONS_PER_SAMPLE, check_graph, infer_graph
 from .model import (
     MAX_ACTIVATIONS_PER_SAMPLE,
     MAX_PARAMETERS,
+    AnyModelSpec,
     CNNSpec,
     FeatureSpec,
     LogRegSpec,
@@ -32,14 +35,18 @@ from .training import TrainingParams, derive_seed, parse_training_params
 __all__ = [
     "AGGREGATION_STRATEGIES",
     "MAX_ACTIVATIONS_PER_SAMPLE",
+    "MAX_GRAPH_ACTIVATIONS_PER_SAMPLE",
     "MAX_PARAMETERS",
     "SHARDING_STRATEGIES",
     "AggregationName",
     "AggregationSpec",
+    "AnyModelSpec",
     "CNNSpec",
     "ConstantSchedule",
     "CosineSchedule",
     "FeatureSpec",
+    "GraphNode",
+    "GraphSpec",
     "LogRegSpec",
     "LrSchedule",
     "MLPSpec",
@@ -50,9 +57,11 @@ __all__ = [
     "StepSchedule",
     "TrainingParams",
     "check_budget",
+    "check_graph",
     "cnn_block_shapes",
     "count_parameters",
     "derive_seed",
+    "infer_graph",
     "lr_for_round",
     "parse_aggregation_spec",
     "parse_feature_spec",

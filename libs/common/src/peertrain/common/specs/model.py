@@ -23,12 +23,15 @@ from pydantic import (
 )
 
 from .errors import SpecInvalid
+from .graph import GraphSpec
 
 __all__ = [
     "MAX_ACTIVATIONS_PER_SAMPLE",
     "MAX_PARAMETERS",
+    "AnyModelSpec",
     "CNNSpec",
     "FeatureSpec",
+    "GraphSpec",
     "LogRegSpec",
     "MLPSpec",
     "ModelSpec",
@@ -41,7 +44,8 @@ MAX_PARAMETERS = 50_000_000
 """Most parameters a zoo model may have (200 MB as float32)."""
 
 MAX_ACTIVATIONS_PER_SAMPLE = 1 << 22
-"""Most values one convolution layer may produce for one sample."""
+"""Most values one convolution layer (or one node of a layer graph) may produce for one
+sample."""
 
 _Spec = ConfigDict(frozen=True, extra="forbid")
 
@@ -104,7 +108,7 @@ class CNNSpec(BaseModel):
     dropout: float = Field(default=0.0, ge=0.0, le=0.9)
 
 
-_ARCHS = ("logreg", "mlp", "cnn")
+_ARCHS = ("logreg", "mlp", "cnn", "graph")
 
 
 def _untagged(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
@@ -129,13 +133,15 @@ def _untagged(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         raise error from None
 
 
-ModelSpec = Annotated[
-    LogRegSpec | MLPSpec | CNNSpec, Field(discriminator="arch"), WrapValidator(_untagged)
-]
-"""Any zoo model's spec, told apart by ``arch`` (wherever it is a field, its problems are
-reported at the field's own locations, e.g. ``model.hidden.0``)."""
+AnyModelSpec = LogRegSpec | MLPSpec | CNNSpec | GraphSpec
+"""The parsed form of a :data:`ModelSpec`."""
 
-_MODEL_SPEC: TypeAdapter[LogRegSpec | MLPSpec | CNNSpec] = TypeAdapter(ModelSpec)
+ModelSpec = Annotated[AnyModelSpec, Field(discriminator="arch"), WrapValidator(_untagged)]
+"""Any zoo model's spec (or a layer graph, :mod:`.graph`), told apart by ``arch``
+(wherever it is a field, its problems are reported at the field's own locations, e.g.
+``model.hidden.0``)."""
+
+_MODEL_SPEC: TypeAdapter[AnyModelSpec] = TypeAdapter(ModelSpec)
 
 
 class FeatureSpec(BaseModel):
@@ -206,7 +212,7 @@ def spec_errors(error: ValidationError) -> list[dict[str, str]]:
     ]
 
 
-def parse_model_spec(value: Any) -> LogRegSpec | MLPSpec | CNNSpec:
+def parse_model_spec(value: Any) -> AnyModelSpec:
     """Validate a model spec given as a mapping (or an already parsed spec).
 
     Raises
@@ -214,7 +220,7 @@ def parse_model_spec(value: Any) -> LogRegSpec | MLPSpec | CNNSpec:
     SpecInvalid
         With one ``{"loc", "msg"}`` item per problem in ``detail``.
     """
-    if isinstance(value, LogRegSpec | MLPSpec | CNNSpec):
+    if isinstance(value, LogRegSpec | MLPSpec | CNNSpec | GraphSpec):
         return value
     try:
         return _MODEL_SPEC.validate_python(value)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from .errors import SpecInvalid
+from .graph_check import check_graph
 from .model import (
     MAX_ACTIVATIONS_PER_SAMPLE,
     MAX_PARAMETERS,
+    AnyModelSpec,
     CNNSpec,
     FeatureSpec,
+    GraphSpec,
     LogRegSpec,
     MLPSpec,
 )
@@ -32,8 +35,11 @@ def _linear(n_in: int, n_out: int) -> int:
     return n_in * n_out + n_out
 
 
-def count_parameters(spec: LogRegSpec | MLPSpec | CNNSpec, features: FeatureSpec) -> int:
-    """How many parameters the model for ``spec`` on ``features`` has."""
+def count_parameters(spec: AnyModelSpec, features: FeatureSpec) -> int:
+    """How many parameters the model for ``spec`` on ``features`` has (for a layer graph:
+    the values in its state dict, buffers included, after checking it)."""
+    if isinstance(spec, GraphSpec):
+        return check_graph(spec, features).state_values
     classes = features.num_classes
     if isinstance(spec, LogRegSpec):
         return _linear(features.flat_size, classes)
@@ -62,15 +68,21 @@ def count_parameters(spec: LogRegSpec | MLPSpec | CNNSpec, features: FeatureSpec
     return total + _linear(width, classes)
 
 
-def check_budget(spec: LogRegSpec | MLPSpec | CNNSpec, features: FeatureSpec) -> int:
+def check_budget(spec: AnyModelSpec, features: FeatureSpec) -> int:
     """The parameter count, after checking it and the activation sizes against the bounds.
+
+    A layer graph is checked node by node, torch-free
+    (:func:`~peertrain.common.specs.graph_check.check_graph`).
 
     Raises
     ------
     SpecInvalid
         When the model would exceed :data:`MAX_PARAMETERS` parameters, or a convolution
-        would produce more than :data:`MAX_ACTIVATIONS_PER_SAMPLE` values per sample.
+        would produce more than :data:`MAX_ACTIVATIONS_PER_SAMPLE` values per sample; for
+        a graph, also naming the node and op at fault (see ``check_graph``).
     """
+    if isinstance(spec, GraphSpec):
+        return check_graph(spec, features).state_values
     if isinstance(spec, CNNSpec) and features.image_shape is not None:
         _, h, w = features.image_shape
         widest = max(c * h * w for c in spec.channels)

@@ -25,10 +25,9 @@ from torch import nn
 
 from peertrain.common.events.datasets import FeatureSpec as DatasetFeatureSpec
 from peertrain.common.specs import (
-    CNNSpec,
+    AnyModelSpec,
     FeatureSpec,
-    LogRegSpec,
-    MLPSpec,
+    GraphSpec,
     SpecInvalid,
     parse_feature_spec,
     parse_model_spec,
@@ -41,6 +40,7 @@ from .plain import describe
 __all__ = [
     "FORMAT",
     "FORMAT_1",
+    "GRAPH_ARCH_FORMAT",
     "FinalModel",
     "final_pt_bytes",
     "final_safetensors_bytes",
@@ -51,6 +51,8 @@ __all__ = [
 
 FORMAT = "peertrain-final/2"
 """Format tag of ``final.pt`` (its ``format`` entry) and ``final.safetensors`` (metadata)."""
+GRAPH_ARCH_FORMAT = "peertrain-graph/1"
+"""The ``architecture`` of a layer graph's final model: no plain form, see ``spec``."""
 FORMAT_1 = "peertrain-final/1"
 """The first format: specs and state only (``final.pt`` had no ``format`` entry)."""
 _KEYS_1 = {"spec", "feature_spec", "state_dict"}
@@ -62,7 +64,7 @@ class FinalModel:
     """A rebuilt final model (in eval mode) and its specs."""
 
     model: nn.Module
-    spec: LogRegSpec | MLPSpec | CNNSpec
+    spec: AnyModelSpec
     feature_spec: FeatureSpec
 
 
@@ -81,7 +83,12 @@ def _documents(spec: Any, features: Any) -> tuple[dict[str, Any], dict[str, Any]
     shapes = parse_feature_spec(features)
     model = build_model(model_spec, shapes, seed=0)
     input_shape = shapes.image_shape or (shapes.flat_size,)
-    architecture = describe(model, input_shape, flatten_first=model_spec.arch != "cnn")
+    if isinstance(model_spec, GraphSpec):
+        # a layer graph has no plain (sequential) form, and describe() would give a wrong
+        # one; the graph is the file's spec, rebuilt by load_final (peertrain.ml.graph)
+        architecture: dict[str, Any] = {"format": GRAPH_ARCH_FORMAT}
+    else:
+        architecture = describe(model, input_shape, flatten_first=model_spec.arch != "cnn")
     return model_spec.model_dump(mode="json"), _features_json(features), architecture
 
 

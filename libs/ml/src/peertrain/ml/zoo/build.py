@@ -9,6 +9,7 @@ from torch import nn
 
 from peertrain.common.specs import (
     FeatureSpec,
+    GraphSpec,
     LogRegSpec,
     MLPSpec,
     check_budget,
@@ -17,6 +18,7 @@ from peertrain.common.specs import (
 )
 
 from ..device import seed_generators
+from ..graph.net import GraphNet
 from .models import MLP, LogisticRegression, SmallCNN
 
 __all__ = ["build_model"]
@@ -28,7 +30,8 @@ def build_model(spec: Any, feature_spec: Any, seed: int = 0) -> nn.Module:
     Parameters
     ----------
     spec
-        A model spec (mapping or parsed), e.g. ``{"arch": "mlp", "hidden": [128]}``.
+        A model spec (mapping or parsed), e.g. ``{"arch": "mlp", "hidden": [128]}``, or
+        a layer graph (``{"arch": "graph", ...}``, built as a :class:`GraphNet`).
     feature_spec
         ``{"input_size": d, "num_classes": k}`` or ``{"image_shape": [c, h, w],
         "num_classes": k}`` (or the dataset service's feature spec).
@@ -51,6 +54,8 @@ def build_model(spec: Any, feature_spec: Any, seed: int = 0) -> nn.Module:
     check_budget(model_spec, features)
     with torch.random.fork_rng(devices=[]):
         seed_generators(seed, torch.device("cpu"))  # modules are built on the CPU
+        if isinstance(model_spec, GraphSpec):
+            return GraphNet(model_spec)
         if isinstance(model_spec, LogRegSpec):
             return LogisticRegression(features.flat_size, features.num_classes)
         if isinstance(model_spec, MLPSpec):
