@@ -25,9 +25,11 @@ from peertrain.common.specs import (
 )
 from peertrain.common.specs.graph_check import RESERVED_NAMES
 from peertrain.common.specs.graph_ops import BATCH, OPS, Tensor
+from peertrain.common.specs.shapes import state_shapes
 from peertrain.ml.errors import GraphUnsupported
 from peertrain.ml.graph import GraphNet, to_graph
 from peertrain.ml.graph.ops import FUNCTIONS, LAYERS
+from peertrain.ml.weights import dtype_code
 from peertrain.ml.zoo import build_model
 
 MNIST = {"image_shape": [1, 28, 28], "num_classes": 10}
@@ -208,6 +210,9 @@ def test_the_checked_shapes_and_sizes_are_torchs(kind):
             assert got == shape(value), name
     state = sum(t.numel() for t in model.state_dict().values())
     assert check_budget(net.spec, features) == count_parameters(net.spec, features) == state
+    # the state dict, named and shaped torch-free: what starting weights are checked against
+    expected = {k: (dtype_code(v), tuple(v.shape)) for k, v in model.state_dict().items()}
+    assert state_shapes(net.spec, features) == expected
 
 
 def shape_of(value):

@@ -13,7 +13,7 @@ from peertrain.common.specs import (
     parse_feature_spec,
     parse_model_spec,
 )
-from peertrain.common.specs.state import state_shapes
+from peertrain.common.specs.shapes import state_shapes
 from peertrain.ml.zoo import build_model
 
 TABLE = {"input_size": 20, "num_classes": 4}

@@ -3,12 +3,12 @@ activation sizes, before anything is allocated."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import SpecInvalid
 from .graph import INPUT, GraphNode, GraphSpec
-from .graph_ops import BATCH, OPS, Args, BadArg, BatchSize, Tensor, bind
+from .graph_ops import BATCH, OPS, Args, BadArg, BatchSize, Tensor, TensorSpec, bind
 from .model import MAX_ACTIVATIONS_PER_SAMPLE, MAX_PARAMETERS, FeatureSpec
 
 __all__ = [
@@ -93,6 +93,17 @@ class GraphCheck:
     state_values: int
     activations: int
     values: dict[str, Any]
+    layers: dict[str, tuple[str, Args]] = field(default_factory=dict)
+    """Each layer's module path -> its op and constructor arguments (defaults filled)."""
+
+    def state(self) -> dict[str, TensorSpec]:
+        """The rebuilt model's state dict: name -> (safetensors dtype, shape), names as
+        in the researcher's module (``layer1.0.conv1.weight``)."""
+        out: dict[str, TensorSpec] = {}
+        for module, (op, margs) in self.layers.items():
+            for leaf, spec in OPS[op].tensors(margs).items():
+                out[f"{module}.{leaf}" if leaf else module] = spec
+        return out
 
 
 def _refuse(i: int, node: GraphNode, where: str, msg: str) -> SpecInvalid:
@@ -223,4 +234,4 @@ def infer_graph(spec: GraphSpec) -> GraphCheck:
             )
         env[node.name] = value
     values = {k: v for k, v in env.items() if not isinstance(v, BatchSize)}
-    return GraphCheck(state_values=state, activations=total, values=values)
+    return GraphCheck(state_values=state, activations=total, values=values, layers=owners)

@@ -57,7 +57,10 @@ Args = dict[str, Any]
 Rule = Callable[[Args, Args], Any]
 """``rule(call_args, module_args)`` returns the node's value (a :class:`Tensor`, a tuple
 of values, or a number)."""
-Count = Callable[[Args], int]
+TensorSpec = tuple[str, tuple[int, ...]]
+"""A state-dict tensor's safetensors dtype code (``F32``, ``I64``) and shape."""
+Tensors = Callable[[Args], dict[str, TensorSpec]]
+"""``tensors(module_args)``: the layer's state dict, by name under its module path."""
 
 
 @dataclass(frozen=True)
@@ -74,12 +77,16 @@ class OpDef:
     rule: Rule
     vararg: str | None = None
     ctor: tuple[tuple[str, Any], ...] | None = None
-    count: Count = field(default=lambda _: 0)
+    tensors: Tensors = field(default=lambda _: {})
     scratch: Callable[[dict[str, Any], dict[str, Any]], int] = field(default=lambda b, m: 0)
 
     @property
     def stateful(self) -> bool:
         return self.ctor is not None
+
+    def count(self, m: Args) -> int:
+        """Values the layer keeps in its state dict."""
+        return sum(math.prod(shape) for _, shape in self.tensors(m).values())
 
 
 def bind(op: OpDef, inputs: tuple[Any, ...], args: Mapping[str, Any]) -> tuple[Args, Args]:
@@ -279,13 +286,16 @@ def _conv(nd: int) -> Rule:
     return rule
 
 
-def _conv_count(nd: int) -> Count:
-    def count(m: Args) -> int:
-        k = math.prod(_ints(m, "kernel_size", nd, 1))
+def _conv_tensors(nd: int) -> Tensors:
+    def tensors(m: Args) -> dict[str, TensorSpec]:
+        k = _ints(m, "kernel_size", nd, 1)
         cin, cout, groups = m["in_channels"], m["out_channels"], m["groups"]
-        return int(cout * (cin // groups) * k + (cout if m["bias"] else 0))
+        out: dict[str, TensorSpec] = {"weight": ("F32", (cout, cin // groups, *k))}
+        if m["bias"]:
+            out["bias"] = ("F32", (cout,))
+        return out
 
-    return count
+    return tensors
 
 
 def _batch_norm(nd: int) -> Rule:
@@ -304,9 +314,18 @@ def _batch_norm(nd: int) -> Rule:
     return rule
 
 
-def _bn_count(m: Args) -> int:
+def _bn_tensors(m: Args) -> dict[str, TensorSpec]:
     c = m["num_features"]
-    return (2 * c if m["affine"] else 0) + (2 * c + 1 if m["track_running_stats"] else 0)
+    out: dict[str, TensorSpec] = {}
+    if m["affine"]:
+        out |= {"weight": ("F32", (c,)), "bias": ("F32", (c,))}
+    if m["track_running_stats"]:
+        out |= {
+            "running_mean": ("F32", (c,)),
+            "running_var": ("F32", (c,)),
+            "num_batches_tracked": ("I64", ()),
+        }
+    return out
 
 
 def _layer_norm(b: Args, m: Args) -> Tensor:
@@ -323,16 +342,19 @@ def _layer_norm(b: Args, m: Args) -> Tensor:
     return t
 
 
-def _ln_count(m: Args) -> int:
-    n = math.prod(
-        _ints(
-            m,
-            "normalized_shape",
-            len(m["normalized_shape"]) if isinstance(m["normalized_shape"], tuple) else 1,
-            1,
-        )
+def _ln_tensors(m: Args) -> dict[str, TensorSpec]:
+    shape = _ints(
+        m,
+        "normalized_shape",
+        len(m["normalized_shape"]) if isinstance(m["normalized_shape"], tuple) else 1,
+        1,
     )
-    return n * (int(m["elementwise_affine"]) * (1 + int(m["bias"])))
+    if not m["elementwise_affine"]:
+        return {}
+    out: dict[str, TensorSpec] = {"weight": ("F32", shape)}
+    if m["bias"]:
+        out["bias"] = ("F32", shape)
+    return out
 
 
 def _group_norm(b: Args, m: Args) -> Tensor:
@@ -355,7 +377,7 @@ def _embedding(b: Args, m: Args) -> Tensor:
     return _out((*t.shape, m["embedding_dim"]))
 
 
-def _rnn(gates: int) -> tuple[Rule, Count]:
+def _rnn(gates: int) -> tuple[Rule, Tensors]:
     def rule(b: Args, m: Args) -> tuple[Any, ...]:
         t = _tensor(b, "input")
         n_in, hidden = _int(m, "input_size", 1), _int(m, "hidden_size", 1)
@@ -370,15 +392,21 @@ def _rnn(gates: int) -> tuple[Rule, Count]:
         state = Tensor((dirs * layers, BATCH, hidden))
         return (_out(out), (state, state) if gates == 4 else state)
 
-    def count(m: Args) -> int:
+    def tensors(m: Args) -> dict[str, TensorSpec]:
         h, dirs = m["hidden_size"], 2 if m["bidirectional"] else 1
-        total, width = 0, m["input_size"]
-        for _ in range(m["num_layers"]):
-            total += dirs * gates * h * (width + h + (2 if m["bias"] else 0))
+        out: dict[str, TensorSpec] = {}
+        width = m["input_size"]
+        for layer in range(m["num_layers"]):
+            for suffix in ("", "_reverse")[:dirs]:
+                out[f"weight_ih_l{layer}{suffix}"] = ("F32", (gates * h, width))
+                out[f"weight_hh_l{layer}{suffix}"] = ("F32", (gates * h, h))
+                if m["bias"]:
+                    out[f"bias_ih_l{layer}{suffix}"] = ("F32", (gates * h,))
+                    out[f"bias_hh_l{layer}{suffix}"] = ("F32", (gates * h,))
             width = dirs * h
-        return int(total)
+        return out
 
-    return rule, count
+    return rule, tensors
 
 
 def _mha(b: Args, m: Args) -> tuple[Any, ...]:
@@ -423,9 +451,15 @@ def _rnn_scratch(gates: int) -> Callable[[Args, Args], int]:
     return scratch
 
 
-def _mha_count(m: Args) -> int:
+def _mha_tensors(m: Args) -> dict[str, TensorSpec]:
     e = m["embed_dim"]
-    return int(4 * e * e + (4 * e if m["bias"] else 0))
+    out: dict[str, TensorSpec] = {"in_proj_weight": ("F32", (3 * e, e))}
+    if m["bias"]:
+        out["in_proj_bias"] = ("F32", (3 * e,))
+    out["out_proj.weight"] = ("F32", (e, e))
+    if m["bias"]:
+        out["out_proj.bias"] = ("F32", (e,))
+    return out
 
 
 def _parameter(b: Args, m: Args) -> Tensor:
@@ -805,36 +839,41 @@ OPS: dict[str, OpDef] = {
         _I,
         _linear,
         ctor=(("in_features", R), ("out_features", R), ("bias", True)),
-        count=lambda m: (
-            m["in_features"] * m["out_features"] + (m["out_features"] if m["bias"] else 0)
-        ),
+        tensors=lambda m: {
+            "weight": ("F32", (m["out_features"], m["in_features"])),
+            **({"bias": ("F32", (m["out_features"],))} if m["bias"] else {}),
+        },
     ),
-    "conv1d": OpDef(_I, _conv(1), ctor=_CONV_CTOR, count=_conv_count(1)),
-    "conv2d": OpDef(_I, _conv(2), ctor=_CONV_CTOR, count=_conv_count(2)),
-    "batch_norm1d": OpDef(_I, _batch_norm(1), ctor=_BN_CTOR, count=_bn_count),
-    "batch_norm2d": OpDef(_I, _batch_norm(2), ctor=_BN_CTOR, count=_bn_count),
+    "conv1d": OpDef(_I, _conv(1), ctor=_CONV_CTOR, tensors=_conv_tensors(1)),
+    "conv2d": OpDef(_I, _conv(2), ctor=_CONV_CTOR, tensors=_conv_tensors(2)),
+    "batch_norm1d": OpDef(_I, _batch_norm(1), ctor=_BN_CTOR, tensors=_bn_tensors),
+    "batch_norm2d": OpDef(_I, _batch_norm(2), ctor=_BN_CTOR, tensors=_bn_tensors),
     "layer_norm": OpDef(
         _I,
         _layer_norm,
         ctor=(("normalized_shape", R), ("eps", 1e-5), ("elementwise_affine", True), ("bias", True)),
-        count=_ln_count,
+        tensors=_ln_tensors,
     ),
     "group_norm": OpDef(
         _I,
         _group_norm,
         ctor=(("num_groups", R), ("num_channels", R), ("eps", 1e-5), ("affine", True)),
-        count=lambda m: 2 * m["num_channels"] if m["affine"] else 0,
+        tensors=lambda m: (
+            {"weight": ("F32", (m["num_channels"],)), "bias": ("F32", (m["num_channels"],))}
+            if m["affine"]
+            else {}
+        ),
     ),
     "embedding": OpDef(
         _I,
         _embedding,
         ctor=(("num_embeddings", R), ("embedding_dim", R), ("padding_idx", None)),
-        count=lambda m: m["num_embeddings"] * m["embedding_dim"],
+        tensors=lambda m: {"weight": ("F32", (m["num_embeddings"], m["embedding_dim"]))},
     ),
     "lstm": OpDef(
-        _I, _GATES_LSTM[0], ctor=_RNN_CTOR, count=_GATES_LSTM[1], scratch=_rnn_scratch(4)
+        _I, _GATES_LSTM[0], ctor=_RNN_CTOR, tensors=_GATES_LSTM[1], scratch=_rnn_scratch(4)
     ),
-    "gru": OpDef(_I, _GATES_GRU[0], ctor=_RNN_CTOR, count=_GATES_GRU[1], scratch=_rnn_scratch(3)),
+    "gru": OpDef(_I, _GATES_GRU[0], ctor=_RNN_CTOR, tensors=_GATES_GRU[1], scratch=_rnn_scratch(3)),
     "multihead_attention": OpDef(
         (
             ("query", R),
@@ -851,16 +890,19 @@ OPS: dict[str, OpDef] = {
             ("bias", True),
             ("batch_first", False),
         ),
-        count=_mha_count,
+        tensors=_mha_tensors,
         scratch=_mha_scratch,
     ),
     "parameter": OpDef(
         (),
         _parameter,
         ctor=(("shape", R), ("requires_grad", True), ("dtype", "float")),
-        count=lambda m: math.prod(
-            _ints(m, "shape", len(m["shape"]) if isinstance(m["shape"], tuple) else 1, 1)
-        ),
+        tensors=lambda m: {
+            "": (
+                "F32" if m["requires_grad"] or m["dtype"] == "float" else "I64",
+                _ints(m, "shape", len(m["shape"]) if isinstance(m["shape"], tuple) else 1, 1),
+            )
+        },
     ),
     # elementwise
     "dropout": OpDef((("input", R), ("p", 0.5)), _checked(lambda b: _num(b, "p", 0.0, 1.0))),

@@ -1,9 +1,12 @@
-"""Sizes of zoo models computed from their specs, before any allocation."""
+"""Sizes and state dicts of models computed from their specs, before any allocation."""
 
 from __future__ import annotations
 
+import math
+
 from .errors import SpecInvalid
 from .graph_check import check_graph
+from .graph_ops import TensorSpec
 from .model import (
     MAX_ACTIVATIONS_PER_SAMPLE,
     MAX_PARAMETERS,
@@ -15,7 +18,7 @@ from .model import (
     MLPSpec,
 )
 
-__all__ = ["check_budget", "cnn_block_shapes", "count_parameters"]
+__all__ = ["F32", "check_budget", "cnn_block_shapes", "count_parameters", "state_shapes"]
 
 
 def cnn_block_shapes(
@@ -31,41 +34,73 @@ def cnn_block_shapes(
     return shapes
 
 
-def _linear(n_in: int, n_out: int) -> int:
-    return n_in * n_out + n_out
+F32 = "F32"
+"""safetensors' code of float32, the dtype of every zoo tensor."""
 
 
-def count_parameters(spec: AnyModelSpec, features: FeatureSpec) -> int:
-    """How many parameters the model for ``spec`` on ``features`` has (for a layer graph:
-    the values in its state dict, buffers included, after checking it)."""
+def _linear(out: dict[str, TensorSpec], name: str, n_in: int, n_out: int) -> None:
+    out[f"{name}.weight"] = (F32, (n_out, n_in))
+    out[f"{name}.bias"] = (F32, (n_out,))
+
+
+def state_shapes(spec: AnyModelSpec, features: FeatureSpec) -> dict[str, TensorSpec]:
+    """Name -> (safetensors dtype, shape) of every tensor in the state dict of the model
+    for ``spec`` on ``features``, computed torch-free (what starting weights must be;
+    ``libs/ml/tests`` hold it to ``build_model(...).state_dict()``).
+
+    Raises
+    ------
+    SpecInvalid
+        For a cnn without images; for a graph, as :func:`check_graph`.
+    """
     if isinstance(spec, GraphSpec):
-        return check_graph(spec, features).state_values
+        return check_graph(spec, features).state()
+    out: dict[str, TensorSpec] = {}
     classes = features.num_classes
     if isinstance(spec, LogRegSpec):
-        return _linear(features.flat_size, classes)
+        _linear(out, "linear", features.flat_size, classes)
+        return out
     if isinstance(spec, MLPSpec):
-        total, width = 0, features.flat_size
+        index, width = 0, features.flat_size
         for units in spec.hidden:
-            total += _linear(width, units)
+            _linear(out, f"layers.{index}", width, units)
+            index += 2 + (spec.dropout > 0)  # Linear, activation [, Dropout]
             width = units
-        return total + _linear(width, classes)
+        _linear(out, f"layers.{index}", width, classes)
+        return out
     if features.image_shape is None:
         raise SpecInvalid(
             "a cnn needs images: the feature spec has no image_shape",
             detail=[{"loc": "arch", "msg": "cnn needs image_shape"}],
         )
-    total, c_in = 0, features.image_shape[0]
-    k = spec.kernel_size
-    shapes = cnn_block_shapes(spec, features.image_shape)
-    for c_out, _, _ in shapes:
-        total += c_in * c_out * k * k + c_out
+    c_in, (_, h, w) = features.image_shape[0], features.image_shape
+    k, index = spec.kernel_size, 0
+    for c_out in spec.channels:
+        out[f"features.{index}.weight"] = (F32, (c_out, c_in, k, k))
+        out[f"features.{index}.bias"] = (F32, (c_out,))
+        index += 2  # Conv2d, ReLU
+        if h >= 2 and w >= 2:
+            index += 1  # MaxPool2d
+            h, w = h // 2, w // 2
         c_in = c_out
-    c, h, w = shapes[-1]
-    width = c * h * w
+    c, h, w = cnn_block_shapes(spec, features.image_shape)[-1]
+    index, width = 1, c * h * w  # after Flatten
     if spec.hidden:
-        total += _linear(width, spec.hidden)
+        index += spec.dropout > 0
+        _linear(out, f"classifier.{index}", width, spec.hidden)
+        index += 2  # Linear, ReLU
         width = spec.hidden
-    return total + _linear(width, classes)
+    index += spec.dropout > 0
+    _linear(out, f"classifier.{index}", width, classes)
+    return out
+
+
+def count_parameters(spec: AnyModelSpec, features: FeatureSpec) -> int:
+    """How many values the state dict of the model for ``spec`` on ``features`` holds
+    (parameters, and a layer graph's buffers), after checking a graph."""
+    if isinstance(spec, GraphSpec):
+        return check_graph(spec, features).state_values
+    return sum(math.prod(shape) for _, shape in state_shapes(spec, features).values())
 
 
 def check_budget(spec: AnyModelSpec, features: FeatureSpec) -> int:

@@ -17,7 +17,7 @@ from peertrain.common.events.weights import WeightsSource
 from peertrain.common.peers import RANKED_MEMORY_GB, NotEnoughPeers, own_first, pick
 from peertrain.common.security import Principal
 from peertrain.common.specs import FeatureSpec, SpecInvalid, check_budget, parse_feature_spec
-from peertrain.common.specs.state import state_shapes
+from peertrain.common.specs.shapes import state_shapes
 
 from ..models import JobRequest, PeerSelection
 from .directory import Directory, PeerInfo
