@@ -23,12 +23,13 @@ from .model import (
     LogRegSpec,
     MLPSpec,
     ModelSpec,
+    NamedArchSpec,
     parse_feature_spec,
     parse_model_spec,
     spec_errors,
 )
 from .schedule import ConstantSchedule, CosineSchedule, LrSchedule, StepSchedule, lr_for_round
-from .shapes import check_budget, cnn_block_shapes, count_parameters
+from .shapes import check_budget, cnn_block_shapes, count_parameters, resolve_model, state_shapes
 from .sharding import SHARDING_STRATEGIES, ShardingName, ShardingSpec
 from .training import TrainingParams, derive_seed, parse_training_params
 
@@ -51,6 +52,7 @@ __all__ = [
     "LrSchedule",
     "MLPSpec",
     "ModelSpec",
+    "NamedArchSpec",
     "ShardingName",
     "ShardingSpec",
     "SpecInvalid",
@@ -67,5 +69,7 @@ __all__ = [
     "parse_feature_spec",
     "parse_model_spec",
     "parse_training_params",
+    "resolve_model",
     "spec_errors",
+    "state_shapes",
 ]

@@ -24,6 +24,7 @@ from pydantic import (
 
 from .errors import SpecInvalid
 from .graph import GraphSpec
+from .named import NamedArchSpec
 
 __all__ = [
     "MAX_ACTIVATIONS_PER_SAMPLE",
@@ -35,6 +36,7 @@ __all__ = [
     "LogRegSpec",
     "MLPSpec",
     "ModelSpec",
+    "NamedArchSpec",
     "parse_feature_spec",
     "parse_model_spec",
     "spec_errors",
@@ -108,7 +110,7 @@ class CNNSpec(BaseModel):
     dropout: float = Field(default=0.0, ge=0.0, le=0.9)
 
 
-_ARCHS = ("logreg", "mlp", "cnn", "graph")
+_ARCHS = ("logreg", "mlp", "cnn", "graph", "torchvision")
 
 
 def _untagged(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
@@ -133,7 +135,7 @@ def _untagged(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         raise error from None
 
 
-AnyModelSpec = LogRegSpec | MLPSpec | CNNSpec | GraphSpec
+AnyModelSpec = LogRegSpec | MLPSpec | CNNSpec | GraphSpec | NamedArchSpec
 """The parsed form of a :data:`ModelSpec`."""
 
 ModelSpec = Annotated[AnyModelSpec, Field(discriminator="arch"), WrapValidator(_untagged)]
@@ -220,7 +222,7 @@ def parse_model_spec(value: Any) -> AnyModelSpec:
     SpecInvalid
         With one ``{"loc", "msg"}`` item per problem in ``detail``.
     """
-    if isinstance(value, LogRegSpec | MLPSpec | CNNSpec | GraphSpec):
+    if isinstance(value, LogRegSpec | MLPSpec | CNNSpec | GraphSpec | NamedArchSpec):
         return value
     try:
         return _MODEL_SPEC.validate_python(value)

@@ -16,9 +16,18 @@ from .model import (
     GraphSpec,
     LogRegSpec,
     MLPSpec,
+    NamedArchSpec,
 )
+from .named import named_graph
 
-__all__ = ["F32", "check_budget", "cnn_block_shapes", "count_parameters", "state_shapes"]
+__all__ = [
+    "F32",
+    "check_budget",
+    "cnn_block_shapes",
+    "count_parameters",
+    "resolve_model",
+    "state_shapes",
+]
 
 
 def cnn_block_shapes(
@@ -32,6 +41,16 @@ def cnn_block_shapes(
             h, w = h // 2, w // 2
         shapes.append((c, h, w))
     return shapes
+
+
+def resolve_model(
+    spec: AnyModelSpec, features: FeatureSpec
+) -> LogRegSpec | MLPSpec | CNNSpec | GraphSpec:
+    """``spec`` as built: a named architecture expanded into its graph for the data
+    (:func:`~.named.named_graph`), any other spec as it is."""
+    if isinstance(spec, NamedArchSpec):
+        return named_graph(spec, features.image_shape, features.num_classes)
+    return spec
 
 
 F32 = "F32"
@@ -53,6 +72,7 @@ def state_shapes(spec: AnyModelSpec, features: FeatureSpec) -> dict[str, TensorS
     SpecInvalid
         For a cnn without images; for a graph, as :func:`check_graph`.
     """
+    spec = resolve_model(spec, features)
     if isinstance(spec, GraphSpec):
         return check_graph(spec, features).state()
     out: dict[str, TensorSpec] = {}
@@ -98,6 +118,7 @@ def state_shapes(spec: AnyModelSpec, features: FeatureSpec) -> dict[str, TensorS
 def count_parameters(spec: AnyModelSpec, features: FeatureSpec) -> int:
     """How many values the state dict of the model for ``spec`` on ``features`` holds
     (parameters, and a layer graph's buffers), after checking a graph."""
+    spec = resolve_model(spec, features)
     if isinstance(spec, GraphSpec):
         return check_graph(spec, features).state_values
     return sum(math.prod(shape) for _, shape in state_shapes(spec, features).values())
@@ -116,6 +137,7 @@ def check_budget(spec: AnyModelSpec, features: FeatureSpec) -> int:
         would produce more than :data:`MAX_ACTIVATIONS_PER_SAMPLE` values per sample; for
         a graph, also naming the node and op at fault (see ``check_graph``).
     """
+    spec = resolve_model(spec, features)
     if isinstance(spec, GraphSpec):
         return check_graph(spec, features).state_values
     if isinstance(spec, CNNSpec) and features.image_shape is not None:

@@ -15,6 +15,7 @@ from peertrain.common.specs import (
     check_budget,
     parse_feature_spec,
     parse_model_spec,
+    resolve_model,
 )
 
 from ..device import seed_generators
@@ -49,8 +50,8 @@ def build_model(spec: Any, feature_spec: Any, seed: int = 0) -> nn.Module:
     SpecInvalid
         For an invalid spec, a cnn without images, or a model over the size bounds.
     """
-    model_spec = parse_model_spec(spec)
     features: FeatureSpec = parse_feature_spec(feature_spec)
+    model_spec = resolve_model(parse_model_spec(spec), features)  # a named arch: its graph
     check_budget(model_spec, features)
     with torch.random.fork_rng(devices=[]):
         seed_generators(seed, torch.device("cpu"))  # modules are built on the CPU
