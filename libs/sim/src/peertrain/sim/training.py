@@ -60,14 +60,16 @@ class Trained:
     duration_s: float
 
 
-_models: dict[tuple[ModelSpec, FeatureSpec], torch.nn.Module] = {}
+_models: dict[tuple[str, str], torch.nn.Module] = {}
 
 
 def _model(spec: ModelSpec, features: FeatureSpec) -> torch.nn.Module:
-    """This process's zoo model for ``spec`` on ``features`` (see the module docstring)."""
-    model = _models.get((spec, features))
+    """This process's model for ``spec`` on ``features`` (see the module docstring);
+    keyed by their JSON, since a layer graph's args are mappings (unhashable)."""
+    key = (spec.model_dump_json(), features.model_dump_json())
+    model = _models.get(key)
     if model is None:
-        model = _models[(spec, features)] = build_model(spec, features)
+        model = _models[key] = build_model(spec, features)
     return model
 
 
