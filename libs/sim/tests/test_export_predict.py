@@ -199,3 +199,46 @@ def test_onnx_with_preprocessing_matches_torch(job):
         expected = model(prep(table)).numpy()
     np.testing.assert_allclose(logits, expected, rtol=1e-5, atol=1e-5)
     assert np.array_equal(index, expected.argmax(axis=1))
+
+
+class _Tabular(torch.nn.Module):
+    """A researcher's own network for the rows: BatchNorm, a skip connection, dropout."""
+
+    def __init__(self, width: int, classes: int) -> None:
+        super().__init__()
+        self.inp = torch.nn.Linear(width, 16)
+        self.bn = torch.nn.BatchNorm1d(16)
+        self.mid = torch.nn.Linear(16, 16)
+        self.drop = torch.nn.Dropout(0.1)
+        self.out = torch.nn.Linear(16, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.bn(self.inp(x)))
+        return self.out(self.drop(h + torch.relu(self.mid(h))))
+
+
+def test_a_graph_models_export_loads_predicts_and_converts_to_onnx(job, tmp_path):
+    from peertrain.ml.graph import to_graph
+
+    _, data, _, _, _, _ = job
+    width = data.train_x.shape[1]
+    torch.manual_seed(0)
+    module = _Tabular(width, 3)
+    spec = to_graph(module, torch.zeros(2, width)).model_dump(mode="json")
+    x = torch.from_numpy(data.train_x)
+    module.train()
+    module(x)  # BatchNorm statistics that are not the initial ones
+    module.eval()
+    pt = tmp_path / "final.pt"
+    pt.write_bytes(final_pt_bytes(spec, data.feature_spec, module.state_dict()))
+    model, prep = load(pt)  # the graph, rebuilt with the module's weights, in eval mode
+    with torch.inference_mode():
+        assert torch.equal(model(x), module(x))
+    onnxruntime = pytest.importorskip("onnxruntime")
+    session = onnxruntime.InferenceSession(onnx_bytes(pt))
+    raw = job[0]
+    table = prep.read(raw)
+    logits, _ = session.run(None, {"raw": prep.raw_matrix(table)})
+    with torch.inference_mode():
+        expected = model(prep(table)).numpy()
+    np.testing.assert_allclose(logits, expected, rtol=1e-5, atol=1e-5)

@@ -4,7 +4,8 @@
 in eval mode) and a :class:`Preprocessor` that turns raw rows or images into its input
 with the very encoder the dataset service used on the training data
 (:mod:`peertrain.common.features`, numpy only). Nothing here imports pydantic, a service
-or the zoo, so a process with only torch and numpy (and these files) can predict.
+or the zoo, so a process with only torch and numpy (and these files) can predict; a
+layer graph's model alone (no plain form) is rebuilt with peertrain-ml's graph modules.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from .tables import Table, read_table
 __all__ = ["ExportError", "Loaded", "Preprocessor", "load"]
 
 _FORMAT = "peertrain-final/2"  # write.FORMAT (not imported: write needs pydantic)
+_GRAPH_FORMAT = "peertrain-graph/1"  # write.GRAPH_ARCH_FORMAT
 _ST_DTYPES = {
     "F64": torch.float64,
     "F32": torch.float32,
@@ -271,7 +273,21 @@ def load(source: str | Path | bytes) -> Loaded:
             )
         raise ExportError(f"not a PeerTrain final model (format {payload.get('format')!r})")
     try:
-        model = build_plain(payload["architecture"], payload["state_dict"])
-    except (ArchitectureInvalid, KeyError, TypeError) as exc:
+        if (payload.get("architecture") or {}).get("format") == _GRAPH_FORMAT:
+            model = _graph_model(payload)
+        else:
+            model = build_plain(payload["architecture"], payload["state_dict"])
+    except (ArchitectureInvalid, KeyError, TypeError, ValueError) as exc:
         raise ExportError(f"the model in this file cannot be rebuilt: {exc}") from None
     return Loaded(model, Preprocessor(payload["feature_spec"]))
+
+
+def _graph_model(payload: Mapping[str, Any]) -> nn.Module:
+    """A layer graph's model (or a named architecture's), rebuilt from the file's spec by
+    :mod:`peertrain.ml.graph`: the one kind of final model that needs peertrain-ml's
+    own modules (and pydantic) to load, since a graph has no plain sequential form."""
+    from peertrain.ml.zoo import build_model
+
+    model = build_model(payload["spec"], payload["feature_spec"], seed=0)
+    model.load_state_dict(payload["state_dict"], strict=True)
+    return model.eval()

@@ -28,6 +28,7 @@ from peertrain.common.specs import (
     AnyModelSpec,
     FeatureSpec,
     GraphSpec,
+    NamedArchSpec,
     SpecInvalid,
     parse_feature_spec,
     parse_model_spec,
@@ -83,9 +84,10 @@ def _documents(spec: Any, features: Any) -> tuple[dict[str, Any], dict[str, Any]
     shapes = parse_feature_spec(features)
     model = build_model(model_spec, shapes, seed=0)
     input_shape = shapes.image_shape or (shapes.flat_size,)
-    if isinstance(model_spec, GraphSpec):
-        # a layer graph has no plain (sequential) form, and describe() would give a wrong
-        # one; the graph is the file's spec, rebuilt by load_final (peertrain.ml.graph)
+    if isinstance(model_spec, GraphSpec | NamedArchSpec):
+        # a layer graph (a named architecture is one) has no plain (sequential) form,
+        # and describe() would give a wrong one; the graph is the file's spec, rebuilt
+        # by load and load_final (peertrain.ml.graph)
         architecture: dict[str, Any] = {"format": GRAPH_ARCH_FORMAT}
     else:
         architecture = describe(model, input_shape, flatten_first=model_spec.arch != "cnn")
