@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from test_contract import digits
 from torch import nn
-from training_support import Platform, finished, job_events, peers_active
+from training_support import Platform, every_item, finished, job_events, peers_active
 
 from peertrain.client import Client
 from peertrain.common.testing import GATEWAY
@@ -122,11 +122,11 @@ def _renamed(op: str, to: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("model", "says"),
     [
-        (_renamed("relu", "exp"), "'exp' is not an allowed op"),
-        (_renamed("relu", "os.system"), "is not an allowed op"),
-        (_renamed("relu", "torch.ops.custom.hack"), "is not an allowed op"),
-        (_with("linear", in_features=128, out_features=60_000_000), "in_features"),
-        (_with("conv2d", out_channels=200_000), "values per sample"),
+        (_renamed("relu", "exp"), "node 2 'relu' (op 'exp'): not an allowed op"),
+        (_renamed("relu", "os.system"), "(op 'os.system'): not an allowed op"),
+        (_renamed("relu", "torch.ops.custom.hack"), "(op 'torch.ops.custom.hack'): not an"),
+        (_with("linear", out_features=4_000_000), "(op 'linear'): the layers so far hold"),
+        (_with("conv2d", out_channels=200_000), "(op 'conv2d'): 12,800,000 values per sample"),
         ({"arch": "graph", "nodes": "truncated"}, "nodes"),
         ({**_graph(), "nodes": _graph()["nodes"][:3]}, "output"),
         ({**_graph(), "output": "__import__('os')"}, "output"),
@@ -149,9 +149,10 @@ async def test_graphs_that_are_not_allowed_are_refused_naming_node_and_op(
     peers = [platform.peer("p0").peer_id]
     await peers_active(platform, peers)
     body = {"name": "hostile-graph", "dataset_id": dataset_id, "peers": peers, "model": model}
-    before = len((await http.get("/api/jobs/")).json()["items"])
+    before = len(await every_item(http, "/api/jobs"))
     r = await http.post("/api/jobs", json=body)
     assert r.status_code == 422, r.text
     error = json.dumps(r.json()["error"])
     assert says in error, error
-    assert len((await http.get("/api/jobs/")).json()["items"]) == before  # nothing created
+    assert all(str(p["loc"]).startswith(("model", "['model")) for p in r.json()["error"]["detail"])
+    assert len(await every_item(http, "/api/jobs")) == before  # nothing was created

@@ -71,6 +71,18 @@ def _named_problems(peers: list[str], who: Principal, directory: Directory) -> l
     return problems
 
 
+def _model_problems(exc: SpecInvalid) -> list[dict[str, str]]:
+    """A model's refusal as problems at their places (a graph's: ``model.nodes.<i>.op``,
+    naming the node and the op)."""
+    items = exc.detail if isinstance(exc.detail, list) and exc.detail else [{}]
+    out = []
+    for item in items:
+        loc = str(item.get("loc") or "model") if isinstance(item, dict) else "model"
+        msg = exc.message if len(items) == 1 else str(item.get("msg", exc.message))
+        out.append({"loc": loc if loc.split(".")[0] == "model" else f"model.{loc}", "msg": msg})
+    return out
+
+
 def _fit_problems(
     request: JobRequest, features: FeatureSpec, peer_count: int, train_rows: int
 ) -> list[dict[str, str]]:
@@ -80,7 +92,7 @@ def _fit_problems(
     try:
         check_budget(request.model, features)
     except SpecInvalid as exc:
-        problems.append({"loc": "model", "msg": exc.message})
+        problems += _model_problems(exc)
     min_peers = request.aggregation.min_peers
     if min_peers > peer_count:
         msg = f"min_peers={min_peers} is more than the job's {peer_count} peer(s)"
