@@ -60,14 +60,19 @@ class Trained:
     duration_s: float
 
 
-_models: dict[tuple[ModelSpec, FeatureSpec], torch.nn.Module] = {}
+_models: dict[tuple[str, FeatureSpec], torch.nn.Module] = {}
 
 
 def _model(spec: ModelSpec, features: FeatureSpec) -> torch.nn.Module:
-    """This process's zoo model for ``spec`` on ``features`` (see the module docstring)."""
-    model = _models.get((spec, features))
+    """This process's zoo model for ``spec`` on ``features`` (see the module docstring).
+
+    Keyed by the spec's JSON: a graph spec holds dicts (its nodes' arguments), which
+    do not hash.
+    """
+    key = (spec.model_dump_json(), features)
+    model = _models.get(key)
     if model is None:
-        model = _models[(spec, features)] = build_model(spec, features)
+        model = _models[key] = build_model(spec, features)
     return model
 
 
