@@ -336,6 +336,36 @@ def test_the_trainer_trains_at_the_rounds_learning_rate(tmp_path: Path) -> None:
         assert all(torch.equal(delta[k], own.delta[k]) for k in delta) is same
 
 
+def test_fedbn_keeps_the_peers_batch_norm_per_job_and_shard_until_a_restart(
+    tmp_path: Path,
+) -> None:
+    import torch
+    from torch import nn
+
+    from peertrain.ml.graph import to_graph
+
+    net = nn.Sequential(nn.Linear(2, 4), nn.BatchNorm1d(4), nn.ReLU(), nn.Linear(4, 2))
+    graph = to_graph(net, torch.zeros(2, 2)).model_dump(mode="json")
+    training = {"local_epochs": 1, "batch_size": 32, "batch_norm": "local"}
+    counts = []
+    trainer = _Offline(tmp_path, [])
+    for round_ in (1, 2):  # the same global version each round: only the kept layers move
+        body = _task_json(f"t{round_}", round=round_, model_spec=graph, training=training)
+        body["upload"]["max_bytes"] = 100
+        assert trainer.handle(json.dumps(body).encode()) is not None
+        delta = trainer.results[-1].delta
+        counts.append(int(next(v for k, v in delta.items() if k.endswith("num_batches_tracked"))))
+    restarted = _Offline(tmp_path, [])
+    body = _task_json("t3", round=3, model_spec=graph, training=training)
+    body["upload"]["max_bytes"] = 100
+    assert restarted.handle(json.dumps(body).encode()) is not None
+    delta = restarted.results[-1].delta
+    counts.append(int(next(v for k, v in delta.items() if k.endswith("num_batches_tracked"))))
+    # 40 rows, 2 batches a round: deltas of the received version (count 0) count the
+    # peer's own batches so far; a restarted peer starts from the global layers again
+    assert counts == [2, 4, 2]
+
+
 class _Log:
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []

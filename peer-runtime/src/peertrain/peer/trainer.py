@@ -4,6 +4,9 @@ For each ``peer.<id>.task``: say ``accepted``; fetch the model version and the s
 (presigned GETs, size-capped, sha256-checked; shards cached across rounds); build the
 zoo model, load the version's weights, train the local epochs (``progress`` after
 each); upload the delta as safetensors with the presigned POST; announce ``update``.
+With ``training.batch_norm: local`` (FedBN) the peer trains with its own BatchNorm
+layers, kept in memory per job and shard (:func:`peertrain.ml.weights.use_local_layers`),
+and still sends the delta of the received version.
 Anything that raises becomes ``failed``; a cancel stops it with nothing more said.
 
 Subclasses (tests, hostile peers) override :meth:`Trainer.make_update_bytes` and
@@ -13,6 +16,7 @@ Subclasses (tests, hostile peers) override :meth:`Trainer.make_update_bytes` and
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import threading
 import traceback
@@ -44,7 +48,12 @@ from peertrain.common.events.tasks import (
 from peertrain.ml.device import select_device
 from peertrain.ml.errors import TrainingCancelled
 from peertrain.ml.training import EpochMetrics, TrainResult, cuda_only_settings, train_local
-from peertrain.ml.weights import state_from_bytes, state_to_bytes
+from peertrain.ml.weights import (
+    keep_local_layers,
+    state_from_bytes,
+    state_to_bytes,
+    use_local_layers,
+)
 from peertrain.ml.zoo import build_model
 
 from .cache import ShardCache
@@ -61,6 +70,8 @@ Send = Callable[[str, BaseModel], None]
 
 MAX_ERROR = 2000
 REMEMBERED = 512
+LOCAL_LAYERS_KEPT = 32
+"""Jobs (job and shard) whose own BatchNorm layers a peer keeps (FedBN), most recent."""
 
 
 class _Run:
@@ -117,6 +128,9 @@ class Trainer:
         self._finished: OrderedDict[str, UpdateAnnounced] = OrderedDict()
         self._cancelled: OrderedDict[str, None] = OrderedDict()
         self._told_cuda_only: OrderedDict[str, None] = OrderedDict()  # job ids
+        # FedBN (training.batch_norm: local): this peer's own BatchNorm tensors by
+        # "<job>/<shard>", in memory only: after a restart it starts from the global ones
+        self._local_layers: OrderedDict[str, dict[str, torch.Tensor]] = OrderedDict()
 
     @property
     def http(self) -> httpx.Client:
@@ -248,6 +262,10 @@ class Trainer:
         check()
         model = build_model(task.model_spec, task.feature_spec)
         model.load_state_dict(state, strict=True)
+        local_key = f"{task.job_id}/{task.shard}"
+        received = None
+        if task.training.batch_norm == "local":
+            received = use_local_layers(model, self._local_layers.get(local_key))
         epochs = task.training.local_epochs
 
         def on_epoch(m: EpochMetrics) -> None:
@@ -265,9 +283,18 @@ class Trainer:
             threads=self.threads,
             round_=task.round,
         )
+        local = None
+        if received is not None:  # the delta is of the received version, as always
+            delta, local = keep_local_layers(model, result.delta, received)
+            result = dataclasses.replace(result, delta=delta)
         data = self.make_update_bytes(task, result)
         check()
         upload_form(self.http, task.upload, data)
+        if local is not None:
+            self._local_layers[local_key] = local
+            self._local_layers.move_to_end(local_key)
+            while len(self._local_layers) > LOCAL_LAYERS_KEPT:
+                self._local_layers.popitem(last=False)
         final = result.final
         return UpdateAnnounced(
             **_ref(task),

@@ -114,6 +114,11 @@ class SimResult:
     virtual_s: float
     wall_s: float
     log: MemoryEventLog = field(repr=False)
+    blobs: MemoryBlobStore | None = field(default=None, repr=False)
+    """The bucket as the job left it (model versions, accepted updates)."""
+    local_layers: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict, repr=False)
+    """With ``training.batch_norm: local`` (FedBN): each peer's own BatchNorm tensors,
+    by peer id, as it keeps them after its last round."""
 
     def summary(self) -> dict[str, Any]:
         """JSON-able: state, rounds, last accuracy and loss, times."""
@@ -180,6 +185,7 @@ class Simulation:
         self.peer_ids = [f"peer-{i:05d}" for i in range(peers)]
         self._index = {p: k for k, p in enumerate(self.peer_ids)}
         self.hostile = self.volunteers.hostile_peers(self.peer_ids)
+        self._local: dict[tuple[str, int], dict[str, torch.Tensor]] = {}
         self.speeds = self.volunteers.speeds(self.peer_ids)
         self.log = MemoryEventLog()
         self.blobs = MemoryBlobStore()
@@ -451,6 +457,7 @@ class Simulation:
                         seed=found.seed,
                         round=task.round,
                         device=self.device,
+                        local=self._local.get((task.peer_id, task.shard)),
                     ),
                 )
             )
@@ -459,6 +466,8 @@ class Simulation:
         trained = train_many([w[1] for w in work], self.pool)
         vol = self.volunteers
         for (task, inputs), result in zip(work, trained, strict=True):
+            if result.local is not None:  # FedBN: the virtual peer keeps its own layers
+                self._local[(task.peer_id, task.shard)] = result.local
             epochs = inputs.training.local_epochs
             busy = vol.seconds_per_sample * len(inputs.y) * epochs / self.speeds[task.peer_id]
             start = max(self.now, self._busy.get(task.peer_id, self.now))
@@ -511,6 +520,8 @@ class Simulation:
             virtual_s=(self.now - EPOCH).total_seconds(),
             wall_s=wall_s,
             log=self.log,
+            blobs=self.blobs,
+            local_layers={peer: dict(t) for (peer, _), t in sorted(self._local.items())},
         )
 
 

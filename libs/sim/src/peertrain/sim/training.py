@@ -4,7 +4,10 @@
 once the model and the shard are fetched: build the zoo model, load the version's
 weights, :func:`peertrain.ml.training.train_local` with the task's ``training`` block,
 round (its learning rate) and seed (``derive_seed(job seed, round, shard)``), and the
-delta as safetensors. Same inputs, same call, same bits.
+delta as safetensors; with ``training.batch_norm: local`` (FedBN), the virtual peer's own
+BatchNorm layers, carried in :class:`TaskInput` and :class:`Trained` so that worker
+processes hold no state, in place of the received ones, as the trainer does. Same
+inputs, same call, same bits.
 
 One difference, which changes no bit: a process builds each zoo model once and loads
 every task's weights into it, where a peer builds one per task. Loading (``strict``)
@@ -28,7 +31,7 @@ from peertrain.common.events.datasets import FeatureSpec
 from peertrain.common.specs import ModelSpec, TrainingParams
 from peertrain.ml.device import select_device
 from peertrain.ml.training import train_local
-from peertrain.ml.weights import state_from_bytes
+from peertrain.ml.weights import keep_local_layers, state_from_bytes, use_local_layers
 from peertrain.ml.zoo import build_model
 
 __all__ = ["TaskInput", "Trained", "make_pool", "train_many", "train_task"]
@@ -47,6 +50,9 @@ class TaskInput:
     seed: int
     round: int
     device: str | None = None
+    local: dict[str, torch.Tensor] | None = None
+    """With ``training.batch_norm: local`` (FedBN): this peer's own BatchNorm tensors
+    from its last round of the job (``None`` at first: it starts from the global)."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,8 @@ class Trained:
     loss: float
     accuracy: float
     duration_s: float
+    local: dict[str, torch.Tensor] | None = None
+    """With FedBN: the BatchNorm tensors the peer keeps for its next round."""
 
 
 _models: dict[tuple[str, str], torch.nn.Module] = {}
@@ -78,6 +86,9 @@ def train_task(task: TaskInput, threads: int | None = None) -> Trained:
     state = state_from_bytes(task.model_bytes)
     model = _model(task.model_spec, task.feature_spec)
     model.load_state_dict(state, strict=True)
+    received = None
+    if task.training.batch_norm == "local":
+        received = use_local_layers(model, task.local)
     result = train_local(
         model,
         torch.from_numpy(task.x),
@@ -88,8 +99,11 @@ def train_task(task: TaskInput, threads: int | None = None) -> Trained:
         threads=threads,
         round_=task.round,
     )
+    delta, local = result.delta, None
+    if received is not None:
+        delta, local = keep_local_layers(model, delta, received)
     final = result.final
-    return Trained(result.delta, result.samples, final.loss, final.accuracy, result.duration_s)
+    return Trained(delta, result.samples, final.loss, final.accuracy, result.duration_s, local)
 
 
 def _init_worker(threads: int) -> None:

@@ -68,6 +68,14 @@ class TrainingParams(BaseModel):
     head, head_lr
         Parameters (names or prefixes, as ``freeze``) trained at ``head_lr`` instead of
         ``lr`` (the schedule scales both alike).
+    batch_norm
+        ``aggregate`` (default): BatchNorm layers (weights, biases, running statistics)
+        are aggregated like every other tensor. ``local`` (FedBN, Li et al., 2021):
+        each peer keeps its own BatchNorm layers between its rounds of the job (in its
+        memory: a peer that restarts starts again from the global ones), trains with
+        them in place of the received ones, and still sends its delta relative to the
+        received version, so the global (exported) model's BatchNorm layers are the
+        aggregate of the peers' own. A peer-side rule: the server aggregates as usual.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -90,6 +98,7 @@ class TrainingParams(BaseModel):
     freeze: tuple[ParamPrefix, ...] = Field(default=(), max_length=100)
     head: tuple[ParamPrefix, ...] = Field(default=(), max_length=100)
     head_lr: float | None = Field(default=None, gt=0, le=10)
+    batch_norm: Literal["aggregate", "local"] = "aggregate"
 
     @model_validator(mode="after")
     def _settings_agree(self) -> TrainingParams:

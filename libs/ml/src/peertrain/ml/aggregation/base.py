@@ -26,7 +26,7 @@ from peertrain.common.specs import AggregationName, AggregationSpec, TrainingPar
 from ..errors import AggregationError
 from ..weights.codec import state_from_bytes, state_to_bytes
 
-__all__ = ["RoundAccumulator", "Strategy"]
+__all__ = ["RoundAccumulator", "Setup", "Strategy", "into_dtype"]
 
 
 class RoundAccumulator(ABC):
@@ -138,11 +138,31 @@ class Setup:
         Accumulation device (the FedAvg family).
     spill_dir
         Temporary folder (the robust strategies).
+    buffers
+        The state dict's buffers (BatchNorm's running statistics and batch counts:
+        :func:`peertrain.ml.weights.buffer_names` of the built model). Every strategy
+        averages them plainly (FedAvg's weighted mean; the robust strategies' own
+        reduction), never scaled by ``server_lr`` nor moved by a server optimiser: they
+        are statistics of the data, not weights a step is taken on.
     """
 
     training: TrainingParams = field(default_factory=TrainingParams)
     device: torch.device | str | None = None
     spill_dir: str | Path | None = None
+    buffers: frozenset[str] = frozenset()
+
+
+def into_dtype(g: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """``value`` (float64, the new value of ``g``) in ``g``'s dtype and device.
+
+    Integer tensors are counters (BatchNorm's ``num_batches_tracked``): rounded to the
+    nearest integer (half to even) and never below zero, so an int64 counter stays a
+    sane int64; floating-point tensors are rounded once into their dtype.
+    """
+    value = value.to(g.device)
+    if g.is_floating_point():
+        return value.to(g.dtype)
+    return torch.round(value).clamp_(min=0).to(g.dtype)
 
 
 NO_SETUP = Setup()
@@ -166,6 +186,9 @@ class Strategy(ABC):
 
     default_server_lr: ClassVar[float] = 1.0
     """The server step when the spec's ``server_lr`` is ``None``."""
+
+    buffers: frozenset[str] = frozenset()
+    """The state names averaged plainly (:attr:`Setup.buffers`); set by subclasses."""
 
     @classmethod
     @abstractmethod

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ def make_strategy(
     training: TrainingParams | Mapping[str, Any] | None = None,
     device: torch.device | str | None = None,
     spill_dir: str | Path | None = None,
+    buffers: Iterable[str] = (),
 ) -> Strategy:
     """The strategy an ``aggregation`` block names, built by its class's ``from_spec``.
 
@@ -46,7 +47,11 @@ def make_strategy(
         Accumulation device for the FedAvg family.
     spill_dir
         Temporary folder for the robust strategies.
+    buffers
+        The model's buffer names (:func:`peertrain.ml.weights.buffer_names`), which
+        every strategy averages plainly (see :class:`~.base.Setup`).
     """
     agg = parse_aggregation_spec(spec)
     cls = STRATEGIES[agg.strategy]
-    return cls.from_spec(agg, Setup(parse_training_params(training), device, spill_dir))
+    setup = Setup(parse_training_params(training), device, spill_dir, frozenset(buffers))
+    return cls.from_spec(agg, setup)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Self
 
 import torch
@@ -10,7 +10,7 @@ import torch
 from peertrain.common.specs import AggregationSpec
 
 from ..errors import AggregationError
-from .base import NO_SETUP, Setup
+from .base import NO_SETUP, Setup, into_dtype
 from .fedavg import FedAvg
 
 __all__ = ["FedAdam"]
@@ -27,6 +27,9 @@ class FedAdam(FedAvg):
 
     ``m`` and ``v`` (float64) and the step count are the server state, carried across
     rounds: persist :meth:`state_bytes` with each version so a restart resumes exactly.
+    Buffers (``buffers``: BatchNorm's running statistics and counts) take no Adam step
+    and have no moments: their new value is the global one plus the plain weighted mean
+    of their deltas, as under FedAvg.
     """
 
     name = "fedadam"
@@ -42,8 +45,11 @@ class FedAdam(FedAvg):
         tau: float = 1e-3,
         update_bound: float = 100.0,
         device: torch.device | str | None = None,
+        buffers: Iterable[str] = (),
     ) -> None:
-        super().__init__(server_lr=server_lr, update_bound=update_bound, device=device)
+        super().__init__(
+            server_lr=server_lr, update_bound=update_bound, device=device, buffers=buffers
+        )
         if not (0 <= beta1 < 1 and 0 <= beta2 < 1 and tau > 0):
             raise ValueError("need 0 <= beta1, beta2 < 1 and tau > 0")
         self.beta1, self.beta2, self.tau = float(beta1), float(beta2), float(tau)
@@ -60,21 +66,26 @@ class FedAdam(FedAvg):
             tau=spec.tau,
             update_bound=spec.max_update_norm,
             device=setup.device,
+            buffers=setup.buffers,
         )
 
     def apply_mean(
         self, global_state: Mapping[str, torch.Tensor], mean: Mapping[str, torch.Tensor]
     ) -> dict[str, torch.Tensor]:
-        """One Adam step on the mean delta; updates ``m``, ``v`` and ``step``."""
+        """One Adam step on the mean delta; updates ``m``, ``v`` and ``step``. Buffers
+        take the plain mean delta."""
         out, new_m, new_v = {}, {}, {}
         for name, g in global_state.items():
             d = mean[name].to(g.device, torch.float64)
+            if name in self.buffers:
+                out[name] = into_dtype(g, g.detach().to(torch.float64) + d)
+                continue
             m = self._m.get(name, torch.zeros_like(d)).to(d.device)
             v = self._v.get(name, torch.zeros_like(d)).to(d.device)
             m = self.beta1 * m + (1.0 - self.beta1) * d
             v = self.beta2 * v + (1.0 - self.beta2) * (d * d)
             step = self.server_lr * m / (torch.sqrt(v) + self.tau)
-            out[name] = (g.detach().to(torch.float64) + step).to(g.dtype)
+            out[name] = into_dtype(g, g.detach().to(torch.float64) + step)
             new_m[name], new_v[name] = m, v
         self._m, self._v = new_m, new_v
         self.step += 1

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import ClassVar, Self
 
 import torch
@@ -12,10 +12,26 @@ from peertrain.common.specs import AggregationName, AggregationSpec
 
 from ..errors import AggregationError
 from ..weights.codec import read_header
-from .base import NO_SETUP, RoundAccumulator, Setup, Strategy
+from .base import NO_SETUP, RoundAccumulator, Setup, Strategy, into_dtype
 from .exact_sum import ExactSum
 
-__all__ = ["FedAvg", "MeanAccumulator"]
+__all__ = ["FedAvg", "MeanAccumulator", "counters_capped"]
+
+
+def counters_capped(update: Mapping[str, torch.Tensor], bound: float) -> Mapping[str, torch.Tensor]:
+    """``update`` with its integer tensors (counters: ``num_batches_tracked``) clamped
+    to ``[0, bound]``.
+
+    Counters only grow, and the L2 norm check leaves them out, so nothing else bounds
+    them: the cap keeps the exact sum in its range whatever a peer sends (a counter
+    then advances at most ``bound`` a round, which only BatchNorm with
+    ``momentum=None`` reads).
+    """
+    if all(t.is_floating_point() for t in update.values()):
+        return update
+    return {
+        name: t if t.is_floating_point() else t.clamp(0, int(bound)) for name, t in update.items()
+    }
 
 
 class MeanAccumulator(RoundAccumulator):
@@ -35,7 +51,7 @@ class MeanAccumulator(RoundAccumulator):
         self._sum = total
 
     def _add(self, update: Mapping[str, torch.Tensor], weight: float, key: str | None) -> None:
-        self._sum.add(update, weight)
+        self._sum.add(counters_capped(update, self._strategy.update_bound), weight)
 
     def _finish(self) -> dict[str, torch.Tensor]:
         return self._strategy.apply_mean(self.global_state, self._sum.mean())
@@ -57,6 +73,9 @@ class FedAvg(Strategy):
         against); it sizes the exact accumulator.
     device
         Where to accumulate (CPU by default; results are identical on CUDA).
+    buffers
+        State names that are buffers: their new value is the global one plus the plain
+        weighted mean of their deltas, never scaled by ``server_lr``.
     """
 
     name: ClassVar[AggregationName] = "fedavg"
@@ -67,17 +86,22 @@ class FedAvg(Strategy):
         server_lr: float = 1.0,
         update_bound: float = 100.0,
         device: torch.device | str | None = None,
+        buffers: Iterable[str] = (),
     ) -> None:
         if not server_lr > 0:
             raise ValueError(f"server_lr must be positive, not {server_lr}")
         self.server_lr = float(server_lr)
         self.update_bound = float(update_bound)
         self.device = device
+        self.buffers = frozenset(buffers)
 
     @classmethod
     def from_spec(cls, spec: AggregationSpec, setup: Setup = NO_SETUP) -> Self:
         return cls(
-            server_lr=cls.server_lr_of(spec), update_bound=spec.max_update_norm, device=setup.device
+            server_lr=cls.server_lr_of(spec),
+            update_bound=spec.max_update_norm,
+            device=setup.device,
+            buffers=setup.buffers,
         )
 
     def begin_round(
@@ -106,11 +130,12 @@ class FedAvg(Strategy):
     def apply_mean(
         self, global_state: Mapping[str, torch.Tensor], mean: Mapping[str, torch.Tensor]
     ) -> dict[str, torch.Tensor]:
-        """``global + server_lr * mean``, rounded once into each tensor's dtype."""
+        """``global + server_lr * mean`` (``global + mean`` for buffers), rounded once
+        into each tensor's dtype (:func:`~.base.into_dtype`)."""
         out = {}
         for name, g in global_state.items():
             step = mean[name].to(g.device)
-            if self.server_lr != 1.0:
+            if self.server_lr != 1.0 and name not in self.buffers:
                 step = step * self.server_lr
-            out[name] = (g.detach().to(torch.float64) + step).to(g.dtype)
+            out[name] = into_dtype(g, g.detach().to(torch.float64) + step)
         return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Self
 
 import torch
@@ -33,8 +34,11 @@ class FedProx(FedAvg):
         server_lr: float = 1.0,
         update_bound: float = 100.0,
         device: torch.device | str | None = None,
+        buffers: Iterable[str] = (),
     ) -> None:
-        super().__init__(server_lr=server_lr, update_bound=update_bound, device=device)
+        super().__init__(
+            server_lr=server_lr, update_bound=update_bound, device=device, buffers=buffers
+        )
         if proximal_mu < 0:
             raise ValueError(f"proximal_mu must be non-negative, not {proximal_mu}")
         self.proximal_mu = float(proximal_mu)
@@ -48,4 +52,5 @@ class FedProx(FedAvg):
             server_lr=cls.server_lr_of(spec),
             update_bound=spec.max_update_norm,
             device=setup.device,
+            buffers=setup.buffers,
         )

@@ -9,7 +9,7 @@ claimed, or even the server's, sample count outweigh the others.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Self
 
@@ -19,12 +19,17 @@ import torch
 from peertrain.common.specs import AggregationSpec
 
 from ..errors import AggregationError
-from .base import NO_SETUP, RoundAccumulator, Setup, Strategy
+from .base import NO_SETUP, RoundAccumulator, Setup, Strategy, into_dtype
 from .spill import SpillStore
 
 __all__ = ["RobustStrategy", "SpillAccumulator"]
 
-_NUMPY = {torch.float32: np.float32, torch.float64: np.float64, torch.float16: np.float16}
+_NUMPY = {
+    torch.float32: np.float32,
+    torch.float64: np.float64,
+    torch.float16: np.float16,
+    torch.int64: np.int64,  # counters (BatchNorm's num_batches_tracked)
+}
 
 
 class SpillAccumulator(RoundAccumulator):
@@ -71,9 +76,9 @@ class SpillAccumulator(RoundAccumulator):
                 ordered = torch.sort(rows.to(torch.float64), dim=0).values
                 reduced[start:stop] = self._strategy.reduce(ordered)
             step = reduced.view(g.shape)
-            if self._strategy.server_lr != 1.0:
+            if self._strategy.server_lr != 1.0 and name not in self._strategy.buffers:
                 step = step * self._strategy.server_lr
-            out[name] = (g.detach().to(torch.float64) + step.to(g.device)).to(g.dtype)
+            out[name] = into_dtype(g, g.detach().to(torch.float64) + step.to(g.device))
         return out
 
     def close(self) -> None:
@@ -91,6 +96,9 @@ class RobustStrategy(Strategy):
         Where temporary files go (the system's temp dir by default).
     chunk_bytes
         Bytes of update values read back at once (all updates together).
+    buffers
+        State names that are buffers: reduced as the parameters are, never scaled by
+        ``server_lr``.
     """
 
     def __init__(
@@ -99,16 +107,20 @@ class RobustStrategy(Strategy):
         server_lr: float = 1.0,
         spill_dir: str | Path | None = None,
         chunk_bytes: int = 4 * 1024 * 1024,
+        buffers: Iterable[str] = (),
     ) -> None:
         if not server_lr > 0:
             raise ValueError(f"server_lr must be positive, not {server_lr}")
         self.server_lr = float(server_lr)
+        self.buffers = frozenset(buffers)
         self.spill_dir = spill_dir
         self.chunk_bytes = int(chunk_bytes)
 
     @classmethod
     def from_spec(cls, spec: AggregationSpec, setup: Setup = NO_SETUP) -> Self:
-        return cls(server_lr=cls.server_lr_of(spec), spill_dir=setup.spill_dir)
+        return cls(
+            server_lr=cls.server_lr_of(spec), spill_dir=setup.spill_dir, buffers=setup.buffers
+        )
 
     def begin_round(
         self, global_state: Mapping[str, torch.Tensor], *, reference_weight: float = 1.0

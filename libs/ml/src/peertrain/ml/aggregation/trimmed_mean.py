@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Self
 
@@ -37,8 +38,11 @@ class TrimmedMean(RobustStrategy):
         server_lr: float = 1.0,
         spill_dir: str | Path | None = None,
         chunk_bytes: int = 4 * 1024 * 1024,
+        buffers: Iterable[str] = (),
     ) -> None:
-        super().__init__(server_lr=server_lr, spill_dir=spill_dir, chunk_bytes=chunk_bytes)
+        super().__init__(
+            server_lr=server_lr, spill_dir=spill_dir, chunk_bytes=chunk_bytes, buffers=buffers
+        )
         if not 0 <= trim_fraction < 0.5:
             raise ValueError(f"trim_fraction must be in [0, 0.5), not {trim_fraction}")
         self.trim_fraction = float(trim_fraction)
@@ -49,6 +53,7 @@ class TrimmedMean(RobustStrategy):
             trim_fraction=spec.trim_fraction,
             server_lr=cls.server_lr_of(spec),
             spill_dir=setup.spill_dir,
+            buffers=setup.buffers,
         )
 
     def reduce(self, ordered: torch.Tensor) -> torch.Tensor:

@@ -57,13 +57,17 @@ def apply_delta(
 
 
 def l2_norm(state: Mapping[str, torch.Tensor]) -> float:
-    """The L2 norm of all values together, computed in float64.
+    """The L2 norm of all floating-point values together, computed in float64.
 
     Each tensor's norm is taken in float64 and the squares are added with
     :func:`math.fsum` in key order, so the result does not depend on dict order.
+    Integer tensors are counters (BatchNorm's ``num_batches_tracked``: a delta holds
+    the batches a peer trained), not a step in weight space, and are left out;
+    floating-point buffers (running means and variances) count.
     """
     squares = [
         float(torch.linalg.vector_norm(state[name].detach(), dtype=torch.float64)) ** 2
         for name in sorted(state)
+        if state[name].is_floating_point()
     ]
     return math.sqrt(math.fsum(squares))

@@ -7,7 +7,7 @@ Nothing here touches the network or the log; everything numeric comes from
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +20,13 @@ from peertrain.ml.aggregation import RoundAccumulator, Strategy, make_strategy
 from peertrain.ml.errors import NotSafetensors, UpdateInvalid
 from peertrain.ml.export.write import final_pt_bytes, final_safetensors_bytes
 from peertrain.ml.training import EvalMetrics, evaluate
-from peertrain.ml.weights import l2_norm, load_update, state_from_bytes, state_to_bytes
+from peertrain.ml.weights import (
+    buffer_names,
+    l2_norm,
+    load_update,
+    state_from_bytes,
+    state_to_bytes,
+)
 from peertrain.ml.zoo import build_model
 
 __all__ = [
@@ -31,6 +37,7 @@ __all__ = [
     "evaluate_state",
     "final_files",
     "initial_state",
+    "model_buffers",
     "new_strategy",
     "non_finite",
     "state_nbytes",
@@ -39,12 +46,24 @@ __all__ = [
 State = dict[str, torch.Tensor]
 
 
+def model_buffers(configured: JobConfigured) -> frozenset[str]:
+    """The state dict's buffers (BatchNorm's running statistics and counts) of the job's
+    model, from the model built on the ``meta`` device (no memory, no initialisation)."""
+    with torch.device("meta"):
+        model = build_model(configured.model, configured.feature_spec)
+    return buffer_names(model)
+
+
 def new_strategy(
     configured: JobConfigured, *, server_state: bytes | None, spill_dir: Path
 ) -> Strategy:
-    """The job's strategy, with the server state stored after the base version."""
+    """The job's strategy, with the server state stored after the base version; it
+    averages the model's buffers plainly (:class:`peertrain.ml.aggregation.base.Setup`)."""
     strategy = make_strategy(
-        configured.aggregation, training=configured.training, spill_dir=spill_dir
+        configured.aggregation,
+        training=configured.training,
+        spill_dir=spill_dir,
+        buffers=model_buffers(configured),
     )
     if server_state is not None:
         strategy.load_state_bytes(server_state)
@@ -101,16 +120,29 @@ def decode_update(data: bytes, reference: Mapping[str, torch.Tensor], max_norm: 
         raise UpdateRefused(codes.refusal_code(exc.problem_codes), reason) from None
 
 
-def clipped(update: Mapping[str, torch.Tensor], factor: float) -> State:
-    """``update`` with its floating-point tensors scaled by ``factor`` (norm clipping)."""
+def clipped(
+    update: Mapping[str, torch.Tensor], factor: float, buffers: Iterable[str] = ()
+) -> State:
+    """``update`` with its floating-point tensors scaled by ``factor`` (norm clipping).
+
+    ``buffers`` (BatchNorm's running statistics) are left as they are: they are
+    averaged plainly, so the global statistics stay the mean of the peers' own, never
+    pulled towards the old ones. Their values still count in the norm the clipping
+    bound is measured with, and are bounded by ``max_update_norm`` and refused when
+    not finite, as every tensor is.
+    """
+    keep = frozenset(buffers)
     return {
-        name: t * torch.tensor(factor, dtype=t.dtype) if t.is_floating_point() else t
+        name: t * torch.tensor(factor, dtype=t.dtype)
+        if t.is_floating_point() and name not in keep
+        else t
         for name, t in update.items()
     }
 
 
 def update_norm(update: Mapping[str, torch.Tensor]) -> float:
-    """The update's L2 norm (recorded with ``update.accepted``)."""
+    """The update's L2 norm (recorded with ``update.accepted``): over its floating-point
+    tensors, running statistics included (integer counters are left out)."""
     return float(l2_norm(update))
 
 

@@ -211,7 +211,7 @@ async def _rebuild(
             continue
         delta = await asyncio.to_thread(decode_update, data, base, bound)
         if inc.shard in scale:
-            delta = await asyncio.to_thread(clipped, delta, scale[inc.shard])
+            delta = await asyncio.to_thread(clipped, delta, scale[inc.shard], work.strategy.buffers)
         key = work_key(inc.key, inc.sha256)
         await asyncio.to_thread(work.accumulator.add, delta, float(rows), key=key)
         used.append(inc)
