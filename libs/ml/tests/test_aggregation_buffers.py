@@ -80,7 +80,7 @@ def test_the_models_buffers_and_batch_norm_layers_are_found_by_type() -> None:
 def test_running_stats_are_the_weighted_mean_of_the_peers_whatever_the_server_step(
     strategy: str,
 ) -> None:
-    g, peers, new = _aggregate(strategy, server_lr=0.5)
+    _, peers, new = _aggregate(strategy, server_lr=0.5)
     for name in ("bn.running_mean", "bn.running_var"):
         torch.testing.assert_close(
             new[name], _weighted_mean(peers, name).to(torch.float32), rtol=0, atol=1e-6

@@ -8,6 +8,7 @@ from peertrain.common.events import RecordedEvent
 from peertrain.common.events.datasets import sharding_stream
 from peertrain.common.events.models import model_stream
 from peertrain.common.events.training import JobCreated, job_stream
+from peertrain.common.events.weights import weights_stream
 from peertrain.common.ids import new_id
 from peertrain.common.security import Principal
 
@@ -59,9 +60,21 @@ def visible_jobs(octx: OrchestratorContext, who: Principal) -> list[Job]:
     return sorted(jobs, key=lambda j: j.created_at or datetime.now(UTC), reverse=True)
 
 
+async def _known_weights(octx: OrchestratorContext, request: JobRequest) -> None:
+    """Uploaded weights the job names, read from the log when the directory has not
+    heard of them yet: an upload answered 201 once its event was appended, and a client
+    creates the job at once, often before that event reached this instance's queue."""
+    weights_id = request.init_weights
+    if weights_id is None or weights_id in octx.directory.weights:
+        return
+    for event in await octx.log.read_stream(weights_stream(weights_id)):
+        octx.directory.apply(event)
+
+
 async def check_job(octx: OrchestratorContext, request: JobRequest, who: Principal) -> JobCreated:
     """Every check :func:`create_job` makes, and nothing else: no job, no event (a dry
     run). Answers the ``job.created`` it would append (its job id is a placeholder)."""
+    await _known_weights(octx, request)
     async with octx.lock:
         check_running_quota(octx.jobs.values(), who, octx.settings.max_running_jobs)
         return plan_job(DRY_RUN_ID, request, who, octx.directory, octx.jobs)
@@ -69,6 +82,7 @@ async def check_job(octx: OrchestratorContext, request: JobRequest, who: Princip
 
 async def create_job(octx: OrchestratorContext, request: JobRequest, who: Principal) -> Job:
     """Check and create a job (``job.created``); sharding starts from that event."""
+    await _known_weights(octx, request)
     async with octx.lock:
         check_running_quota(octx.jobs.values(), who, octx.settings.max_running_jobs)
         job_id = new_id()
