@@ -92,3 +92,41 @@ def test_channels_last_on_cuda_matches_contiguous_within_tolerance() -> None:
 def test_channels_last_and_bf16_together_on_cuda() -> None:
     _, result = _train_images({"channels_last": True, "precision": "bf16"})
     assert all(torch.isfinite(v).all() for v in result.delta.values())
+
+
+CIFAR = {"image_shape": [3, 32, 32], "num_classes": 10}
+
+
+@pytest.mark.parametrize("training", [{}, {"precision": "bf16", "channels_last": True}])
+def test_a_named_resnet_with_batch_norm_trains_on_cuda(training: dict[str, Any]) -> None:
+    """ResNet-18 (CIFAR stem) as a layer graph: trained on CUDA as peers train it,
+    finite, BatchNorm statistics moved, the counters still integers; printed: the time
+    of one local epoch of 500 images (the benchmark's per-peer work)."""
+    import time
+
+    spec = {"arch": "torchvision", "name": "resnet18", "cifar_stem": True}
+    gen = torch.Generator().manual_seed(0)
+    x = torch.rand(500, 3, 32, 32, generator=gen)
+    y = torch.randint(0, 10, (500,), generator=gen)
+    params = {"batch_size": 64, "lr": 0.05, "momentum": 0.9} | training
+    model = build_model(spec, CIFAR, seed=1)
+    train_local(model, x[:64], y[:64], params, seed=1, device="cuda")  # warm up
+    model = build_model(spec, CIFAR, seed=1)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    result = train_local(model, x, y, params, seed=1, device="cuda")
+    torch.cuda.synchronize()
+    print(f"resnet18-cifar on cuda {training}: {time.perf_counter() - start:.3f} s / 500 images")
+    assert all(torch.isfinite(v).all() for v in result.delta.values() if v.is_floating_point())
+    assert result.delta["bn1.running_mean"].abs().sum() > 0
+    assert result.delta["bn1.num_batches_tracked"].dtype == torch.int64
+    assert int(result.delta["bn1.num_batches_tracked"]) == 8  # 500 / 64 batches
+
+
+def test_a_graph_gives_the_same_outputs_on_cuda_as_on_the_cpu() -> None:
+    model = build_model({"arch": "torchvision", "name": "resnet20"}, CIFAR, seed=2).eval()
+    x = torch.rand(8, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        cpu = model(x)
+        gpu = model.to("cuda")(x.to("cuda")).cpu()
+    torch.testing.assert_close(gpu, cpu, rtol=1e-4, atol=1e-4)
