@@ -102,7 +102,10 @@ def create(
     count: Annotated[int | None, typer.Option(min=1, help="Or: select N active peers.")] = None,
     device: Annotated[str | None, typer.Option(help="Selection filter: cpu|cuda|mps")] = None,
     min_memory_gb: Annotated[float | None, typer.Option(help="Selection filter.")] = None,
-    arch: Annotated[str | None, typer.Option(help="logreg, mlp or cnn")] = None,
+    arch: Annotated[
+        str | None,
+        typer.Option(help="logreg, mlp, cnn or torchvision (with --model-opt name=resnet18)"),
+    ] = None,
     model_opt: Annotated[
         list[str] | None, typer.Option("--model-opt", help="KEY=VALUE model field (repeatable)")
     ] = None,
