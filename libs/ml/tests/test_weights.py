@@ -118,6 +118,14 @@ def test_delta_apply_and_norm(global_state):
         compute_delta({"a.bias": new["a.bias"]}, global_state)
 
 
+def test_an_update_with_integer_buffers_has_a_norm_and_is_accepted():
+    # BatchNorm's num_batches_tracked is int64: its delta is the batches trained
+    reference = {"bn.weight": torch.ones(3), "bn.num_batches_tracked": torch.tensor(5)}
+    update = {"bn.weight": torch.full((3,), 2.0), "bn.num_batches_tracked": torch.tensor(16)}
+    assert l2_norm(update) == math.sqrt(3 * 4.0 + 16**2)
+    assert validate_update(update, reference, max_norm=100.0) == []
+
+
 def test_validate_accepts_a_good_update(global_state):
     update = {k: torch.full_like(v, 0.01) for k, v in global_state.items()}
     assert validate_update(update, global_state, max_norm=1.0) == []

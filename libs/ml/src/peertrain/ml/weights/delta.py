@@ -61,9 +61,15 @@ def l2_norm(state: Mapping[str, torch.Tensor]) -> float:
 
     Each tensor's norm is taken in float64 and the squares are added with
     :func:`math.fsum` in key order, so the result does not depend on dict order.
+    Integer and boolean tensors (BatchNorm's ``num_batches_tracked``) count as their
+    float64 values.
     """
-    squares = [
-        float(torch.linalg.vector_norm(state[name].detach(), dtype=torch.float64)) ** 2
-        for name in sorted(state)
-    ]
+    squares = [_norm64(state[name]) ** 2 for name in sorted(state)]
     return math.sqrt(math.fsum(squares))
+
+
+def _norm64(tensor: torch.Tensor) -> float:
+    t = tensor.detach()
+    if not (t.is_floating_point() or t.is_complex()):
+        t = t.to(torch.float64)  # vector_norm refuses integer tensors, even with dtype=
+    return float(torch.linalg.vector_norm(t, dtype=torch.float64))
