@@ -35,7 +35,12 @@ Figures (seconds; MB = 10^6 bytes; medians over the rounds):
 
 Goals: ``overhead_share`` <= 0.10; bytes each way <= 1.05 x the model's size; the
 aggregator's peak RSS <= 3 x the model + 300 MB, and flat from 4 to 16 peers. Prints one
-JSON line last. ``BENCH_MODELS_WIDE_PEERS`` (default 16; ``0`` skips that job).
+JSON line last. ``BENCH_MODELS_WIDE_PEERS`` (default 16; ``0`` skips that job);
+``BENCH_MODELS_TRACE=FILE`` writes the first job's events there. ``critical_path_p50_s``
+splits the round along its last peer: version to ``round.opened``, to its
+``task.accepted``, fetching the model (and shard) and building it, its compute, its
+upload and the aggregator's check (to ``update.accepted``), then aggregating and storing
+the next version.
 """
 
 from __future__ import annotations
@@ -61,7 +66,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "stack" / "training"))
 
-from platform_jobs import by_round, peer_compute, running_platform, training_arrays
+from platform_jobs import by_round, event_time, peer_compute, running_platform, training_arrays
 from rss import MiB, RssSampler
 from training_support import Platform, dataset, finished, job_events, peers_active, wait_for
 
@@ -227,6 +232,41 @@ def round_figures(events: list[dict[str, Any]], metrics: dict[str, Any]) -> dict
     }
 
 
+def critical_path(
+    events: list[dict[str, Any]], metrics: dict[str, Any], rounds: int
+) -> dict[str, float]:
+    """Each round's wall split along its last peer (the one whose update was accepted
+    last), seconds, medians over the rounds; the parts add up to the round's wall."""
+    at = event_time
+    version = by_round(events, "model.version_created", key="version")
+    opened = by_round(events, "round.opened")
+    compute = peer_compute(metrics)
+    parts: dict[str, list[float]] = {}
+
+    def last(kind: str, r: int, peer: str) -> float:
+        return max(
+            at(e["occurred_at"])
+            for e in events
+            if e["type"] == kind and e["data"]["round"] == r and e["data"]["peer_id"] == peer
+        )
+
+    for r in range(1, rounds + 1):
+        updates = [e for e in events if e["type"] == "update.accepted" and e["data"]["round"] == r]
+        peer = max(updates, key=lambda e: at(e["occurred_at"]))["data"]["peer_id"]
+        accepted, trained = last("task.accepted", r, peer), last("task.progress", r, peer)
+        uploaded = last("update.accepted", r, peer)
+        for name, seconds in {
+            "version_to_round_opened": opened[r] - version[r - 1],
+            "round_opened_to_task_accepted": accepted - opened[r],
+            "fetch_and_build": trained - compute[r][peer] - accepted,
+            "compute": compute[r][peer],
+            "upload_and_validate": uploaded - trained,
+            "aggregate_store_version": version[r] - uploaded,
+        }.items():
+            parts.setdefault(name, []).append(seconds)
+    return {name: round(statistics.median(values), 2) for name, values in parts.items()}
+
+
 def baseline_epochs(x: torch.Tensor, y: torch.Tensor, epochs: int) -> list[float]:
     """Seconds of each epoch of ``ResNet18`` on ``x, y`` with a plain torch loop."""
     torch.manual_seed(TRAINING["seed"])
@@ -292,6 +332,9 @@ async def bench(p: Platform) -> dict[str, Any]:
         rss.mark("peers_4")
         peer_peak = max(s.peak for s in peer_rss)
         figures = round_figures(job["events"], job["metrics"])
+        figures["critical_path_p50_s"] = critical_path(job["events"], job["metrics"], ROUNDS)
+        if trace := os.environ.get("BENCH_MODELS_TRACE"):  # the job's events, to study a round
+            await asyncio.to_thread(Path(trace).write_text, json.dumps(job["events"], indent=1))
         log(f"4 peers: {figures}")
 
         log("baseline: the same epochs in this process")
