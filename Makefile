@@ -14,7 +14,7 @@ MYPYPATH := $(subst $(space),:,$(MYPY_SRCS))
 PYTEST_ARGS ?=
 
 .PHONY: help venv console stack-up stack-down stack-status services-up services-down \
-	services-status up down redrive lint format typecheck test check-helm bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-idle bench-flower bench-sim demo chaos
+	services-status up down redrive lint format typecheck test check-helm bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-models bench-idle bench-flower bench-sim demo chaos
 
 help:
 	@echo "make test            venv + local stack + ruff + mypy + pytest (PYTEST_ARGS=...)"
@@ -23,7 +23,7 @@ help:
 	@echo "make stack-up | stack-down | stack-status"
 	@echo "make check-helm      helm lint + template (default, production) + strict k8s.io/api decoding"
 	@echo "make chaos           seeded fault schedule while jobs run (CHAOS_SEED=N)"
-	@echo "make lint | format | typecheck | bench-{eventlog,auth,sharding,heartbeats,aggregate,rounds,idle,flower,sim} | demo"
+	@echo "make lint | format | typecheck | bench-{eventlog,auth,sharding,heartbeats,aggregate,rounds,models,idle,flower,sim} | demo"
 
 venv:
 	@bash deploy/local/venv.sh >/dev/null
@@ -109,6 +109,14 @@ bench-aggregate: venv
 BENCH_PREFILL ?= 1000000
 bench-rounds: venv stack-up
 	@$(ENV) BENCH_PREFILL=$(BENCH_PREFILL) python benchmarks/rounds.py
+
+# Needs the real stack; starts every service and the peers itself: a ResNet-18 sent as
+# a layer graph, 4 peers x 500 synthetic 32x32 images x 3 rounds, the same epochs in one
+# process with plain torch, then 2 rounds on BENCH_MODELS_WIDE_PEERS peers (default 16;
+# 0 skips) for the aggregator's memory (benchmarks/models.py; ~15 min on 2 cores).
+BENCH_MODELS_WIDE_PEERS ?= 16
+bench-models: venv stack-up
+	@$(ENV) BENCH_MODELS_WIDE_PEERS=$(BENCH_MODELS_WIDE_PEERS) python benchmarks/models.py
 
 # CPU of the whole platform over 60 idle seconds (stack and services; it starts the
 # services that are not running and stops those again, not the stack).

@@ -41,11 +41,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from sklearn.datasets import load_digits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "stack" / "training"))
 
+from platform_jobs import by_round, event_time, peer_compute, running_platform, training_arrays
 from pymongo import AsyncMongoClient
 from training_support import (
     Platform,
@@ -54,10 +54,8 @@ from training_support import (
     finished,
     job_events,
     peers_active,
-    run_platform,
 )
 
-from peertrain.common.blobs import BlobStore
 from peertrain.common.settings import ServiceSettings
 from peertrain.common.testing.prefill import prefill, stderr_progress
 from peertrain.ml.training import evaluate, train_local
@@ -86,17 +84,6 @@ def digits_csv() -> bytes:
     table = np.concatenate([digits.target[:, None], digits.data.astype(int)], axis=1)
     np.savetxt(out, table, fmt="%d", delimiter=",")
     return out.getvalue().encode()
-
-
-def _time(value: str) -> float:
-    from datetime import datetime
-
-    return datetime.fromisoformat(value).timestamp()
-
-
-def _by_round(events: list[dict[str, Any]], kind: str) -> dict[int, float]:
-    # a round opened again (below min_peers) counts from its last opening
-    return {e["data"]["round"]: _time(e["occurred_at"]) for e in events if e["type"] == kind}
 
 
 def _p50(values: list[float]) -> float:
@@ -129,20 +116,17 @@ async def federated(p: Platform, name: str) -> dict[str, Any]:
         config = (await http.get(f"/api/jobs/{job_id}/config")).json()
     if trace := os.environ.get("BENCH_ROUNDS_TRACE"):  # the job's events, to study a round
         await asyncio.to_thread(Path(trace).write_text, json.dumps(events, indent=1))
-    created = next(_time(e["occurred_at"]) for e in events if e["type"] == "job.created")
-    opened = _by_round(events, "round.opened")
-    closed = _by_round(events, "round.closed")
-    compute: dict[int, dict[str, float]] = {}
-    for m in metrics["peers"]:
-        per_peer = compute.setdefault(m["round"], {})
-        per_peer[m["peer_id"]] = per_peer.get(m["peer_id"], 0.0) + m["duration_s"]
+    created = next(event_time(e["occurred_at"]) for e in events if e["type"] == "job.created")
+    opened = by_round(events, "round.opened")
+    closed = by_round(events, "round.closed")
+    compute = peer_compute(metrics)
     overheads = [
         (closed[r] - opened[r] - max(compute.get(r, {"": 0.0}).values())) * 1000
         for r in sorted(closed)
         if r in opened
     ]
     reached = [
-        _time(e["occurred_at"])
+        event_time(e["occurred_at"])
         for e in events
         if e["type"] == "model.evaluated" and e["data"]["accuracy"] >= TARGET
     ]
@@ -174,16 +158,7 @@ async def prefill_log(p: Platform, count: int) -> float:
 
 
 async def centralized(p: Platform, config: dict[str, Any]) -> float | None:
-    settings = ServiceSettings(s3_bucket=p.bucket)
-
-    async def npz(blobs: BlobStore, key: str) -> tuple[torch.Tensor, torch.Tensor]:
-        with np.load(io.BytesIO(await blobs.get_bytes(key)), allow_pickle=False) as f:
-            return torch.from_numpy(f["X"]), torch.from_numpy(f["y"])
-
-    async with BlobStore(settings.blob_store_config()) as blobs:
-        parts = [await npz(blobs, s["key"]) for s in config["shards"]]
-        hx, hy = await npz(blobs, config["holdout"]["key"])
-    x, y = torch.cat([a for a, _ in parts]), torch.cat([b for _, b in parts])
+    x, y, hx, hy = await training_arrays(p, config)
     start = time.perf_counter()
     model = build_model(MODEL, config["feature_spec"], seed=TRAINING["seed"])
     for epoch in range(ROUNDS):
@@ -194,31 +169,10 @@ async def centralized(p: Platform, config: dict[str, Any]) -> float | None:
     return None
 
 
-class _Factory:
-    """Just enough of pytest's TempPathFactory for the platform."""
-
-    def __init__(self, base: Path) -> None:
-        self.base = base
-
-    def mktemp(self, name: str) -> Path:
-        path = self.base / name
-        path.mkdir(parents=True, exist_ok=True)
-        return path
-
-    def getbasetemp(self) -> Path:
-        return self.base
-
-
 def main() -> None:
-    import tempfile
-    import uuid
-
-    base = Path(tempfile.mkdtemp(prefix="bench-rounds-"))
-    gen = run_platform(uuid.uuid4().hex[:8], _Factory(base))  # type: ignore[arg-type]
-    p = next(gen)
     prefilled: dict[str, Any] = {}
     prefill_s = None
-    try:
+    with running_platform("bench-rounds-") as p:
         fed = asyncio.run(federated(p, "bench-rounds"))
         config = fed.pop("config")
         central = asyncio.run(centralized(p, config))
@@ -227,8 +181,6 @@ def main() -> None:
             again = asyncio.run(federated(p, "bench-rounds-prefilled"))
             again.pop("config")
             prefilled = {f"prefilled_{k}": v for k, v in again.items()}
-    finally:
-        gen.close()
     result = {
         **fed,
         "centralized_time_to_target_s": round(central, 3) if central is not None else None,
@@ -240,7 +192,7 @@ def main() -> None:
         "peers": PEERS,
         "model": "mlp 64-128-10",
         "goal": {"round_to_round_p50_ms": 150, "round_overhead_p50_ms": 100},
-        "logs": str(base),
+        "logs": str(p.base.parent),
     }
     print(json.dumps(result))
 

@@ -27,11 +27,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -40,11 +38,11 @@ from typing import Any
 
 import httpx
 import numpy as np
-import psutil
 import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 from pymongo import AsyncMongoClient
+from rss import MiB, RssSampler
 
 from peertrain.auth.testing import shared_auth_service
 from peertrain.client import TokenAuth, Tokens
@@ -60,7 +58,6 @@ from peertrain.dataset.testing import GATEWAY_URL, running_dataset_service
 
 ROOT = Path(__file__).resolve().parents[1]
 AUTH_URL = "http://127.0.0.1:8080/api/auth"
-MiB = 1024 * 1024
 COLOURS = np.array(["red", "green", "blue", "yellow", "black", "white", "cyan", "magenta"])
 
 
@@ -104,49 +101,6 @@ def baseline(path: Path) -> float:
         elapsed = time.perf_counter() - started
         del table
     return elapsed
-
-
-class RssSampler:
-    """Peak RSS of a process and its children, sampled in a thread."""
-
-    def __init__(self, pid: int, interval_s: float = 0.02) -> None:
-        self.process = psutil.Process(pid)
-        self.interval_s = interval_s
-        self.peak = 0
-        self.phase_peak = 0
-        self.phases: dict[str, float] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _rss(self) -> int:
-        total = int(self.process.memory_info().rss)
-        for child in self.process.children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                total += int(child.memory_info().rss)
-        return total
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                rss = self._rss()
-            except psutil.Error:
-                return
-            self.peak = max(self.peak, rss)
-            self.phase_peak = max(self.phase_peak, rss)
-            time.sleep(self.interval_s)
-
-    def mark(self, phase: str) -> None:
-        """Record the peak since the previous mark as ``phase``'s."""
-        self.phases[phase] = round(self.phase_peak / MiB, 1)
-        self.phase_peak = 0
-
-    def __enter__(self) -> RssSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 async def multipart(path: Path, boundary: str) -> AsyncIterator[bytes]:

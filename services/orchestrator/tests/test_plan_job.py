@@ -263,7 +263,11 @@ def test_every_problem_is_reported_at_once_with_the_peers_first() -> None:
         {"peer_id": "nobody", "problem": "unknown"},
         {"peer_id": "off", "problem": "offline"},
     ]
-    assert [p["loc"] for p in detail["problems"]] == ["model.arch", "aggregation.min_peers", "peers"]
+    assert [p["loc"] for p in detail["problems"]] == [
+        "model.arch",
+        "aggregation.min_peers",
+        "peers",
+    ]
     with pytest.raises(JobRequestInvalid) as invalid:
         plan(d, peers=["p1"], **body)
     assert [p["loc"] for p in invalid.value.detail] == ["model.arch", "aggregation.min_peers"]

@@ -1,0 +1,103 @@
+"""What the benchmarks that run jobs on the platform share: the end-to-end tests'
+platform as a context manager, a job's per-round timings from its events and metrics,
+and its training data read back from the bucket.
+
+A benchmark imports it as ``platform_jobs`` (``python benchmarks/<name>.py`` puts this
+folder first on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "stack" / "training"))
+
+from training_support import Platform, run_platform
+
+from peertrain.common.blobs import BlobStore
+from peertrain.common.settings import ServiceSettings
+
+__all__ = [
+    "by_round",
+    "event_time",
+    "peer_compute",
+    "running_platform",
+    "training_arrays",
+]
+
+
+class _Factory:
+    """Just enough of pytest's TempPathFactory for the platform."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+
+    def mktemp(self, name: str) -> Path:
+        path = self.base / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def getbasetemp(self) -> Path:
+        return self.base
+
+
+@contextlib.contextmanager
+def running_platform(prefix: str) -> Iterator[Platform]:
+    """The end-to-end tests' platform (every service a process, a logged-in user), its
+    logs under a new temporary folder named ``prefix...`` (``platform.base.parent``)."""
+    base = Path(tempfile.mkdtemp(prefix=prefix))
+    gen = run_platform(uuid.uuid4().hex[:8], _Factory(base))  # type: ignore[arg-type]
+    platform = next(gen)
+    try:
+        yield platform
+    finally:
+        gen.close()
+
+
+def event_time(value: str) -> float:
+    """An event's ``occurred_at`` as a POSIX timestamp."""
+    return datetime.fromisoformat(value).timestamp()
+
+
+def by_round(events: list[dict[str, Any]], kind: str, key: str = "round") -> dict[int, float]:
+    """When each event of type ``kind`` occurred, by its ``data[key]``; the last one wins
+    (a round opened again below ``min_peers`` counts from its last opening)."""
+    return {e["data"][key]: event_time(e["occurred_at"]) for e in events if e["type"] == kind}
+
+
+def peer_compute(metrics: dict[str, Any]) -> dict[int, dict[str, float]]:
+    """Per round, each peer's compute: the sum of the epoch durations it reported
+    (``GET /api/jobs/{id}/metrics``, ``peers``)."""
+    compute: dict[int, dict[str, float]] = {}
+    for m in metrics["peers"]:
+        per_peer = compute.setdefault(m["round"], {})
+        per_peer[m["peer_id"]] = per_peer.get(m["peer_id"], 0.0) + m["duration_s"]
+    return compute
+
+
+async def training_arrays(
+    p: Platform, config: dict[str, Any]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A job's training data (the union of its shards, in shard order) and its holdout,
+    as the peers and the aggregator read them: ``x, y, holdout_x, holdout_y``."""
+    settings = ServiceSettings(s3_bucket=p.bucket)
+
+    async def npz(blobs: BlobStore, key: str) -> tuple[torch.Tensor, torch.Tensor]:
+        with np.load(io.BytesIO(await blobs.get_bytes(key)), allow_pickle=False) as f:
+            return torch.from_numpy(f["X"]), torch.from_numpy(f["y"])
+
+    async with BlobStore(settings.blob_store_config()) as blobs:
+        parts = [await npz(blobs, s["key"]) for s in config["shards"]]
+        hx, hy = await npz(blobs, config["holdout"]["key"])
+    return torch.cat([a for a, _ in parts]), torch.cat([b for _, b in parts]), hx, hy
