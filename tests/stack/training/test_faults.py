@@ -158,8 +158,15 @@ async def test_one_hostile_peer_doing_everything_at_once_is_excluded_and_harms_n
     progress = Counter(e["data"]["task_id"] for e in events if e["type"] == "task.progress")
     assert max(progress.values()) == 1  # local_epochs 1: one report per task, flood or not
     rejected = [e["data"] for e in events if e["type"] == "update.rejected"]
-    assert rejected and {r["peer_id"] for r in rejected} == {storm}
-    assert len(rejected) <= 20 + ROUNDS  # recorded refusals are capped per peer
+    assert rejected and {r["peer_id"] for r in rejected if r["strike"]} == {storm}
+    # an honest peer's update can only come late: its retry of the storm's shard after
+    # the storm's own update was accepted (and then left out at the close as an outlier)
+    late = {r["code"] for r in rejected if r["peer_id"] != storm}
+    assert late <= {"round_not_open", "task_lost"}, late
+    assert not any(r["strike"] for r in rejected if r["peer_id"] != storm)
+    assert len([r for r in rejected if r["peer_id"] == storm]) <= 20 + ROUNDS  # capped
+    closed = [e["data"] for e in events if e["type"] == "round.closed"]
+    assert all(storm not in {u["peer_id"] for u in c["included"]} for c in closed)
 
     # the overwritten upload changed nothing: every round was aggregated from what was
     # validated (a changed object used to wedge the job), and no queue holds junk

@@ -156,3 +156,49 @@ async def test_graphs_that_are_not_allowed_are_refused_naming_node_and_op(
     assert says in error, error
     assert all("model" in str(p["loc"]) for p in r.json()["error"]["detail"]), error
     assert len(await every_item(http, "/api/jobs")) == before  # nothing was created
+
+
+class BatchNormNet(nn.Module):
+    """Convolutions with BatchNorm: running statistics that travel in every update."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(1, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.head = nn.Linear(8 * 4 * 4, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.max_pool2d(F.relu(self.bn(self.conv(x.view(-1, 1, 8, 8)))), 2)
+        return self.head(torch.flatten(x, 1))
+
+
+@pytest.mark.parametrize("batch_norm", ["aggregate", "local"])
+async def test_batch_norm_on_a_dirichlet_split_completes_aggregated_or_kept_local(
+    platform: Platform, http: Any, batch_norm: str
+) -> None:
+    """FedAvg of BatchNorm statistics, and FedBN (each peer keeps its own), on skewed
+    shards: both complete; the exported model carries the last version's statistics
+    (the peers' weighted mean), moved from their initial values."""
+    dataset_id = await digits(platform)
+    peers = [platform.peer(n).peer_id for n in ("p0", "p1", "p2")]
+    await peers_active(platform, peers)
+    torch.manual_seed(4)
+    spec = {
+        "name": f"bn-{batch_norm}",
+        "dataset_id": dataset_id,
+        "peers": peers,
+        "training": {"rounds": 3, "lr": 0.05, "momentum": 0.9, "batch_norm": batch_norm},
+        "sharding": {"strategy": "dirichlet", "alpha": 0.3},
+    }
+
+    def create() -> str:
+        with _client(platform) as pt:
+            return pt.create_job(spec, model=BatchNormNet(), example_input=torch.zeros(2, 64))
+
+    job_id = await asyncio.to_thread(create)
+    job = await finished(platform, job_id, timeout=300)
+    assert job["state"] == "completed", job
+    r = await http.get(f"/api/models/{job_id}/final", params={"format": "pt"})
+    final = load_final(r.content).model.state_dict()
+    assert final["bn.running_mean"].abs().sum() > 0  # moved from the initial zeros
+    assert int(final["bn.num_batches_tracked"]) > 0

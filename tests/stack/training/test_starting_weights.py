@@ -12,13 +12,16 @@ from __future__ import annotations
 import hashlib
 import io
 import pickle
+import zipfile
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
+from PIL import Image
 from safetensors.torch import load as load_safetensors
 from test_contract import digits
-from training_support import Platform, create_job, finished, peers_active
+from training_support import Platform, create_job, dataset, finished, peers_active
 
 from peertrain.common.blobs import BlobStore
 from peertrain.common.settings import ServiceSettings
@@ -143,3 +146,59 @@ async def test_files_that_are_not_weights_are_refused_and_nothing_runs(
     assert says in r.json()["error"]["message"], r.text
     for log in platform.base.glob("aggregator*.log"):
         assert "this must never run" not in log.read_text(errors="replace")
+
+
+def _images_zip(per_class: int = 12) -> bytes:
+    """``<class>/<n>.png``: 32x32 RGB, each of 3 classes a colour plus noise."""
+    rng = np.random.default_rng(0)
+    colours = rng.uniform(40, 215, size=(3, 3))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zf:
+        for c in range(3):
+            for n in range(per_class):
+                pixels = colours[c] + rng.normal(0, 40, size=(32, 32, 3))
+                png = io.BytesIO()
+                Image.fromarray(pixels.clip(0, 255).astype(np.uint8), "RGB").save(png, "PNG")
+                zf.writestr(f"class{c}/{n}.png", png.getvalue())
+    return out.getvalue()
+
+
+async def test_a_named_resnet18_starts_from_uploaded_weights_bit_for_bit(
+    platform: Platform, http: Any
+) -> None:
+    """torchvision's ResNet-18 by name (CIFAR stem), from a researcher's weights: version
+    0 is them; a ResNet-34's weights are refused, the first mismatches named."""
+    dataset_id = await dataset(platform, "colours", "colours.zip", _images_zip())
+    peers = [platform.peer("p0").peer_id]
+    await peers_active(platform, peers)
+    model = {"arch": "torchvision", "name": "resnet18", "cifar_stem": True}
+    features = {"image_shape": [3, 32, 32], "num_classes": 3}
+    mine = build_model(model, features, seed=99).state_dict()
+    r = await _upload(http, _pt(mine), "resnet18.pt")
+    assert r.status_code == 201, r.text
+    body = {
+        "name": "resnet18-from-weights",
+        "dataset_id": dataset_id,
+        "peers": peers,
+        "model": model,
+        "training": {"rounds": 1, "batch_size": 16},
+        "aggregation": {"max_update_norm": 10_000},
+        "init_weights": r.json()["weights_id"],
+    }
+    job_id = await create_job(platform, body)
+    job = await finished(platform, job_id, timeout=600)
+    assert job["state"] == "completed", job
+    versions = (await http.get(f"/api/models/{job_id}")).json()["versions"]
+    settings = ServiceSettings(s3_bucket=platform.bucket)
+    async with BlobStore(settings.blob_store_config()) as blobs:
+        v0 = load_safetensors(await blobs.get_bytes(versions[0]["key"]))
+    assert v0.keys() == mine.keys()
+    assert all(torch.equal(v0[k], t) and v0[k].dtype == t.dtype for k, t in mine.items())
+
+    other = build_model({**model, "name": "resnet34"}, features).state_dict()
+    r = await _upload(http, _pt(other), "resnet34.pt")
+    assert r.status_code == 201, r.text
+    r = await http.post("/api/jobs", json={**body, "init_weights": r.json()["weights_id"]})
+    assert r.status_code == 422, r.text
+    problems = {p["loc"]: p["msg"] for p in r.json()["error"]["detail"]}
+    assert problems["init_weights.layer1.2.conv1.weight"].startswith("unexpected")
