@@ -488,7 +488,9 @@ async def test_a_removed_peer_loses_its_broker_login_at_once(
     r = await http.post(
         f"{REGISTRY}/peers/{spare.peer_id}/broker-credentials", headers=bearer(token)
     )
-    assert r.status_code == 404
+    # refused either way: its token once peer.removed reached the registry's security
+    # queue (401), or the peer itself, gone (404) if that event is still on its way
+    assert r.status_code in (401, 404), r.text
     assert PEER_REMOVED in types(await peer_events(mongo, s, spare.peer_id))
     # and auth signs it in no more: peer.removed reaches auth's audit queue
     identity = json.loads((spare.config_dir / "identity.json").read_text())
