@@ -46,29 +46,33 @@ the next version.
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import os
 import statistics
 import sys
 import time
-import zipfile
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import psutil
 import torch
 import torch.nn.functional as F
-from PIL import Image
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "stack" / "training"))
 
 from platform_jobs import by_round, event_time, peer_compute, running_platform, training_arrays
 from rss import MiB, RssSampler
-from training_support import Platform, dataset, finished, job_events, peers_active, wait_for
+from training_support import (
+    Platform,
+    colour_images_zip,
+    dataset,
+    finished,
+    job_events,
+    peers_active,
+    wait_for,
+)
 
 from peertrain.client import ApiError, AsyncClient
 from peertrain.common.testing import GATEWAY
@@ -142,21 +146,6 @@ class ResNet18(nn.Module):
         x = self.relu(self.bn1(self.conv1(x)))
         x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
         return self.fc(torch.flatten(self.avgpool(x), 1))
-
-
-def images_zip(seed: int = 0) -> bytes:
-    """``<class>/<n>.png``: 32x32 RGB, each class a colour plus Gaussian noise."""
-    rng = np.random.default_rng(seed)
-    colours = rng.uniform(40, 215, size=(CLASSES, 3))
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zf:
-        for c in range(CLASSES):
-            for n in range(TRAIN_PER_CLASS + HOLDOUT_PER_CLASS):
-                pixels = colours[c] + rng.normal(0, 40, size=(32, 32, 3))
-                png = io.BytesIO()
-                Image.fromarray(pixels.clip(0, 255).astype(np.uint8), "RGB").save(png, "PNG")
-                zf.writestr(f"class{c}/{n}.png", png.getvalue())
-    return out.getvalue()
 
 
 async def run_job(
@@ -313,7 +302,7 @@ async def bench(p: Platform) -> dict[str, Any]:
             p,
             "cifar-shaped",
             "cifar-shaped.zip",
-            images_zip(),
+            colour_images_zip(CLASSES, TRAIN_PER_CLASS + HOLDOUT_PER_CLASS),
             holdout_fraction=f"{HOLDOUT_PER_CLASS / (TRAIN_PER_CLASS + HOLDOUT_PER_CLASS):.10f}",
             image_size="32x32",
         )

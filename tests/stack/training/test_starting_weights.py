@@ -12,16 +12,20 @@ from __future__ import annotations
 import hashlib
 import io
 import pickle
-import zipfile
 from typing import Any
 
-import numpy as np
 import pytest
 import torch
-from PIL import Image
 from safetensors.torch import load as load_safetensors
 from test_contract import digits
-from training_support import Platform, create_job, dataset, finished, peers_active
+from training_support import (
+    Platform,
+    colour_images_zip,
+    create_job,
+    dataset,
+    finished,
+    peers_active,
+)
 
 from peertrain.common.blobs import BlobStore
 from peertrain.common.settings import ServiceSettings
@@ -148,27 +152,12 @@ async def test_files_that_are_not_weights_are_refused_and_nothing_runs(
         assert "this must never run" not in log.read_text(errors="replace")
 
 
-def _images_zip(per_class: int = 12) -> bytes:
-    """``<class>/<n>.png``: 32x32 RGB, each of 3 classes a colour plus noise."""
-    rng = np.random.default_rng(0)
-    colours = rng.uniform(40, 215, size=(3, 3))
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zf:
-        for c in range(3):
-            for n in range(per_class):
-                pixels = colours[c] + rng.normal(0, 40, size=(32, 32, 3))
-                png = io.BytesIO()
-                Image.fromarray(pixels.clip(0, 255).astype(np.uint8), "RGB").save(png, "PNG")
-                zf.writestr(f"class{c}/{n}.png", png.getvalue())
-    return out.getvalue()
-
-
 async def test_a_named_resnet18_starts_from_uploaded_weights_bit_for_bit(
     platform: Platform, http: Any
 ) -> None:
     """torchvision's ResNet-18 by name (CIFAR stem), from a researcher's weights: version
     0 is them; a ResNet-34's weights are refused, the first mismatches named."""
-    dataset_id = await dataset(platform, "colours", "colours.zip", _images_zip())
+    dataset_id = await dataset(platform, "colours", "colours.zip", colour_images_zip(3, 12))
     peers = [platform.peer("p0").peer_id]
     await peers_active(platform, peers)
     model = {"arch": "torchvision", "name": "resnet18", "cifar_stem": True}

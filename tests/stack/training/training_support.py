@@ -14,6 +14,7 @@ import io
 import os
 import time
 import uuid
+import zipfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -89,6 +90,24 @@ def mnist_csv_gz() -> bytes:
     table = np.concatenate([labels[:, None], images], axis=1)
     np.savetxt(out, table, fmt="%d", delimiter=",")
     return gzip.compress(out.getvalue().encode(), compresslevel=1)
+
+
+def colour_images_zip(classes: int, per_class: int, seed: int = 0) -> bytes:
+    """``<class>/<n>.png``: 32x32 RGB images, each class a colour plus Gaussian noise
+    (an image dataset as a user zips one; easy to learn, quick to make)."""
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    colours = rng.uniform(40, 215, size=(classes, 3))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zf:
+        for c in range(classes):
+            for n in range(per_class):
+                pixels = colours[c] + rng.normal(0, 40, size=(32, 32, 3))
+                png = io.BytesIO()
+                Image.fromarray(pixels.clip(0, 255).astype(np.uint8), "RGB").save(png, "PNG")
+                zf.writestr(f"class{c}/{n}.png", png.getvalue())
+    return out.getvalue()
 
 
 def letters_csv() -> bytes:

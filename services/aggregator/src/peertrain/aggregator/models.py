@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -75,17 +76,11 @@ class WeightsAccepted(_Public):
     @classmethod
     def of(cls, uploaded: WeightsUploaded) -> WeightsAccepted:
         """From the ``weights.uploaded`` appended."""
-        count = 0
-        for t in uploaded.tensors:
-            n = 1
-            for d in t.shape:
-                n *= d
-            count += n
         return cls(
             weights_id=uploaded.weights_id,
             name=uploaded.name,
             size=uploaded.size,
             sha256=uploaded.sha256,
-            parameters=count,
+            parameters=sum(math.prod(t.shape) for t in uploaded.tensors),
             tensors=uploaded.tensors,
         )
