@@ -534,6 +534,10 @@ def test_the_configuration_is_decided_from_the_created_and_sharded_facts() -> No
     assert [s["url"] for s in config["shards"]] == [f"s3://b/s{k}" for k in range(4)]
     assert [p["peer_id"] for p in config["peers"]] == list(PEERS)
     assert config["exchanges"] == {"tasks": "peertrain.peers"}
+    # the update bound left out of the job is sized for its model (10 values: the least)
+    assert h.job.created is not None and h.job.created.aggregation.max_update_norm is None
+    assert config["aggregation"]["max_update_norm"] == 100.0
+    assert conf.event.aggregation.max_update_norm == 100.0
     assert decide_configured(h.job, conf.event) == [conf.event]
     h.record("job", conf.event)
     assert not h.job.needs_configuration

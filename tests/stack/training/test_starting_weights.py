@@ -171,7 +171,6 @@ async def test_a_named_resnet18_starts_from_uploaded_weights_bit_for_bit(
         "peers": peers,
         "model": model,
         "training": {"rounds": 1, "batch_size": 16},
-        "aggregation": {"max_update_norm": 10_000},
         "init_weights": r.json()["weights_id"],
     }
     job_id = await create_job(platform, body)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -12,6 +13,7 @@ from .training import TrainingParams
 
 __all__ = [
     "AGGREGATION_STRATEGIES",
+    "MIN_UPDATE_NORM",
     "AggregationName",
     "AggregationSpec",
     "parse_aggregation_spec",
@@ -22,6 +24,10 @@ AggregationName = Literal["fedavg", "fedprox", "fedadam", "trimmed_mean", "media
 for each, registered under the same name)."""
 
 AGGREGATION_STRATEGIES: tuple[str, ...] = get_args(AggregationName)
+
+MIN_UPDATE_NORM = 100.0
+"""The default ``max_update_norm`` of a model of up to 10,000 values, and the bound of a
+block that was never sized for its model (see :meth:`AggregationSpec.sized_for`)."""
 
 
 class AggregationSpec(BaseModel):
@@ -44,6 +50,11 @@ class AggregationSpec(BaseModel):
         Share trimmed at each end by ``trimmed_mean``.
     max_update_norm
         Updates with a larger L2 norm are rejected; also sizes the exact accumulator.
+        ``None`` (the default): sized for the model when the job is configured,
+        ``max(100, sqrt(values))`` for a model state of ``values`` numbers (an update
+        moving every value by 1 on average), so a ResNet's honest updates (norms in
+        the hundreds to low thousands) pass while a small model keeps 100. Read it as
+        :attr:`AggregationSpec.update_bound`.
     norm_clip
         Each update a round aggregates is scaled down to at most ``norm_clip`` times the
         median L2 norm of the round's accepted updates (norm clipping, as DP-FedAvg
@@ -72,7 +83,7 @@ class AggregationSpec(BaseModel):
     peer_wait_s: float = Field(default=300.0, gt=0, le=7 * 24 * 3600)
     server_lr: float | None = Field(default=None, gt=0, le=100)
     trim_fraction: float = Field(default=0.1, ge=0, lt=0.5)
-    max_update_norm: float = Field(default=100.0, gt=0, le=1e9)
+    max_update_norm: float | None = Field(default=None, gt=0, le=1e9)
     norm_clip: float | None = Field(default=2.0, gt=0, le=1e6)
     norm_outlier: float | None = Field(default=5.0, gt=1, le=1e6)
     peers_per_round: int | None = Field(default=None, ge=1, le=100_000)
@@ -89,6 +100,22 @@ class AggregationSpec(BaseModel):
                 "no round could close"
             )
         return self
+
+    @property
+    def update_bound(self) -> float:
+        """The bound on an update's L2 norm: ``max_update_norm``, or
+        :data:`MIN_UPDATE_NORM` for a block never sized for its model."""
+        return MIN_UPDATE_NORM if self.max_update_norm is None else self.max_update_norm
+
+    def sized_for(self, values: int) -> AggregationSpec:
+        """The block with ``max_update_norm`` set: the job's own, else
+        ``max(100, sqrt(values))`` for a model state of ``values`` numbers. The
+        orchestrator writes the sized block into a job's configuration, which every
+        consumer (the aggregator, the simulation) reads."""
+        if self.max_update_norm is not None:
+            return self
+        bound = max(MIN_UPDATE_NORM, float(math.ceil(math.sqrt(max(values, 0)))))
+        return self.model_copy(update={"max_update_norm": bound})
 
     def configure_train(self, training: TrainingParams) -> TrainingParams:
         """The ``training`` config a task carries to its peer (Flower's ``configure_train``).

@@ -64,7 +64,7 @@ class FedAdam(FedAvg):
             beta1=spec.beta1,
             beta2=spec.beta2,
             tau=spec.tau,
-            update_bound=spec.max_update_norm,
+            update_bound=spec.update_bound,
             device=setup.device,
             buffers=setup.buffers,
         )

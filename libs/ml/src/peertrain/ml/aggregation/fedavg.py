@@ -99,7 +99,7 @@ class FedAvg(Strategy):
     def from_spec(cls, spec: AggregationSpec, setup: Setup = NO_SETUP) -> Self:
         return cls(
             server_lr=cls.server_lr_of(spec),
-            update_bound=spec.max_update_norm,
+            update_bound=spec.update_bound,
             device=setup.device,
             buffers=setup.buffers,
         )

@@ -50,7 +50,7 @@ class FedProx(FedAvg):
         return cls(
             proximal_mu=mu,
             server_lr=cls.server_lr_of(spec),
-            update_bound=spec.max_update_norm,
+            update_bound=spec.update_bound,
             device=setup.device,
             buffers=setup.buffers,
         )

@@ -165,7 +165,7 @@ async def _check(
     if sha256_hex(data) != body.sha256:
         raise UpdateRefused(codes.SHA256_MISMATCH, "the object's sha256 is not the announced one")
     delta = await asyncio.to_thread(
-        decode_update, data, base, state.configured.aggregation.max_update_norm
+        decode_update, data, base, state.configured.aggregation.update_bound
     )
     norm = await asyncio.to_thread(update_norm, delta)
     accepted = UpdateAccepted(

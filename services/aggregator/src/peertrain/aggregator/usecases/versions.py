@@ -191,7 +191,7 @@ async def _rebuild(
     for the aggregator forever.
     """
     work, base = await begin_work(actx, state, closed.round, closed.attempt, closed.round - 1)
-    bound = cfg.aggregation.max_update_norm
+    bound = cfg.aggregation.update_bound
     used: list[IncludedUpdate] = []
     for inc in sorted(closed.included, key=lambda u: u.key):
         problem = None

@@ -1,16 +1,23 @@
 """A sharded job's configuration: ``config.json`` for its peers, ``job.configured`` for
-the log. Pure: the use case writes the file, then appends the event."""
+the log. Pure: the use case writes the file, then appends the event.
+
+The configuration is where a job's settings that depend on its model and data are
+fixed: ``aggregation.max_update_norm``, when the job left it out, is sized for the
+model here (:meth:`~peertrain.common.specs.AggregationSpec.sized_for`), so the
+aggregator and the simulation read one number."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from peertrain.common.events.tasks import peer_message_key
 from peertrain.common.events.training import JobConfigured, ShardPlan
+from peertrain.common.specs import parse_feature_spec, state_shapes
 
 from .job import Job
 
@@ -43,6 +50,8 @@ def configure(job: Job, *, bucket: str, exchanges: Mapping[str, str]) -> Configu
         for s in sorted(sharded.shards, key=lambda s: s.index)
     )
     rounds = job.rounds_total
+    shapes = state_shapes(created.model, parse_feature_spec(sharded.feature_spec))
+    aggregation = created.aggregation.sized_for(sum(math.prod(s) for _, s in shapes.values()))
     config: dict[str, Any] = {
         "job_id": job.job_id,
         "name": created.name,
@@ -52,7 +61,7 @@ def configure(job: Job, *, bucket: str, exchanges: Mapping[str, str]) -> Configu
         "rounds": rounds,
         "model": created.model.model_dump(mode="json"),
         "training": created.training.model_dump(mode="json"),
-        "aggregation": created.aggregation.model_dump(mode="json"),
+        "aggregation": aggregation.model_dump(mode="json"),
         "sharding": created.sharding.model_dump(mode="json"),
         "feature_spec": sharded.feature_spec.model_dump(mode="json"),
         "exchanges": dict(exchanges),
@@ -72,7 +81,7 @@ def configure(job: Job, *, bucket: str, exchanges: Mapping[str, str]) -> Configu
         rounds=rounds,
         model=created.model,
         training=created.training,
-        aggregation=created.aggregation,
+        aggregation=aggregation,
         feature_spec=sharded.feature_spec,
         shards=shards,
         holdout=sharded.holdout,

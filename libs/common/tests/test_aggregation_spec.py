@@ -1,0 +1,53 @@
+"""The ``aggregation`` block's update bound, sized for the model when the job left it out."""
+
+from __future__ import annotations
+
+import math
+
+from peertrain.common.events.datasets import FeatureSpec, ImageEncoding
+from peertrain.common.specs import (
+    AggregationSpec,
+    parse_feature_spec,
+    parse_model_spec,
+    state_shapes,
+)
+from peertrain.common.specs.aggregation import MIN_UPDATE_NORM
+
+CIFAR = FeatureSpec(
+    kind="images",
+    input_shape=(3, 32, 32),
+    input_size=3 * 32 * 32,
+    classes=tuple("abcdefghij"),
+    image=ImageEncoding(
+        mode="RGB", channels=3, height=32, width=32, mean=(0.5,) * 3, std=(0.25,) * 3
+    ),
+    label_column="class",
+)
+
+
+def _values(model: dict[str, object]) -> int:
+    shapes = state_shapes(parse_model_spec(model), parse_feature_spec(CIFAR))
+    return sum(math.prod(shape) for _, shape in shapes.values())
+
+
+def test_a_bound_left_out_is_the_floor_until_sized() -> None:
+    spec = AggregationSpec()
+    assert spec.max_update_norm is None
+    assert spec.update_bound == MIN_UPDATE_NORM == 100.0
+
+
+def test_a_small_model_keeps_100_and_a_resnet_gets_room_for_its_honest_updates() -> None:
+    spec = AggregationSpec()
+    assert spec.sized_for(10_000).update_bound == 100.0
+    assert spec.sized_for(_values({"arch": "logreg"})).update_bound == 176.0  # 30,730 values
+    resnet = _values({"arch": "torchvision", "name": "resnet18", "cifar_stem": True})
+    assert resnet > 11_000_000
+    sized = spec.sized_for(resnet)
+    # honest ResNet-18 updates after one local epoch have norms of 400-1,500
+    assert sized.max_update_norm == math.ceil(math.sqrt(resnet)) > 3_000
+    assert sized.sized_for(10**12) == sized  # sized once
+
+
+def test_a_bound_the_job_gives_is_kept_whatever_the_model() -> None:
+    spec = AggregationSpec(max_update_norm=7.0)
+    assert spec.sized_for(10**8).update_bound == 7.0
