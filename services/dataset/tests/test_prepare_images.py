@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from peertrain.common.features import encode_pixels
 from peertrain.dataset.domain import errors
 
 
@@ -31,10 +32,42 @@ def test_image_folders_become_a_dataset(prepare: Callable, zip_of: Callable) -> 
     spec = result.feature_spec
     assert spec.input_shape == (1, 6, 8)  # grey, most common size (w=8, h=6)
     assert spec.image is not None and spec.image.mode == "L"
+    assert spec.image.stored == "uint8" and spec.image.fit == "crop"
     x = np.load(result.train_x)
-    assert x.shape == (18, 1, 6, 8) and x.dtype == np.float32
-    assert abs(float(x.mean())) < 1e-4  # standardised with training statistics
+    assert x.shape == (18, 1, 6, 8) and x.dtype == np.uint8  # pixels: 4x smaller
+    with np.load(result.holdout) as held:
+        assert held["X"].dtype == np.uint8 and held["X"].shape == (2, 1, 6, 8)
+    # standardised with the training part's statistics, as readers standardise them
+    encoded = encode_pixels(x, spec.image.model_dump())
+    assert abs(float(encoded.mean())) < 1e-4
     assert result.preview["rows"][0][0] == "digits/cat/0.png"
+
+
+def _halves(size: tuple[int, int], left: int, right: int) -> bytes:
+    """A grey image whose left third is ``left``, its middle ``128`` and right third ``right``."""
+    w, h = size
+    pixels = np.full((h, w), 128, dtype=np.uint8)
+    pixels[:, : w // 3] = left
+    pixels[:, w - w // 3 :] = right
+    buffer = io.BytesIO()
+    Image.fromarray(pixels, mode="L").save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("fit", ["crop", "stretch"])
+def test_images_of_another_shape_are_cropped_to_keep_their_aspect_or_stretched(
+    prepare: Callable, zip_of: Callable, fit: str
+) -> None:
+    entries = {f"a/{i}.png": _halves((30, 10), 0, 255) for i in range(5)}
+    entries.update({f"b/{i}.png": _halves((30, 10), 255, 0) for i in range(5)})
+    result = prepare(zip_of(entries), image_size=(10, 10), image_fit=fit)
+    x = np.load(result.train_x)
+    assert result.feature_spec.image is not None and result.feature_spec.image.fit == fit
+    assert x.shape[1:] == (1, 10, 10)
+    if fit == "crop":  # the centre square: the middle third, grey
+        assert int(x[:, :, :, 1:-1].min()) == int(x[:, :, :, 1:-1].max()) == 128
+    else:  # squeezed: both dark and light stripes remain
+        assert int(x.min()) == 0 and int(x.max()) == 255
 
 
 def test_any_colour_image_makes_rgb(prepare: Callable, zip_of: Callable) -> None:

@@ -382,3 +382,42 @@ def test_a_source_on_data_of_another_shape_is_refused() -> None:
         plan_job("j1", request(peers=["p1"], init_from={"job_id": "src"}), USER, d,
                  {"src": source_job()})  # fmt: skip
     assert "shape or classes differ" in refused.value.detail[0]["msg"]
+
+
+def _images(stored: str | None) -> dict[str, Any]:
+    image = {"mode": "L", "channels": 1, "height": 8, "width": 8, "mean": [0.5], "std": [0.2]}
+    if stored is not None:
+        image["stored"] = stored
+    return {
+        "kind": "images",
+        "input_shape": [1, 8, 8],
+        "input_size": 64,
+        "classes": ["a", "b"],
+        "image": image,
+        "label_column": "class",
+    }
+
+
+@pytest.mark.parametrize(
+    ("features", "augment", "where", "says"),
+    [
+        (FEATURES, {"hflip": True}, "training.augment", "table"),
+        (_images(None), {"hflip": True}, "training.augment", "upload it again"),
+        (_images("uint8"), {"crop_padding": 9}, "training.augment.crop_padding", "8x8"),
+    ],
+)
+def test_augmentation_is_refused_where_it_cannot_apply(
+    features: dict[str, Any], augment: dict[str, Any], where: str, says: str
+) -> None:
+    d = directory(peer("p1"), feature_spec=features)
+    with pytest.raises(JobRequestInvalid) as refused:
+        plan(d, peers=["p1"], training={"augment": augment})
+    [problem] = refused.value.detail
+    assert problem["loc"] == where and says in problem["msg"], problem
+
+
+def test_augmentation_of_images_kept_as_pixels_is_planned() -> None:
+    d = directory(peer("p1"), feature_spec=_images("uint8"))
+    augment = {"crop_padding": 2, "hflip": True, "color_jitter": {"brightness": 0.2}}
+    created = plan(d, peers=["p1"], training={"augment": augment})
+    assert created.training.augment is not None and created.training.augment.crop_padding == 2

@@ -47,7 +47,13 @@ from peertrain.common.events.tasks import (
 )
 from peertrain.ml.device import select_device
 from peertrain.ml.errors import TrainingCancelled
-from peertrain.ml.training import EpochMetrics, TrainResult, cuda_only_settings, train_local
+from peertrain.ml.training import (
+    EpochMetrics,
+    Inputs,
+    TrainResult,
+    cuda_only_settings,
+    train_local,
+)
 from peertrain.ml.weights import (
     keep_local_layers,
     state_from_bytes,
@@ -282,6 +288,7 @@ class Trainer:
             device=device,
             threads=self.threads,
             round_=task.round,
+            inputs=Inputs.of(task.feature_spec, task.training),
         )
         local = None
         if received is not None:  # the delta is of the received version, as always

@@ -6,7 +6,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
@@ -208,6 +208,7 @@ class AsyncClient(BaseClient):
         label_column: str | None = None,
         holdout_fraction: float | None = None,
         image_size: str | None = None,
+        image_fit: Literal["crop", "stretch"] | None = None,
         progress: Progress | None = None,
         holdout_seed: int | None = None,
     ) -> str:
@@ -215,7 +216,9 @@ class AsyncClient(BaseClient):
 
         Answers the new dataset's id at once (202); validation follows, see
         :meth:`wait_for_dataset`. ``holdout_seed`` fixes the holdout split (the same
-        for every upload of the file); by default each upload draws its own.
+        for every upload of the file); by default each upload draws its own. ``image_size``
+        (``"WIDTHxHEIGHT"``) and ``image_fit`` (``crop``, the default: aspect ratio kept,
+        centre cut out; or ``stretch``) bring every image of a ``.zip`` to one size.
         """
         path = Path(path)
         fields = upload_fields(
@@ -223,6 +226,7 @@ class AsyncClient(BaseClient):
             label_column=label_column,
             holdout_fraction=holdout_fraction,
             image_size=image_size,
+            image_fit=image_fit,
             holdout_seed=holdout_seed,
         )
         call = Call("POST", calls.DATASETS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
@@ -207,6 +207,7 @@ class Client(BaseClient):
         label_column: str | None = None,
         holdout_fraction: float | None = None,
         image_size: str | None = None,
+        image_fit: Literal["crop", "stretch"] | None = None,
         progress: Progress | None = None,
         holdout_seed: int | None = None,
     ) -> str:
@@ -214,7 +215,9 @@ class Client(BaseClient):
 
         Answers the new dataset's id at once (202); validation follows, see
         :meth:`wait_for_dataset`. ``holdout_seed`` fixes the holdout split (the same
-        for every upload of the file); by default each upload draws its own.
+        for every upload of the file); by default each upload draws its own. ``image_size``
+        (``"WIDTHxHEIGHT"``) and ``image_fit`` (``crop``, the default: aspect ratio kept,
+        centre cut out; or ``stretch``) bring every image of a ``.zip`` to one size.
         """
         path = Path(path)
         fields = upload_fields(
@@ -222,6 +225,7 @@ class Client(BaseClient):
             label_column=label_column,
             holdout_fraction=holdout_fraction,
             image_size=image_size,
+            image_fit=image_fit,
             holdout_seed=holdout_seed,
         )
         call = Call("POST", calls.DATASETS)

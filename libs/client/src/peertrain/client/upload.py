@@ -64,6 +64,7 @@ def upload_fields(
     holdout_fraction: float | None,
     image_size: str | None,
     holdout_seed: int | None = None,
+    image_fit: str | None = None,
 ) -> dict[str, str]:
     """The optional form fields that go with the file."""
     fields: dict[str, Any] = {
@@ -72,6 +73,7 @@ def upload_fields(
         "holdout_fraction": holdout_fraction,
         "holdout_seed": holdout_seed,
         "image_size": image_size,
+        "image_fit": image_fit,
     }
     return {k: str(v) for k, v in fields.items() if v is not None}
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -65,6 +65,7 @@ def load_data(
     dataset_id: str = "sim",
     image_size: tuple[int, int] | None = None,
     holdout_seed: int | None = None,
+    image_fit: Literal["stretch", "crop"] = "crop",
 ) -> SimData:
     """Prepare a ``.csv`` or ``.zip`` as the dataset service validates an upload.
 
@@ -82,6 +83,7 @@ def load_data(
         holdout_fraction=holdout_fraction,
         holdout_seed=seed_of_holdout(dataset_id, holdout_seed),
         image_size=image_size,
+        image_fit=image_fit,
     )
     with tempfile.TemporaryDirectory(prefix="peertrain-sim-") as scratch:
         prepared = prepare_upload(raw, raw.name, Path(scratch), options, Limits())

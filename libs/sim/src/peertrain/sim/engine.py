@@ -64,6 +64,7 @@ from peertrain.common.security import PeerMessage, Principal
 from peertrain.common.specs import ShardingSpec
 from peertrain.dataset.domain.sharding import strategy_for
 from peertrain.dataset.prepare.shards import shard_key, write_shards
+from peertrain.ml.training import read_samples
 from peertrain.ml.weights import state_from_bytes, state_to_bytes
 from peertrain.orchestrator.domain import Env, Job, reconcile
 from peertrain.orchestrator.domain.configuration import configure
@@ -285,7 +286,8 @@ class Simulation:
         else:
             assignment = strategy_for(job.created.sharding).assign(labels, n)
         x_path = self._scratch / "train-x.npy"
-        np.save(x_path, np.ascontiguousarray(data.train_x, dtype=np.float32))
+        pixels = data.train_x.dtype == np.uint8  # kept as such: the shards' format
+        np.save(x_path, np.ascontiguousarray(data.train_x, dtype=None if pixels else np.float32))
         out = self._scratch / "shards"
         out.mkdir(exist_ok=True)
         files = write_shards(x_path, labels, assignment, n, data.num_classes, out)
@@ -294,10 +296,8 @@ class Simulation:
             raw = shard.path.read_bytes()
             key = shard_key(self.job_id, shard.index)
             put = await self.blobs.put_bytes(key, raw)
-            with np.load(io.BytesIO(raw), allow_pickle=False) as npz:  # as a peer reads it
-                x = np.ascontiguousarray(npz["X"], dtype=np.float32)
-                y = np.ascontiguousarray(npz["y"], dtype=np.int64)
-            self._shards[shard.index] = (x, y)
+            x, y = read_samples(raw)  # as a peer reads it
+            self._shards[shard.index] = (x.numpy(), y.numpy())
             refs.append(
                 ShardRef(
                     key=key,
@@ -312,7 +312,11 @@ class Simulation:
             shard.path.unlink()
         x_path.unlink()
         buf = io.BytesIO()
-        np.savez(buf, X=data.holdout_x.astype(np.float32), y=data.holdout_y.astype(np.int64))
+        np.savez(
+            buf,
+            X=data.holdout_x if pixels else data.holdout_x.astype(np.float32),
+            y=data.holdout_y.astype(np.int64),
+        )
         holdout_key = f"jobs/{self.job_id}/holdout.npz"
         put = await self.blobs.put_bytes(holdout_key, buf.getvalue())
         sharded = DatasetSharded(

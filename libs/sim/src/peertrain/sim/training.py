@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from peertrain.common.events.datasets import FeatureSpec
 from peertrain.common.specs import ModelSpec, TrainingParams
 from peertrain.ml.device import select_device
-from peertrain.ml.training import train_local
+from peertrain.ml.training import Inputs, train_local
 from peertrain.ml.weights import keep_local_layers, state_from_bytes, use_local_layers
 from peertrain.ml.zoo import build_model
 
@@ -98,6 +98,7 @@ def train_task(task: TaskInput, threads: int | None = None) -> Trained:
         device=select_device(task.device),
         threads=threads,
         round_=task.round,
+        inputs=Inputs.of(task.feature_spec, task.training),
     )
     delta, local = result.delta, None
     if received is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.progress import (
@@ -71,6 +71,13 @@ def upload(
         float | None, typer.Option(min=0.0, max=0.5, help="Held out for evaluation.")
     ] = None,
     image_size: Annotated[str | None, typer.Option(help="Image datasets: WIDTHxHEIGHT")] = None,
+    image_fit: Annotated[
+        Literal["crop", "stretch"] | None,
+        typer.Option(
+            help="Image datasets: crop (keep the aspect ratio, cut the centre; default) "
+            "or stretch to WIDTHxHEIGHT."
+        ),
+    ] = None,
     holdout_seed: Annotated[
         int | None,
         typer.Option(min=0, help="Fix the holdout split (default: each upload draws its own)."),
@@ -94,6 +101,7 @@ def upload(
                 label_column=label_column,
                 holdout_fraction=holdout_fraction,
                 image_size=image_size,
+                image_fit=image_fit,
                 holdout_seed=holdout_seed,
                 progress=report,
             )

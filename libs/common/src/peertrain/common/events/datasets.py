@@ -15,8 +15,10 @@ a copy of ``datasets/<id>/holdout.npz``) is an uncompressed NumPy ``.npz`` archi
 two arrays, loadable with ``numpy.load(path)`` (no pickles: ``allow_pickle=False``):
 
 ``X``
-    ``float32``, shape ``(rows, *FeatureSpec.input_shape)``, already encoded and
-    normalised as the :class:`FeatureSpec` describes.
+    shape ``(rows, *FeatureSpec.input_shape)``: ``float32`` values encoded and
+    normalised as the :class:`FeatureSpec` describes; for images whose
+    :class:`ImageEncoding` says ``stored="uint8"``, the ``uint8`` pixels, which the
+    reader scales and standardises (4 times smaller to store and send).
 ``y``
     ``int64``, shape ``(rows,)``, the class index into ``FeatureSpec.classes``.
 
@@ -175,9 +177,17 @@ class ColumnEncoding(BaseModel):
 class ImageEncoding(BaseModel):
     """How images became ``X[i]`` of shape ``(channels, height, width)``.
 
-    Each image was converted to grey (``L``, 1 channel) or ``RGB`` (3), resized to
-    ``width`` x ``height`` with ``resample``, scaled to [0, 1] by ``1/255``, then
-    standardised per channel with ``mean`` and ``std`` from the training part.
+    Each image was converted to grey (``L``, 1 channel) or ``RGB`` (3) and brought to
+    ``width`` x ``height`` with ``resample`` as ``fit`` says: ``stretch`` resizes it
+    to that size (its aspect ratio changes when it differs); ``crop`` resizes it to
+    the smallest size covering ``width`` x ``height`` with its aspect ratio kept, then
+    cuts out the centre (torchvision's ``Resize`` + ``CenterCrop``). Its pixels are
+    then scaled to [0, 1] by ``1/255`` and standardised per channel with ``mean`` and
+    ``std`` from the training part.
+
+    ``stored`` is what the training data's ``X`` holds: ``uint8`` pixels, standardised
+    batch by batch by whoever reads them (peers augment them first), or ``float32``
+    values already standardised (datasets validated before pixels were kept).
     """
 
     model_config = _Frozen
@@ -187,6 +197,8 @@ class ImageEncoding(BaseModel):
     height: int = Field(ge=1)
     width: int = Field(ge=1)
     resample: Literal["bilinear"] = "bilinear"
+    fit: Literal["stretch", "crop"] = "stretch"
+    stored: Literal["float32", "uint8"] = "float32"
     scale: float = 1 / 255
     mean: tuple[float, ...]
     std: tuple[float, ...]
@@ -288,6 +300,7 @@ class DatasetUploaded(EventData):
     label_column: str | None = None
     holdout_fraction: float = Field(gt=0, le=0.5)
     image_size: tuple[int, int] | None = None
+    image_fit: Literal["stretch", "crop"] = "stretch"
     """Target (width, height) for image datasets; default: the most common size."""
     holdout_seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
     """The holdout's seed, when the uploader chose one (else one from the dataset id)."""

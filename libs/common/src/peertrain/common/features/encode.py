@@ -161,7 +161,8 @@ def encode_pixels(pixels: NDArray[np.uint8], image: Mapping[str, Any]) -> NDArra
 
 
 def to_pixels(picture: Any, image: Mapping[str, Any]) -> NDArray[np.uint8]:
-    """A PIL image converted to ``mode`` and resized: ``uint8 (channels, height, width)``.
+    """A PIL image converted to ``mode`` and brought to ``width`` x ``height`` as ``fit``
+    says (``ImageEncoding``): ``uint8 (channels, height, width)``.
 
     Needs Pillow (imported here, on first use only).
     """
@@ -169,7 +170,14 @@ def to_pixels(picture: Any, image: Mapping[str, Any]) -> NDArray[np.uint8]:
 
     converted = picture.convert(image["mode"])
     size = (int(image["width"]), int(image["height"]))
-    if converted.size != size:
+    if converted.size != size and image.get("fit", "stretch") == "crop":
+        (w0, h0), (w, h) = converted.size, size
+        scale = max(w / w0, h / h0)
+        covering = (max(w, round(w0 * scale)), max(h, round(h0 * scale)))
+        left, top = (covering[0] - w) // 2, (covering[1] - h) // 2
+        converted = converted.resize(covering, Image.Resampling.BILINEAR)
+        converted = converted.crop((left, top, left + w, top + h))
+    elif converted.size != size:
         converted = converted.resize(size, Image.Resampling.BILINEAR)
     pixels = np.asarray(converted, dtype=np.uint8)
     out: NDArray[np.uint8] = pixels[None, :, :] if pixels.ndim == 2 else pixels.transpose(2, 0, 1)

@@ -11,6 +11,7 @@ from .aggregation import (
     AggregationSpec,
     parse_aggregation_spec,
 )
+from .augment import AugmentSpec, ColorJitter
 from .errors import SpecInvalid
 from .graph import GraphNode, GraphSpec
 from .graph_check import MAX_GRAPH_ACTIVATIONS_PER_SAMPLE, check_graph, infer_graph
@@ -42,7 +43,9 @@ __all__ = [
     "AggregationName",
     "AggregationSpec",
     "AnyModelSpec",
+    "AugmentSpec",
     "CNNSpec",
+    "ColorJitter",
     "ConstantSchedule",
     "CosineSchedule",
     "FeatureSpec",

@@ -14,6 +14,7 @@ from pydantic import (
     model_validator,
 )
 
+from .augment import AugmentSpec
 from .errors import SpecInvalid
 from .model import spec_errors
 from .schedule import ConstantSchedule, LrSchedule
@@ -76,6 +77,10 @@ class TrainingParams(BaseModel):
         them in place of the received ones, and still sends its delta relative to the
         received version, so the global (exported) model's BatchNorm layers are the
         aggregate of the peers' own. A peer-side rule: the server aggregates as usual.
+    augment
+        Image augmentation of each training batch on the peers (random crop with
+        padding, horizontal flip, colour jitter; :class:`~.augment.AugmentSpec`); only
+        for image datasets stored as pixels. ``None``: none.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -99,6 +104,7 @@ class TrainingParams(BaseModel):
     head: tuple[ParamPrefix, ...] = Field(default=(), max_length=100)
     head_lr: float | None = Field(default=None, gt=0, le=10)
     batch_norm: Literal["aggregate", "local"] = "aggregate"
+    augment: AugmentSpec | None = None
 
     @model_validator(mode="after")
     def _settings_agree(self) -> TrainingParams:

@@ -10,6 +10,7 @@ from torch import nn
 
 from ..device import select_device
 from .data import check_xy, num_outputs
+from .inputs import Inputs
 
 __all__ = ["EvalMetrics", "evaluate"]
 
@@ -33,10 +34,13 @@ def evaluate(
     *,
     batch_size: int = 1024,
     device: torch.device | str | None = None,
+    inputs: Inputs | None = None,
 ) -> EvalMetrics:
     """Mean cross-entropy loss, accuracy and per-class accuracy of ``model`` on ``x, y``.
 
     The model is evaluated in eval mode (no dropout) and left in the mode it was in.
+    ``inputs``: how ``x``'s pixels become the model's inputs (never augmented), for
+    data stored as pixels (:meth:`Inputs.of` the dataset's feature spec).
 
     Raises
     ------
@@ -46,8 +50,11 @@ def evaluate(
     dev = select_device(str(device)) if device is not None else select_device()
     model.to(dev)
     x, y = x.to(dev), y.to(dev)
-    classes = num_outputs(model, x)
-    check_xy(x, y, classes)
+    check_xy(x, y, pixels=inputs is not None)
+    if inputs is not None:
+        inputs.check(x)
+    classes = num_outputs(model, inputs(x[:1]) if inputs is not None else x)
+    check_xy(x, y, classes, pixels=inputs is not None)
     was_training = model.training
     model.eval()
     loss_sum = torch.zeros((), dtype=torch.float64, device=dev)
@@ -56,7 +63,7 @@ def evaluate(
     with torch.inference_mode():
         for start in range(0, x.shape[0], batch_size):
             xb, yb = x[start : start + batch_size], y[start : start + batch_size]
-            out = model(xb)
+            out = model(inputs(xb) if inputs is not None else xb)
             loss_sum += F.cross_entropy(out, yb, reduction="sum").to(torch.float64)
             right = out.argmax(dim=1) == yb
             per_class += torch.bincount(yb, minlength=classes)

@@ -18,6 +18,7 @@ from ..device import limit_threads, seed_generators, select_device
 from ..errors import TrainingCancelled
 from ..weights.delta import compute_delta
 from .data import check_xy, num_outputs
+from .inputs import Inputs
 from .metrics import EpochMetrics, TrainResult
 from .stepper import Stepper, uses_channels_last
 
@@ -132,6 +133,7 @@ def train_local(
     device: torch.device | str | None = None,
     threads: int | None = None,
     round_: int | None = None,
+    inputs: Inputs | None = None,
 ) -> TrainResult:
     """Train ``model`` in place on one shard and return its weight delta and metrics.
 
@@ -159,6 +161,10 @@ def train_local(
         The task's round (from 1): it trains at ``lr_for_round(params, round_)``.
         ``None`` (outside a job's rounds) trains at ``lr``, for a block whose schedule
         gives every round the same rate.
+    inputs
+        For a shard stored as pixels (``uint8`` ``x``): how each batch becomes the
+        model's input, augmented as the job asks (:meth:`Inputs.of` the dataset's
+        feature spec and the training block), drawing from the shuffling generator.
 
     Returns
     -------
@@ -183,10 +189,13 @@ def train_local(
     lr = _round_lr(p, round_)
     limit_threads(threads)
     dev = select_device(str(device)) if device is not None else select_device()
-    check_xy(x, y)
+    pixels = inputs is not None
+    check_xy(x, y, pixels=pixels)
+    if inputs is not None:
+        inputs.check(x)
     model.to(dev)
     x, y = x.to(dev), y.to(dev)
-    check_xy(x, y, num_outputs(model, x))
+    check_xy(x, y, num_outputs(model, inputs(x[:1]) if inputs is not None else x), pixels=pixels)
     initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
     anchor = [w.detach().clone() for w in model.parameters()] if p.proximal_mu > 0 else []
     channels_last = uses_channels_last(p, dev, x)
@@ -214,6 +223,8 @@ def train_local(
                         raise TrainingCancelled(epochs_done=epoch - 1)
                     idx = order[start : start + p.batch_size]
                     xb, yb = x[idx], y[idx]
+                    if inputs is not None:
+                        xb = inputs(xb, shuffle)
                     if channels_last:
                         xb = xb.contiguous(memory_format=torch.channels_last)
                     with stepper.autocast():

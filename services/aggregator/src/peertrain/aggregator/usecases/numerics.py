@@ -6,12 +6,10 @@ Nothing here touches the network or the log; everything numeric comes from
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from peertrain.aggregator.domain import UpdateRefused, codes
@@ -19,7 +17,7 @@ from peertrain.common.events.training import JobConfigured
 from peertrain.ml.aggregation import RoundAccumulator, Strategy, make_strategy
 from peertrain.ml.errors import NotSafetensors, UpdateInvalid
 from peertrain.ml.export.write import final_pt_bytes, final_safetensors_bytes
-from peertrain.ml.training import EvalMetrics, evaluate
+from peertrain.ml.training import EvalMetrics, Inputs, evaluate, read_samples
 from peertrain.ml.weights import (
     buffer_names,
     l2_norm,
@@ -181,11 +179,9 @@ class RoundWork:
 
 
 def load_holdout(data: bytes) -> tuple[torch.Tensor, torch.Tensor]:
-    """The holdout ``.npz`` (``X`` float32, ``y`` int64), never unpickling anything."""
-    with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-        x = torch.from_numpy(np.ascontiguousarray(npz["X"], dtype=np.float32))
-        y = torch.from_numpy(np.ascontiguousarray(npz["y"], dtype=np.int64))
-    return x, y
+    """The holdout ``.npz`` (``X`` float32 or uint8 pixels, ``y`` int64), never
+    unpickling anything."""
+    return read_samples(data)
 
 
 def evaluate_state(
@@ -200,7 +196,8 @@ def evaluate_state(
     x, y = holdout
     model = build_model(configured.model, configured.feature_spec)
     model.load_state_dict(dict(state))
-    return evaluate(model, x, y, batch_size=batch_size, device=device)
+    inputs = Inputs.of(configured.feature_spec)
+    return evaluate(model, x, y, batch_size=batch_size, device=device, inputs=inputs)
 
 
 def final_files(

@@ -3,8 +3,10 @@
 Two read-throughs of the archive: the first reads only image headers (format, size,
 mode) and decides the target size (the user's, else the most common one) and the
 channels (grey when every image is grey, else RGB); the second decodes, converts and
-resizes every image into a uint8 scratch file. Per-channel statistics come from the
-training part; the encoded samples are ``(pixel / 255 - mean[c]) / std[c]``.
+resizes (or resizes and centre-crops, ``image_fit``) every image into a uint8 scratch
+file. Per-channel statistics come from the training part; the training data keeps the
+uint8 pixels (``ImageEncoding.stored``), which readers turn into
+``(pixel / 255 - mean[c]) / std[c]`` batch by batch.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from peertrain.common.events.datasets import (
     HoldoutRule,
     ImageEncoding,
 )
-from peertrain.common.features import encode_pixels, to_pixels
+from peertrain.common.features import to_pixels
 from peertrain.dataset.domain.errors import (
     BadArchiveEntry,
     InvalidDataset,
@@ -129,11 +131,12 @@ def _decode_all(
     images: list[_Image],
     size: tuple[int, int],
     mode: Literal["L", "RGB"],
+    fit: str,
     limits: Limits,
     out_path: Path,
 ) -> None:
     budget = upload.budget()
-    target = {"mode": mode, "width": size[0], "height": size[1]}
+    target = {"mode": mode, "width": size[0], "height": size[1], "fit": fit}
     with out_path.open("wb") as out:
         for item in images:
             image = _open_image(_read_entry(upload, item.entry, budget), item.entry, limits)
@@ -210,15 +213,10 @@ def prepare_images(
         labels, len(classes), options.holdout_fraction, options.holdout_seed
     )
     pixels_path = scratch / "pixels.u8"
-    _decode_all(upload, images, (width, height), mode, limits, pixels_path)
+    _decode_all(upload, images, (width, height), mode, options.image_fit, limits, pixels_path)
     mean, std = _channel_stats(pixels_path, shape, ~holdout)
-    stats = {"mean": mean, "std": std}
-
-    def encoded() -> Iterator[NDArray[np.float32]]:
-        for block in _pixel_blocks(pixels_path, shape, len(images)):
-            yield encode_pixels(block, stats)
-
-    train_x, train_y, holdout_path = write_split(encoded(), labels, holdout, shape, scratch)
+    blocks = _pixel_blocks(pixels_path, shape, len(images))
+    train_x, train_y, holdout_path = write_split(blocks, labels, holdout, shape, scratch, np.uint8)
     pixels_path.unlink(missing_ok=True)
     spec = FeatureSpec(
         kind="images",
@@ -226,7 +224,14 @@ def prepare_images(
         input_size=channels * height * width,
         classes=tuple(classes),
         image=ImageEncoding(
-            mode=mode, channels=channels, height=height, width=width, mean=mean, std=std
+            mode=mode,
+            channels=channels,
+            height=height,
+            width=width,
+            fit=options.image_fit,
+            stored="uint8",
+            mean=mean,
+            std=std,
         ),
         label_column="class",
         holdout=HoldoutRule(

@@ -73,13 +73,17 @@ class NpzWriter:
         Rows in all.
     sample_shape
         Shape of one sample of ``X``.
+    dtype
+        ``X``'s element type: ``float32`` (encoded values) or ``uint8`` (pixels).
     """
 
-    def __init__(self, path: Path, rows: int, sample_shape: tuple[int, ...]) -> None:
+    def __init__(
+        self, path: Path, rows: int, sample_shape: tuple[int, ...], dtype: DTypeLike = np.float32
+    ) -> None:
         self.path = path
         self._zip = zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True)
         self._member = self._zip.open("X.npy", "w", force_zip64=True)
-        self._x = NpyWriter(self._member, (rows, *sample_shape), np.float32)
+        self._x = NpyWriter(self._member, (rows, *sample_shape), dtype)
         self._y: list[NDArray[np.int32]] = []  # int32 while collecting: half the memory
 
     @property

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 __all__ = ["PrepareOptions"]
 
 
 @dataclass(frozen=True)
 class PrepareOptions:
-    """Label column, holdout fraction and seed, and the image size (images only)."""
+    """Label column, holdout fraction and seed, and the image size and how images of
+    another shape are brought to it (images only: ``crop`` keeps their aspect ratio)."""
 
     label_column: str | None = None
     holdout_fraction: float = 0.1
     holdout_seed: int = 0
     image_size: tuple[int, int] | None = None
+    image_fit: Literal["stretch", "crop"] = "crop"

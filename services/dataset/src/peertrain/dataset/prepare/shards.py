@@ -56,7 +56,8 @@ def write_shards(
     Parameters
     ----------
     train_x
-        The encoded training part (``.npy``, float32, one row per sample).
+        The training part (``.npy``, one row per sample: float32 encoded values, or
+        uint8 pixels), copied to the shards in its own dtype.
     labels
         The class index of every training row.
     assignment
@@ -99,7 +100,10 @@ def _write_group(
         sample_shape = reader.shape[1:]
         row_bytes = max(1, int(np.prod(sample_shape)) * reader.dtype.itemsize)
         block_rows = max(1, _BLOCK_BYTES // row_bytes)
-        writers = {k: NpzWriter(out_dir / f"{k}.npz", int(sizes[k]), sample_shape) for k in group}
+        writers = {
+            k: NpzWriter(out_dir / f"{k}.npz", int(sizes[k]), sample_shape, reader.dtype)
+            for k in group
+        }
         try:
             start = 0
             while start < len(labels):

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import DTypeLike, NDArray
 
 from .npyio import NpyWriter, NpzWriter
 
@@ -22,13 +22,14 @@ def write_split(
     holdout: NDArray[np.bool_],
     sample_shape: tuple[int, ...],
     scratch: Path,
+    dtype: DTypeLike = np.float32,
 ) -> SplitFiles:
     """Route consecutive row blocks to the training part or the holdout.
 
     Parameters
     ----------
     blocks
-        Encoded rows in file order, float32, each ``(b, *sample_shape)``.
+        Rows in file order, each ``(b, *sample_shape)``, of ``dtype``.
     labels
         Class index of every row.
     holdout
@@ -37,6 +38,8 @@ def write_split(
         Shape of one sample.
     scratch
         Where to write ``train-x.npy``, ``train-y.npy`` and ``holdout.npz``.
+    dtype
+        ``X``'s element type: ``float32`` (encoded values) or ``uint8`` (pixels).
     """
     train_x = scratch / "train-x.npy"
     train_y = scratch / "train-y.npy"
@@ -44,8 +47,11 @@ def write_split(
     n_train = int((~holdout).sum())
     n_holdout = int(holdout.sum())
     start = 0
-    with train_x.open("wb") as out, NpzWriter(holdout_path, n_holdout, sample_shape) as held:
-        writer = NpyWriter(out, (n_train, *sample_shape), np.float32)
+    with (
+        train_x.open("wb") as out,
+        NpzWriter(holdout_path, n_holdout, sample_shape, dtype) as held,
+    ):
+        writer = NpyWriter(out, (n_train, *sample_shape), dtype)
         for block in blocks:
             stop = start + len(block)
             keep = holdout[start:stop]

@@ -17,6 +17,7 @@ import math
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Literal
 
 from peertrain.common.blobs import BlobTooLarge
 from peertrain.common.events import NewEvent, RecordedEvent
@@ -33,7 +34,15 @@ from .context import DatasetContext
 
 __all__ = ["FORM_FIELDS", "UploadOptions", "receive_upload"]
 
-FORM_FIELDS = ("file", "label_column", "name", "holdout_fraction", "holdout_seed", "image_size")
+FORM_FIELDS = (
+    "file",
+    "label_column",
+    "name",
+    "holdout_fraction",
+    "holdout_seed",
+    "image_size",
+    "image_fit",
+)
 _FIELD_LIMIT = 1024
 _FORM_OVERHEAD = 64 * 1024
 """Room for the form's boundaries and small fields on top of the file's cap."""
@@ -49,6 +58,7 @@ class UploadOptions:
     holdout_fraction: float
     holdout_seed: int | None
     image_size: tuple[int, int] | None
+    image_fit: Literal["stretch", "crop"] = "crop"
 
 
 def safe_filename(filename: str | None) -> str:
@@ -89,9 +99,15 @@ def _options(fields: dict[str, str], default_fraction: float) -> UploadOptions:
                 "image_size must be WIDTHxHEIGHT, e.g. 28x28", detail={"field": "image_size"}
             )
         size = (int(match[1]), int(match[2]))
+    fit = fields.get("image_fit", "").strip() or "crop"
+    if fit not in ("stretch", "crop"):
+        raise InvalidUploadForm(
+            "image_fit must be crop (keep the aspect ratio, cut the centre) or stretch",
+            detail={"field": "image_fit"},
+        )
     if name is not None and len(name) > 200:
         raise InvalidUploadForm("name is longer than 200 characters", detail={"field": "name"})
-    return UploadOptions(name, label, fraction, seed, size)
+    return UploadOptions(name, label, fraction, seed, size, "crop" if fit == "crop" else "stretch")
 
 
 async def _prefix(chunks: AsyncIterator[bytes]) -> tuple[bytes, bool]:
@@ -186,6 +202,7 @@ async def receive_upload(
             holdout_fraction=options.holdout_fraction,
             holdout_seed=options.holdout_seed,
             image_size=options.image_size,
+            image_fit=options.image_fit,
         )
         event = NewEvent.of(
             uploaded, producer=dctx.producer, actor=owner_id, correlation_id=dataset_id

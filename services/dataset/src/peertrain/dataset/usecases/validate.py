@@ -58,6 +58,7 @@ async def validate_upload(dctx: DatasetContext, event: RecordedEvent) -> None:
             holdout_fraction=uploaded.holdout_fraction,
             holdout_seed=holdout_seed(uploaded.dataset_id, uploaded.holdout_seed),
             image_size=uploaded.image_size,
+            image_fit=uploaded.image_fit,
         )
         work = scratch / "work"
         work.mkdir()

@@ -83,8 +83,36 @@ def _model_problems(exc: SpecInvalid) -> list[dict[str, str]]:
     return out
 
 
+def _augment_problems(request: JobRequest, dataset_spec: Mapping[str, Any]) -> list[dict[str, str]]:
+    """``training.augment`` needs images kept as pixels (``ImageEncoding.stored``)."""
+    augment = request.training.augment
+    if augment is None or augment.does_nothing:
+        return []
+    image = dataset_spec.get("image") or {}
+    if image.get("stored") == "uint8":
+        if augment.crop_padding > min(int(image["height"]), int(image["width"])):
+            msg = (
+                f"crop_padding={augment.crop_padding} is more than the images' "
+                f"{image['width']}x{image['height']} pixels"
+            )
+            return [{"loc": "training.augment.crop_padding", "msg": msg}]
+        return []
+    if not image:
+        msg = "augmentation is for image datasets; this dataset is a table"
+    else:
+        msg = (
+            "this image dataset was validated before pixels were kept (its training data "
+            "holds standardised floats): upload it again to augment it"
+        )
+    return [{"loc": "training.augment", "msg": msg}]
+
+
 def _fit_problems(
-    request: JobRequest, features: FeatureSpec, peer_count: int, train_rows: int
+    request: JobRequest,
+    features: FeatureSpec,
+    peer_count: int,
+    train_rows: int,
+    dataset_spec: Mapping[str, Any],
 ) -> list[dict[str, str]]:
     """What does not fit together: the model and the data, ``min_peers`` and the peers,
     the rows and the peers; one ``{"loc", "msg"}`` item each (none when it all fits)."""
@@ -100,7 +128,7 @@ def _fit_problems(
     if train_rows < peer_count:
         msg = f"the dataset has {train_rows} training rows: fewer than one per peer"
         problems.append({"loc": "peers", "msg": msg})
-    return problems
+    return problems + _augment_problems(request, dataset_spec)
 
 
 def _source(
@@ -231,7 +259,7 @@ def plan_job(
     if request.peers is not None:
         peers = list(request.peers)
         unusable = _named_problems(peers, who, directory)
-        problems = _fit_problems(request, features, len(peers), ds.train_rows)
+        problems = _fit_problems(request, features, len(peers), ds.train_rows, ds.feature_spec)
         problems += source_problems
         if unusable:
             raise PeersUnavailable(
@@ -241,7 +269,10 @@ def plan_job(
     else:
         assert request.selection is not None
         count = request.selection.count
-        problems = _fit_problems(request, features, count, ds.train_rows) + source_problems
+        problems = (
+            _fit_problems(request, features, count, ds.train_rows, ds.feature_spec)
+            + source_problems
+        )
         usable = [p for p in directory.peers.values() if p.usable and p.usable_by(who)]
         try:
             peers = _select(request.selection, usable, who)

@@ -55,6 +55,14 @@ _UPLOAD_BODY = {
                             "description": "image datasets: WIDTHxHEIGHT (default: the most "
                             "common size)",
                         },
+                        "image_fit": {
+                            "type": "string",
+                            "enum": ["crop", "stretch"],
+                            "default": "crop",
+                            "description": "image datasets: how an image of another shape "
+                            "becomes WIDTHxHEIGHT: crop (resized with its aspect ratio kept, "
+                            "centre cut out) or stretch",
+                        },
                     },
                 }
             }
