@@ -150,3 +150,29 @@ def test_mixed_depths_and_non_image_data_are_refused_clearly(trained, tmp_path):
     text.write_text("a,b\n1,2\n")
     result = _predict(str(text), "-m", str(model))
     assert result.exit_code == 1 and "neither a folder nor a .zip of images" in result.output
+
+
+def test_images_read_again_encode_as_the_dataset_service_encoded_them(tmp_path):
+    """Any sizes, modes and formats: the holdout found again, pixel for pixel."""
+    from peertrain.ml.export import Preprocessor
+    from peertrain.sim.data import load_data
+
+    rng = np.random.default_rng(5)
+    data = tmp_path / "mixed.zip"
+    with zipfile.ZipFile(data, "w") as archive:
+        for i in range(24):
+            size, mode = [((8, 8), "L"), ((10, 6), "RGB"), ((7, 9), "RGB")][i % 3]
+            shape = (size[1], size[0]) + ((3,) if mode == "RGB" else ())
+            picture = Image.fromarray(rng.integers(0, 256, shape, dtype=np.uint8), mode=mode)
+            out, kind = io.BytesIO(), "JPEG" if i % 4 == 0 else "PNG"
+            picture.save(out, format=kind)
+            archive.writestr(f"set/{'ab'[i % 2]}/{i:02}.{kind.lower()}", out.getvalue())
+    prepared = load_data(data, holdout_fraction=0.25, dataset_id="ds-9")
+    prep = Preprocessor(prepared.feature_spec.model_dump(mode="json"))
+    files = prep.read_images(data)
+    assert files.holdout_refusal is None and files.labels is not None
+    mask = prep.holdout_mask(prep.labels(files.labels))
+    for part, x in ((files.subset(mask), prepared.holdout_x), (files.subset(~mask), None)):
+        got = np.concatenate([prep(p).numpy() for p in part.pixels(prep.image, batch=5)])
+        assert np.array_equal(got, prepared.train_x if x is None else x)
+    assert np.array_equal(prep.labels(files.subset(mask).labels), prepared.holdout_y)
