@@ -118,7 +118,9 @@ def _report(
         state.err.print(f"wrote {rows} predictions to {output}")
 
 
-def _table(export: Any, net: Any, prep: Any, data: Path, output: Path | None, holdout: bool) -> Any:
+def _table(
+    export: Any, net: Any, prep: Any, data: Path, output: Path | None, holdout: bool
+) -> dict[str, Any]:
     try:
         table = prep.read(data)
     except (OSError, ValueError) as exc:
@@ -159,7 +161,7 @@ def _table(export: Any, net: Any, prep: Any, data: Path, output: Path | None, ho
 
 def _images(
     export: Any, net: Any, prep: Any, data: Path, output: Path | None, holdout: bool, state: Any
-) -> Any:
+) -> dict[str, Any]:
     from peertrain.common.features import UnreadableImage
 
     try:
