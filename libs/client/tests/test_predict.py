@@ -99,3 +99,19 @@ def test_convert_to_onnx_runs_in_onnxruntime(trained, tmp_path):
     _, index = onnxruntime.InferenceSession(str(dest)).run(None, {"raw": prep.raw_matrix(table)})
     with torch.inference_mode():
         assert np.array_equal(index, net(prep(table)).argmax(dim=1).numpy())
+
+
+def test_labels_that_never_match_a_class_are_reported_not_scored(trained, tmp_path):
+    data, model, _ = trained
+    dotted = tmp_path / "dotted.csv"
+    lines = data.read_text().splitlines()
+    dotted.write_text("\n".join([lines[0], *(f"{line}." for line in lines[1:11])]) + "\n")
+    result = CliRunner().invoke(app, ["predict", str(dotted), "-m", str(model), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stderr.strip().splitlines()[-1])
+    assert summary["unknown_labels"] == 10 and "accuracy" not in summary
+    assert summary["unknown_examples"][0] in {"kind 0.", "kind 1.", "kind 2."}
+    assert "no label is one of the model's classes (e.g. 'kind" in result.stderr
+    assert "the model's: 'kind 0', 'kind 1', 'kind 2'" in result.stderr
+    result = CliRunner().invoke(app, ["predict", str(dotted), "-m", str(model), "--holdout"])
+    assert result.exit_code == 1 and "10 labels are not among the model's classes" in result.output

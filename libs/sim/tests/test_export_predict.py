@@ -131,7 +131,13 @@ def test_first_format_exports_give_a_clear_error(tmp_path):
         prep({"a": ["1"]})
 
 
-LOADER = ["ml/__init__.py", "ml/export/load.py", "ml/export/plain.py", "ml/export/tables.py"]
+LOADER = [
+    "ml/__init__.py",
+    "ml/export/images.py",
+    "ml/export/load.py",
+    "ml/export/plain.py",
+    "ml/export/tables.py",
+]
 
 
 def test_load_needs_only_torch_numpy_and_its_own_files(job, tmp_path):
@@ -143,7 +149,7 @@ def test_load_needs_only_torch_numpy_and_its_own_files(job, tmp_path):
         **{f"ml/{p.split('/', 1)[1]}": src / "ml/src/peertrain" / p for p in LOADER},
         "common/__init__.py": src / "common/src/peertrain/common/__init__.py",
     }
-    for part in ("__init__.py", "encode.py", "holdout.py"):
+    for part in ("__init__.py", "encode.py", "holdout.py", "images.py"):
         copies[f"common/features/{part}"] = src / f"common/src/peertrain/common/features/{part}"
     for rel, origin in copies.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
+from peertrain.common.features import MAX_IMAGE_PIXELS
 from peertrain.common.settings import ServiceSettings
 
 __all__ = ["DatasetSettings", "GiB", "MiB"]
@@ -54,7 +55,7 @@ class DatasetSettings(ServiceSettings):
     max_categories: int = Field(default=100, ge=1)
     """Cardinality cap of a categorical feature column (one-hot width)."""
     max_classes: int = Field(default=1000, ge=2)
-    max_image_pixels: int = Field(default=16_000_000, ge=1)
+    max_image_pixels: int = Field(default=MAX_IMAGE_PIXELS, ge=1)
     """Largest image accepted (width x height) before decoding."""
     max_image_features: int = Field(default=3 * 512 * 512, ge=1)
     """Largest channels x height x width after resizing."""

@@ -2,7 +2,8 @@
 
 The one encoder of PeerTrain's data: the dataset service encodes uploads with it, and
 :mod:`peertrain.ml.export` encodes raw rows for a downloaded model with it, so a model
-sees at prediction time exactly what it saw in training. Specs are taken in their JSON
+sees at prediction time exactly what it saw in training; :mod:`.images` holds the
+rules both apply to an image dataset's files. Specs are taken in their JSON
 form (``FeatureSpec.model_dump(mode="json")``), so a process that has only numpy (and
 torch, for the model) can use this package: it imports nothing else from PeerTrain.
 """
@@ -16,15 +17,37 @@ from .encode import (
     to_pixels,
 )
 from .holdout import NoHoldout, holdout_counts, stratified_holdout
+from .images import (
+    IMAGE_FORMATS,
+    IMAGE_SUFFIXES,
+    MAX_IMAGE_BYTES,
+    MAX_IMAGE_PIXELS,
+    NotClassFolders,
+    UnreadableImage,
+    class_folders,
+    is_image_name,
+    is_junk,
+    open_image,
+)
 
 __all__ = [
+    "IMAGE_FORMATS",
+    "IMAGE_SUFFIXES",
+    "MAX_IMAGE_BYTES",
+    "MAX_IMAGE_PIXELS",
     "UNSEEN",
     "NoHoldout",
+    "NotClassFolders",
+    "UnreadableImage",
+    "class_folders",
     "column_values",
     "encode_column",
     "encode_pixels",
     "encode_table",
     "holdout_counts",
+    "is_image_name",
+    "is_junk",
+    "open_image",
     "stratified_holdout",
     "to_pixels",
 ]

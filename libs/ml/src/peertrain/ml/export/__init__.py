@@ -6,13 +6,16 @@
 - :func:`onnx_bytes`: the model as ONNX with the preprocessing in the graph;
 - :func:`save_final`, :func:`final_pt_bytes`, :func:`final_safetensors_bytes`,
   :func:`load_final`, :func:`load_final_safetensors` (the writer's side, with the zoo and
-  the specs: imported on first use, so loading needs none of them).
+  the specs: imported on first use, so loading needs none of them);
+- :func:`list_images`: the images of a folder or ZIP, decoded a batch at a time
+  (``preprocess.read_images(path)``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .images import ImageFiles, list_images
 from .load import ExportError, Loaded, Preprocessor, load
 from .plain import ARCH_FORMAT, ArchitectureInvalid, build_plain, describe
 from .tables import read_table
@@ -25,6 +28,7 @@ __all__ = [
     "ArchitectureInvalid",
     "ExportError",
     "FinalModel",
+    "ImageFiles",
     "Loaded",
     "Preprocessor",
     "RawFeatures",
@@ -32,6 +36,7 @@ __all__ = [
     "describe",
     "final_pt_bytes",
     "final_safetensors_bytes",
+    "list_images",
     "load",
     "load_final",
     "load_final_safetensors",

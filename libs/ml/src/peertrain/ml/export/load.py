@@ -30,6 +30,7 @@ from peertrain.common.features import (
     to_pixels,
 )
 
+from .images import ImageFiles, list_images
 from .plain import ArchitectureInvalid, build_plain
 from .tables import Table, read_table
 
@@ -115,6 +116,19 @@ class Preprocessor:
         """A CSV (plain or gzip, comma/semicolon/tab) in the upload's format, as columns."""
         self._need("table")
         return read_table(path, (*self.columns, self.label_column or ""))
+
+    @property
+    def image(self) -> dict[str, Any]:
+        """An image model's encoding: ``mode``, ``channels``, ``height``, ``width``, ...."""
+        self._need("images")
+        return dict(self.feature_spec["image"])
+
+    def read_images(self, path: str | Path) -> ImageFiles:
+        """The PNG/JPEG images of a folder or ZIP, listed in name order, with their class
+        folders as labels if they sit in ``<class>/`` folders; ``files.pixels(self.image)``
+        decodes them a batch at a time, and this preprocessor encodes each batch."""
+        self._need("images")
+        return list_images(path, self.classes)
 
     def __call__(self, data: Any) -> torch.Tensor:
         """Encode ``data`` (see the class docstring) as the model's input."""

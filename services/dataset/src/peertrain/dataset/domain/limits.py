@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from peertrain.common.features import MAX_IMAGE_PIXELS
+
 __all__ = ["Limits"]
 
 
@@ -22,7 +24,7 @@ class Limits:
     max_rows: int = 20_000_000
     max_categories: int = 100
     max_classes: int = 1000
-    max_image_pixels: int = 16_000_000
+    max_image_pixels: int = MAX_IMAGE_PIXELS
     max_image_features: int = 3 * 512 * 512
     block_bytes: int = 2 * 1024 * 1024
     preview_rows: int = 20

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from peertrain.common.features import IMAGE_SUFFIXES, is_junk
 from peertrain.dataset.domain.errors import (
     BadArchiveEntry,
     EmptyFile,
@@ -32,11 +33,10 @@ from peertrain.dataset.domain.errors import (
 
 from .limits import BoundedReader, InflateBudget
 
-__all__ = ["IMAGE_SUFFIXES", "ArchiveEntry", "ArchiveKind", "SafeZip", "is_zip_member_archive"]
+__all__ = ["ArchiveEntry", "ArchiveKind", "SafeZip", "is_zip_member_archive"]
 
 ArchiveKind = Literal["table", "images"]
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 _CSV_SUFFIXES = (".csv",)
 _ARCHIVE_SUFFIXES = (".zip", ".jar", ".gz", ".tgz", ".tar", ".bz2", ".xz", ".7z", ".rar", ".zst")
 _METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
@@ -87,11 +87,6 @@ def _check_name(name: str) -> None:
         or len(name) > _MAX_NAME
     ):
         raise BadArchiveEntry(f"unsafe path in archive: {name!r}", entry=name)
-
-
-def _is_junk(name: str) -> bool:
-    base = name.rstrip("/").rsplit("/", 1)[-1]
-    return name.startswith("__MACOSX/") or base.startswith(".")
 
 
 def _check_entry(info: zipfile.ZipInfo) -> None:
@@ -149,7 +144,7 @@ class SafeZip:
         except BaseException:
             self._zip.close()
             raise
-        files = [i for i in infos if not i.is_dir() and not _is_junk(i.filename)]
+        files = [i for i in infos if not i.is_dir() and not is_junk(i.filename)]
         self.entries = sorted((ArchiveEntry(i.filename, i) for i in files), key=lambda e: e.name)
         self.kind = self._classify()
 

@@ -11,8 +11,6 @@ uint8 pixels (``ImageEncoding.stored``), which readers turn into
 
 from __future__ import annotations
 
-import io
-import warnings
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,7 +27,14 @@ from peertrain.common.events.datasets import (
     HoldoutRule,
     ImageEncoding,
 )
-from peertrain.common.features import to_pixels
+from peertrain.common.features import (
+    MAX_IMAGE_BYTES,
+    NotClassFolders,
+    UnreadableImage,
+    class_folders,
+    open_image,
+    to_pixels,
+)
 from peertrain.dataset.domain.errors import (
     BadArchiveEntry,
     InvalidDataset,
@@ -51,8 +56,7 @@ from .split import write_split
 __all__ = ["prepare_images"]
 
 _GREY_MODES = frozenset({"1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "F"})
-_FORMATS = frozenset({"PNG", "JPEG"})
-_MAX_ENTRY_BYTES = 64 * 1024 * 1024
+_MAX_ENTRY_BYTES = MAX_IMAGE_BYTES
 _BLOCK_BYTES = 16 * 1024 * 1024
 
 
@@ -65,18 +69,11 @@ class _Image:
 
 
 def _class_of(names: list[str]) -> list[str]:
-    """The class folder of every entry: ``<class>/<file>`` or ``<root>/<class>/<file>``."""
-    parts = [n.split("/") for n in names]
-    depths = {len(p) for p in parts}
-    if depths == {2}:
-        return [p[0] for p in parts]
-    if depths == {3} and len({p[0] for p in parts}) == 1:
-        return [p[1] for p in parts]
-    odd = next(n for n, p in zip(names, parts, strict=True) if len(p) not in (2, 3))
-    raise InvalidDataset(
-        f"images must sit in one folder per class (<class>/<file>); {odd!r} does not",
-        entry=odd,
-    )
+    """The class folder of every entry (the rule predict applies again)."""
+    try:
+        return class_folders(names)
+    except NotClassFolders as exc:
+        raise InvalidDataset(str(exc), entry=exc.entry) from None
 
 
 def _read_entry(upload: UploadedFile, entry: ArchiveEntry, budget: InflateBudget) -> bytes:
@@ -89,21 +86,9 @@ def _read_entry(upload: UploadedFile, entry: ArchiveEntry, budget: InflateBudget
 
 def _open_image(data: bytes, entry: ArchiveEntry, limits: Limits) -> Image.Image:
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            image = Image.open(io.BytesIO(data), formats=sorted(_FORMATS))
-    except (OSError, ValueError, SyntaxError, Image.DecompressionBombWarning) as exc:
-        raise BadArchiveEntry(
-            f"{entry.name!r} is not a readable PNG or JPEG image ({exc})", entry=entry.name
-        ) from None
-    except Image.DecompressionBombError:
-        raise BadArchiveEntry(f"{entry.name!r} is too large an image", entry=entry.name) from None
-    width, height = image.size
-    if width * height > limits.max_image_pixels:
-        raise BadArchiveEntry(
-            f"{entry.name!r} has {width}x{height} pixels, more than {limits.max_image_pixels}",
-            entry=entry.name,
-        )
+        image: Image.Image = open_image(data, entry.name, limits.max_image_pixels)
+    except UnreadableImage as exc:
+        raise BadArchiveEntry(str(exc), entry=entry.name) from None
     return image
 
 
