@@ -85,3 +85,47 @@ def test_image_errors(prepare: Callable, zip_of: Callable) -> None:
         prepare(zip_of({"a/1.png": b"not an image", "b/1.png": png((4, 4))}))
     with pytest.raises(errors.InvalidDataset, match="folder per class"):
         prepare(zip_of({"1.png": png((4, 4)), "b/1.png": png((4, 4))}))
+
+
+def test_a_csv_of_file_names_and_labels_labels_the_images(
+    prepare: Callable, zip_of: Callable
+) -> None:
+    entries: dict[str, bytes] = {}
+    lines = ["id;file;species;notes"]
+    for i in range(12):
+        entries[f"set/img/{i:02}.png"] = png((6, 6), value=20 * i)
+        kind = "cat" if i % 2 else "dog"
+        lines.append(f"{i};img/{i:02}.png;{kind};x")  # paths from the CSV's folder
+    entries["set/img/extra.png"] = png((6, 6))  # not named: left out
+    entries["set/labels.csv"] = ("\n".join(lines) + "\n").encode()
+    zipped = zip_of(entries)
+    with pytest.raises(errors.MissingLabelColumn, match="say which is the label"):
+        prepare(zipped)
+    result = prepare(zipped, label_column="species")
+    assert result.kind == "images" and result.classes == ("cat", "dog")
+    assert result.rows == 12 and result.class_counts == (6, 6)
+    assert result.preview["unlisted_images"] == 1
+    assert result.preview["rows"][0][:2] == ["set/img/00.png", "dog"]
+
+
+@pytest.mark.parametrize(
+    ("csv_text", "says"),
+    [
+        ("file,label\na/1.png,x\na/9.png,y\n", "not an image of the archive"),
+        ("file,label\na/1.png,x\na/1.png,y\n", "again"),
+        ("file,label\nnope.png,x\n", "no column"),
+        ("file,label\na/1.png,\n", "no label"),
+    ],
+)
+def test_a_labels_csv_that_does_not_fit_the_images_is_refused(
+    prepare: Callable, zip_of: Callable, csv_text: str, says: str
+) -> None:
+    entries = {"a/1.png": png((4, 4)), "a/2.png": png((4, 4)), "labels.csv": csv_text.encode()}
+    with pytest.raises(errors.InvalidDataset, match=says):
+        prepare(zip_of(entries))
+
+
+def test_images_with_two_csvs_are_refused(prepare: Callable, zip_of: Callable) -> None:
+    entries = {"a/1.png": png((4, 4)), "x.csv": b"f,l\na/1.png,1\n", "y.csv": b"f,l\n"}
+    with pytest.raises(errors.BadArchiveEntry, match="unsupported entry"):
+        prepare(zip_of(entries))

@@ -6,7 +6,8 @@ Checks, before anything is extracted:
   directory of bounded size (so listing the archive cannot exhaust memory);
 * every entry: no absolute path or ``..`` component (either slash), no symlink, no
   encryption, no nested archive, a known compression method;
-* the contents: only CSV files, or only images in ``<class>/<file>`` folders.
+* the contents: only CSV files; or images in ``<class>/<file>`` folders; or images
+  with one CSV of their file names and labels (``labels_entry``).
 
 While extracting, :class:`~.limits.BoundedReader` counts what each entry really
 expands to (the sizes in the headers are never trusted).
@@ -146,6 +147,8 @@ class SafeZip:
             raise
         files = [i for i in infos if not i.is_dir() and not is_junk(i.filename)]
         self.entries = sorted((ArchiveEntry(i.filename, i) for i in files), key=lambda e: e.name)
+        self.labels_entry: ArchiveEntry | None = None
+        """An image archive's CSV of file names and labels, when it has one."""
         self.kind = self._classify()
 
     def _classify(self) -> ArchiveKind:
@@ -156,6 +159,15 @@ class SafeZip:
         if all(n.endswith(_CSV_SUFFIXES) for n in lowered):
             return "table"
         if all(n.endswith(IMAGE_SUFFIXES) for n in lowered):
+            return "images"
+        tables = [
+            e for e, n in zip(self.entries, lowered, strict=True) if n.endswith(_CSV_SUFFIXES)
+        ]
+        images = [
+            e for e, n in zip(self.entries, lowered, strict=True) if n.endswith(IMAGE_SUFFIXES)
+        ]
+        if len(tables) == 1 and len(images) + 1 == len(self.entries):
+            self.labels_entry, self.entries = tables[0], images
             return "images"
         odd = next(
             (
@@ -168,7 +180,7 @@ class SafeZip:
         self.close()
         raise BadArchiveEntry(
             f"unsupported entry {odd!r}: an archive holds CSV files, or images (.png, .jpg) "
-            "in one folder per class",
+            "in one folder per class or with one CSV of file names and labels",
             entry=odd,
         )
 

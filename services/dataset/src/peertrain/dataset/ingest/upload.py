@@ -88,6 +88,11 @@ class UploadedFile:
         assert self.archive is not None and self.kind == "images"
         return list(self.archive.entries)
 
+    def labels_entry(self) -> ArchiveEntry | None:
+        """An image archive's CSV of file names and labels, if it has one."""
+        assert self.archive is not None and self.kind == "images"
+        return self.archive.labels_entry
+
     @contextmanager
     def open_entry(self, entry: ArchiveEntry, budget: InflateBudget) -> Iterator[BinaryIO]:
         """One archive entry's bytes, charged to ``budget``."""

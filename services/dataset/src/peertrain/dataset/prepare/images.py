@@ -49,6 +49,7 @@ from peertrain.dataset.ingest.limits import InflateBudget
 from peertrain.dataset.ingest.upload import UploadedFile
 
 from .columns import sort_categories
+from .image_labels import labels_from_csv
 from .options import PrepareOptions
 from .result import PreparedDataset
 from .split import write_split
@@ -92,16 +93,26 @@ def _open_image(data: bytes, entry: ArchiveEntry, limits: Limits) -> Image.Image
     return image
 
 
-def _scan(upload: UploadedFile, limits: Limits) -> list[_Image]:
+def _scan(
+    upload: UploadedFile, options: PrepareOptions, limits: Limits
+) -> tuple[list[_Image], int]:
+    """Every image's header and label; and how many images a labels CSV leaves out."""
     entries = upload.image_entries()
-    labels = _class_of([e.name for e in entries])
+    labels_entry = upload.labels_entry()
+    unlisted = 0
+    if labels_entry is None:
+        labels = _class_of([e.name for e in entries])
+    else:
+        entries, labels, unlisted = labels_from_csv(
+            upload, entries, labels_entry, options.label_column
+        )
     budget = upload.budget()
     images: list[_Image] = []
     for entry, label in zip(entries, labels, strict=True):
         image = _open_image(_read_entry(upload, entry, budget), entry, limits)
         images.append(_Image(entry, label, image.size, image.mode in _GREY_MODES))
         image.close()
-    return images
+    return images, unlisted
 
 
 def _target(images: list[_Image], options: PrepareOptions) -> tuple[int, int]:
@@ -170,7 +181,7 @@ def prepare_images(
     upload: UploadedFile, scratch: Path, options: PrepareOptions, limits: Limits
 ) -> PreparedDataset:
     """Validate, decode, split and encode an image archive."""
-    images = _scan(upload, limits)
+    images, unlisted = _scan(upload, options, limits)
     classes = sort_categories(sorted({i.label for i in images}))
     if len(classes) > limits.max_classes:
         raise TooManyClasses(
@@ -232,6 +243,7 @@ def prepare_images(
             [i.entry.name, i.label, i.size[0], i.size[1], "L" if i.grey else "RGB"]
             for i in images[: limits.preview_rows]
         ],
+        **({"unlisted_images": unlisted} if unlisted else {}),
     }
     return PreparedDataset(
         kind="images",
