@@ -111,3 +111,45 @@ def test_a_bad_job_file_is_a_usage_error(tmp_path, bad) -> None:
         app, ["simulate", "--config", str(config), "--data", "x.csv", "--peers", "2"]
     )
     assert result.exit_code == 2
+
+
+RESIDUAL_MLP = """
+import torch
+from torch import nn
+
+
+class ResidualMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Linear(3, 8)
+        self.block = nn.Sequential(nn.Linear(8, 8), nn.ReLU())
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x):
+        h = torch.relu(self.stem(x))
+        return self.head(h + self.block(h))
+"""
+
+
+def test_simulate_trains_a_researchers_own_module_as_a_graph(tmp_path: Path) -> None:
+    module = tmp_path / "mine.py"
+    module.write_text(RESIDUAL_MLP)
+    config = tmp_path / "job.yaml"
+    config.write_text("training: {rounds: 2, lr: 0.1, seed: 1}\n")
+    out = tmp_path / "model.pt"
+    args = ["simulate", "--config", str(config), "--data", str(_csv(tmp_path / "d.csv"))]
+    args += ["--label-column", "label", "--peers", "2", "--threads", "1"]
+    args += ["--model", f"{module}:ResidualMLP", "-o", str(out), "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout[result.stdout.index("{") :])
+    assert doc["state"] == "completed" and [r["peers"] for r in doc["per_round"]] == [2, 2]
+    final = torch.load(io.BytesIO(out.read_bytes()), weights_only=True)
+    assert final["spec"]["arch"] == "graph" and final["spec"]["input_shape"] == [3]
+    assert [n["op"] for n in final["spec"]["nodes"]] == [
+        "linear", "relu", "linear", "relu", "add", "linear"
+    ]  # fmt: skip
+    # The researcher's own state_dict keys, trained.
+    assert set(final["state_dict"]) == {
+        f"{layer}.{p}" for layer in ("stem", "block.0", "head") for p in ("weight", "bias")
+    }
