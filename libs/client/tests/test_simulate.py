@@ -153,3 +153,39 @@ def test_simulate_trains_a_researchers_own_module_as_a_graph(tmp_path: Path) -> 
     assert set(final["state_dict"]) == {
         f"{layer}.{p}" for layer in ("stem", "block.0", "head") for p in ("weight", "bias")
     }
+
+
+def test_simulate_starts_from_the_researchers_weights(tmp_path: Path) -> None:
+    import peertrain.sim as sim
+    from peertrain.common.events.models import model_key
+    from peertrain.ml.weights import state_from_bytes
+
+    module = tmp_path / "mine.py"
+    module.write_text(RESIDUAL_MLP)
+    data = _csv(tmp_path / "d.csv")
+    namespace: dict[str, object] = {}
+    exec(compile(RESIDUAL_MLP, str(module), "exec"), namespace)  # the researcher's model
+    net = namespace["ResidualMLP"]()  # type: ignore[operator]
+    weights = tmp_path / "start.pt"
+    torch.save(net.state_dict(), weights)
+    args = ["simulate", "--data", str(data), "--label-column", "label", "--peers", "2"]
+    args += ["--model", f"{module}:ResidualMLP", "--set", "training.rounds=1"]
+    result = CliRunner().invoke(app, [*args, "--init-weights", str(weights), "--json"])
+    assert result.exit_code == 0, result.output
+
+    # Version 0 is those weights, bit for bit.
+    spec = {"model": _graph_of(net), "training": {"rounds": 1}}
+    run = sim.run(spec, data, peers=2, label_column="label", init_weights=weights)
+    v0 = state_from_bytes(run.blobs.objects[model_key("sim", 0)])
+    assert all(torch.equal(v0[k], t) for k, t in net.state_dict().items())
+
+    bad = tmp_path / "bad.pt"
+    torch.save({"stem.weight": torch.zeros(8, 3)}, bad)
+    refused = CliRunner().invoke(app, [*args, "--init-weights", str(bad)])
+    assert refused.exit_code != 0 and "not the model's tensors" in refused.output
+
+
+def _graph_of(net: torch.nn.Module) -> dict[str, object]:
+    from peertrain.ml.graph import to_graph
+
+    return to_graph(net, torch.zeros(2, 3)).model_dump(mode="json")

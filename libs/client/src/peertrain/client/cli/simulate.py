@@ -18,7 +18,7 @@ from rich.text import Text
 from peertrain.client.errors import ClientError
 from peertrain.client.jobs import JobProgress
 
-from .jobcreate import ModelOption
+from .jobcreate import InitWeightsOption, ModelOption
 from .jobspec import Sets, apply_sets, load_config
 from .modelfile import model_from_file
 from .output import JsonFlag, echo_json
@@ -101,6 +101,7 @@ def simulate(
         Path | None, typer.Option("-o", "--output", help="Write the final model (.pt) here.")
     ] = None,
     model: ModelOption = None,
+    init_weights: InitWeightsOption = None,
     sets: Sets = None,
     json_out: JsonFlag = False,
 ) -> None:
@@ -110,7 +111,7 @@ def simulate(
     training on the data given; prints the per-round table as `job watch` does.
     `--set KEY=VALUE` overrides the job file as for `job create`; `--model` names the
     model as for `job create` (a graph file, or your own nn.Module as FILE.py:NAME,
-    checked on rows shaped like the data's).
+    checked on rows shaped like the data's); `--init-weights` starts from those weights.
     Exit status: 0 completed, 1 failed.
     """
     state = state_of(ctx)
@@ -145,6 +146,7 @@ def simulate(
             workers=workers,
             threads=threads,
             on_round=on_round,
+            init_weights=init_weights,
         )
         if not json_out:
             live.update(render_watch(_progress(result.state, seen, total, peers)), refresh=True)
