@@ -226,3 +226,23 @@ def test_cancel_and_login_answer_json(api: FakeApi, tmp_path: Path) -> None:
     assert login.exit_code == 0 and json.loads(login.stdout)["username"] == "ada"
     out = run(api, tmp_path / "other", "logout", "--json")
     assert json.loads(out.stdout) == {"logged_out": True, "server_told": True}
+
+
+def test_job_show_prints_the_models_size_and_no_graph_nodes(api: FakeApi, tmp_path: Path) -> None:
+    nodes = [{"name": f"n{i}", "op": "relu", "inputs": ["x"]} for i in range(50)]
+    model = {"arch": "graph", "input_shape": [4], "nodes": nodes, "output": "n49"}
+    api.route(
+        "GET", "/api/jobs/j1", {"job_id": "j1", "name": "g", "state": "running", "model": model}
+    )
+    layers = [{"name": "n0", "module": "fc"}] + [
+        {"name": f"n{i}", "module": None} for i in range(49)
+    ]
+    api.route("GET", "/api/jobs/j1/model", {"parameters": 12345, "layers": layers})
+    shown = run(api, tmp_path, "job", "show", "j1")
+    assert shown.exit_code == 0, shown.output
+    assert "a layer graph of 50 nodes" in shown.stdout and '"n49"' not in shown.stdout
+    assert "architecture: 12,345 parameters, 50 layers (1 with state)" in shown.stdout
+    # A server without the route: no architecture line, no error.
+    api.routes.pop(("GET", "/api/jobs/j1/model"))
+    older = run(api, tmp_path, "job", "show", "j1")
+    assert older.exit_code == 0 and "architecture" not in older.stdout

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from peertrain.client import ClientError, FileTokenStore, Tokens
 from peertrain.client.cli import CliState, app
-from peertrain.client.tracking import Point, flatten, metric_key, tracked_run
+from peertrain.client.tracking import MAX_PARAM_CHARS, Point, flatten, metric_key, tracked_run
 
 API = "http://api.test"
 JOB: dict[str, Any] = {
@@ -74,6 +74,33 @@ METRICS: dict[str, Any] = {
 CONFIG = {"feature_spec": {"classes": ["A", "B/b", "C"], "input_shape": [16]}}
 
 
+def _graph(blocks: int = 100) -> dict[str, Any]:
+    """A residual MLP on 16 inputs as a layer graph: 2 + 2 * ``blocks`` nodes (20 kB)."""
+    lin = {"in_features": 16, "out_features": 16}
+    nodes: list[dict[str, Any]] = [
+        {"name": "stem", "op": "linear", "module": "stem", "inputs": ["x"], "args": lin}
+    ]
+    last = "stem"
+    for i in range(blocks):
+        nodes.append({"name": f"relu{i}", "op": "relu", "inputs": [last]})
+        nodes.append({"name": f"res{i}", "op": "add", "inputs": [last, f"relu{i}"]})
+        last = f"res{i}"
+    head = {"in_features": 16, "out_features": 3}
+    nodes.append({"name": "head", "op": "linear", "module": "head", "inputs": [last], "args": head})
+    return {"arch": "graph", "version": 1, "input_shape": [16], "nodes": nodes, "output": "head"}
+
+
+GRAPH_JOB = {**JOB, "model": _graph()}
+GRAPH_SUMMARY = {
+    "arch": "graph",
+    "name": None,
+    "input_shape": [16],
+    "parameters": 16 * 16 + 16 + 16 * 3 + 3,
+    "activations": 16 * 202 + 3,
+    "layers": [{"name": f"n{i}"} for i in range(202)],
+}
+
+
 def _series(points: list[Point], key: str) -> list[tuple[int, float]]:
     return [(p.step, p.value) for p in points if p.key == key]
 
@@ -89,6 +116,39 @@ def test_params_are_the_whole_spec_flattened() -> None:
     assert not any(k.startswith(("tasks", "owner_id", "error", "state")) for k in run.params)
     assert (run.name, run.status, run.tags["peertrain.job_id"]) == ("letters", "FINISHED", "job-1")
     assert run.end_ms is not None and run.start_ms == run.end_ms - 300_000
+
+
+def test_a_graphs_nodes_are_no_param_but_counted_and_its_size_comes_from_the_summary() -> None:
+    assert len(json.dumps(GRAPH_JOB["model"]["nodes"])) > MAX_PARAM_CHARS
+    params = tracked_run(GRAPH_JOB, METRICS).params
+    assert not any(k.startswith("model.nodes") for k in params)
+    assert (params["model.arch"], params["model.layers"], params["model.output"]) == (
+        "graph",
+        "202",
+        "head",
+    )
+    assert params["model.input_shape"] == "[16]" and "model.parameters" not in params
+    sized = tracked_run(GRAPH_JOB, METRICS, model=GRAPH_SUMMARY).params
+    assert (sized["model.parameters"], sized["model.layers"]) == ("323", "202")
+    assert all(len(v) <= MAX_PARAM_CHARS for v in sized.values())
+
+
+def test_a_named_architecture_logs_its_name_and_size() -> None:
+    job = {**JOB, "model": {"arch": "torchvision", "name": "resnet18", "cifar_stem": True}}
+    summary = {"parameters": 11_173_962, "layers": [{}] * 67}
+    params = tracked_run(job, METRICS, model=summary).params
+    assert (params["model.arch"], params["model.name"], params["model.cifar_stem"]) == (
+        "torchvision",
+        "resnet18",
+        "true",
+    )
+    assert (params["model.parameters"], params["model.layers"]) == ("11173962", "67")
+
+
+def test_a_value_longer_than_mlflow_takes_is_a_note_of_its_length() -> None:
+    peers = [f"peer-{i:040d}" for i in range(200)]
+    params = tracked_run({**JOB, "peers": peers}, METRICS).params
+    assert params["peers"] == f"({len(json.dumps(peers))} characters: see job.json)"
 
 
 def test_round_metrics_are_stepped_by_round_from_the_initial_model() -> None:
@@ -191,6 +251,37 @@ def test_export_logs_a_run_once(
     assert again.exit_code == 1
     assert f"already in experiment 'peertrain' as run {out['run_id']}" in again.stderr
     assert _run(api, tmp_path, "job", "export", "job-1", "--mlflow", uri, "--again").exit_code == 0
+
+
+def test_a_graph_job_is_exported_with_its_graph_and_summary_as_artifacts(
+    api: FakeApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mlflow = pytest.importorskip("mlflow")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    _routes(api)
+    api.route("GET", "/api/jobs/job-1", GRAPH_JOB)
+    api.route("GET", "/api/jobs/job-1/model", GRAPH_SUMMARY)
+    uri = (tmp_path / "mlruns").as_uri()
+    result = _run(api, tmp_path, "job", "export", "job-1", "--mlflow", uri, "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["artifacts"] == [
+        "config.json",
+        "job.json",
+        "metrics.json",
+        "model.json",
+        "model/final.pt",
+        "model/graph.json",
+    ]
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    params = client.get_run(out["run_id"]).data.params
+    assert (params["model.arch"], params["model.parameters"], params["model.layers"]) == (
+        "graph",
+        "323",
+        "202",
+    )
+    graph = Path(client.download_artifacts(out["run_id"], "model/graph.json", str(tmp_path)))
+    assert json.loads(graph.read_text()) == GRAPH_JOB["model"]
 
 
 def test_an_unreachable_tracking_server_is_one_line(

@@ -111,3 +111,81 @@ def test_a_bad_job_file_is_a_usage_error(tmp_path, bad) -> None:
         app, ["simulate", "--config", str(config), "--data", "x.csv", "--peers", "2"]
     )
     assert result.exit_code == 2
+
+
+RESIDUAL_MLP = """
+import torch
+from torch import nn
+
+
+class ResidualMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Linear(3, 8)
+        self.block = nn.Sequential(nn.Linear(8, 8), nn.ReLU())
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x):
+        h = torch.relu(self.stem(x))
+        return self.head(h + self.block(h))
+"""
+
+
+def test_simulate_trains_a_researchers_own_module_as_a_graph(tmp_path: Path) -> None:
+    module = tmp_path / "mine.py"
+    module.write_text(RESIDUAL_MLP)
+    config = tmp_path / "job.yaml"
+    config.write_text("training: {rounds: 2, lr: 0.1, seed: 1}\n")
+    out = tmp_path / "model.pt"
+    args = ["simulate", "--config", str(config), "--data", str(_csv(tmp_path / "d.csv"))]
+    args += ["--label-column", "label", "--peers", "2", "--threads", "1"]
+    args += ["--model", f"{module}:ResidualMLP", "-o", str(out), "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout[result.stdout.index("{") :])
+    assert doc["state"] == "completed" and [r["peers"] for r in doc["per_round"]] == [2, 2]
+    final = torch.load(io.BytesIO(out.read_bytes()), weights_only=True)
+    assert final["spec"]["arch"] == "graph" and final["spec"]["input_shape"] == [3]
+    assert [n["op"] for n in final["spec"]["nodes"]] == [
+        "linear", "relu", "linear", "relu", "add", "linear"
+    ]  # fmt: skip
+    # The researcher's own state_dict keys, trained.
+    assert set(final["state_dict"]) == {
+        f"{layer}.{p}" for layer in ("stem", "block.0", "head") for p in ("weight", "bias")
+    }
+
+
+def test_simulate_starts_from_the_researchers_weights(tmp_path: Path) -> None:
+    import peertrain.sim as sim
+    from peertrain.common.events.models import model_key
+    from peertrain.ml.weights import state_from_bytes
+
+    module = tmp_path / "mine.py"
+    module.write_text(RESIDUAL_MLP)
+    data = _csv(tmp_path / "d.csv")
+    namespace: dict[str, object] = {}
+    exec(compile(RESIDUAL_MLP, str(module), "exec"), namespace)  # the researcher's model
+    net = namespace["ResidualMLP"]()  # type: ignore[operator]
+    weights = tmp_path / "start.pt"
+    torch.save(net.state_dict(), weights)
+    args = ["simulate", "--data", str(data), "--label-column", "label", "--peers", "2"]
+    args += ["--model", f"{module}:ResidualMLP", "--set", "training.rounds=1"]
+    result = CliRunner().invoke(app, [*args, "--init-weights", str(weights), "--json"])
+    assert result.exit_code == 0, result.output
+
+    # Version 0 is those weights, bit for bit.
+    spec = {"model": _graph_of(net), "training": {"rounds": 1}}
+    run = sim.run(spec, data, peers=2, label_column="label", init_weights=weights)
+    v0 = state_from_bytes(run.blobs.objects[model_key("sim", 0)])
+    assert all(torch.equal(v0[k], t) for k, t in net.state_dict().items())
+
+    bad = tmp_path / "bad.pt"
+    torch.save({"stem.weight": torch.zeros(8, 3)}, bad)
+    refused = CliRunner().invoke(app, [*args, "--init-weights", str(bad)])
+    assert refused.exit_code != 0 and "not the model's tensors" in refused.output
+
+
+def _graph_of(net: torch.nn.Module) -> dict[str, object]:
+    from peertrain.ml.graph import to_graph
+
+    return to_graph(net, torch.zeros(2, 3)).model_dump(mode="json")

@@ -5,8 +5,9 @@ curve gain points round by round, download the model with the page's button; the
 compare, peers and dataset pages. The browser is Debian's ``chromium`` driven by the npm
 package ``playwright-core`` (``web/console/test/browser.cjs``); the console is the build
 the gateway serves (``make console``). Kept cheap: a 2,000-row table, 2 peers, 3 rounds
-of a small MLP (3 local epochs, so that a round lasts long enough to be seen). The
-screenshot of the job page is kept (the test prints its paths).
+of a small MLP (3 local epochs, so that a round lasts long enough to be seen); then one
+round of a residual MLP given as a layer graph of 170 nodes, whose architecture table must
+stay usable. The screenshot of the job page is kept (the test prints its paths).
 """
 
 from __future__ import annotations
@@ -72,6 +73,27 @@ def _job(dataset_id: str, peers: list[str]) -> dict[str, Any]:
     }
 
 
+def _long_graph(blocks: int = 56) -> dict[str, Any]:
+    """A residual MLP (tanh blocks: 56 ReLU ones diverge) on the table's 4 columns as a layer
+    graph: 2 + 3 * ``blocks`` nodes."""
+    width = 16
+
+    def linear(name: str, source: str, n_in: int, n_out: int) -> dict[str, Any]:
+        args = {"in_features": n_in, "out_features": n_out}
+        return {"name": name, "op": "linear", "module": name, "inputs": [source], "args": args}
+
+    nodes, last = [linear("stem", "x", 4, width)], "stem"
+    for i in range(blocks):
+        nodes += [
+            linear(f"block{i}", last, width, width),
+            {"name": f"act{i}", "op": "tanh", "inputs": [f"block{i}"]},
+            {"name": f"res{i}", "op": "add", "inputs": [last, f"act{i}"]},
+        ]
+        last = f"res{i}"
+    nodes.append(linear("head", last, width, 3))
+    return {"arch": "graph", "input_shape": [4], "nodes": nodes, "output": "head"}
+
+
 async def test_console_shows_a_real_jobs_curve_growing_and_downloads_its_model(
     platform: Platform, tmp_path: Path
 ) -> None:
@@ -107,6 +129,17 @@ async def test_console_shows_a_real_jobs_curve_growing_and_downloads_its_model(
         # The job starts only once the browser is logged in: it sees every round arrive.
         job_id = await create_job(platform, _job(dataset_id, peers))
         browser.stdin.write(json.dumps({"job_id": job_id, "dataset_id": dataset_id}) + "\n")
+        browser.stdin.flush()
+        want = json.loads(browser.stdout.readline() or "{}")
+        assert want.get("want_graph"), (tmp_path / "browser.err").read_text()[-4000:]
+        graph_job = {
+            **_job(dataset_id, peers),
+            "name": "console-graph",
+            "model": _long_graph(),
+            "training": {"rounds": 1, "local_epochs": 1, "batch_size": 32, "seed": 5},
+        }
+        graph_id = await create_job(platform, graph_job)
+        browser.stdin.write(json.dumps({"job_id": graph_id}) + "\n")
         browser.stdin.flush()
         out = browser.stdout.read()
         rc = browser.wait(timeout=900)
@@ -145,3 +178,13 @@ async def test_console_shows_a_real_jobs_curve_growing_and_downloads_its_model(
     assert len(result["peer_rows"]) >= 2
     assert result["class_rows"] == 3 and result["schema_rows"] == 5, result
     assert result["page_errors"] == [], result["page_errors"]
+    # The MLP's architecture: two linear layers around a ReLU, open at once.
+    arch = result["architecture"]
+    assert (arch["parameters"], arch["rows"], arch["open"]) == (4 * 16 + 16 + 16 * 3 + 3, 3, True)
+    assert "131 parameters" in arch["text"], arch
+    # The long graph: every node a row, closed at first, scrolling in its own box.
+    graph = result["graph"]
+    assert graph["rows"] == 2 + 3 * 56 and graph["closed_at_first"] and graph["open"], graph
+    assert graph["parameters"] == 4 * 16 + 16 + 56 * (16 * 16 + 16) + 16 * 3 + 3, graph
+    assert graph["box_scrolls"] and graph["page_width"] <= graph["window_width"], graph
+    assert (await finished(platform, graph_id))["state"] == "completed"

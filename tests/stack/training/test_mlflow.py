@@ -5,7 +5,9 @@ deploy/local/mlflow-venv.sh) on a free port, with a SQLite backend store and a l
 artifact root, started here; it boots while the short MNIST job (2 peers, 2 rounds,
 shared with test_predict.py) trains. The real CLI exports the ended job in a fresh
 process, and the run is read back through MLflow's own client: the spec as params,
-holdout metrics per round (round as the step), each peer's metrics, the final model.
+holdout metrics per round (round as the step), each peer's metrics, the final model; and
+a one-round job whose model is a layer graph: its size as params, the graph as an
+artifact (never its nodes as a param).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import IO, Any
 
 import httpx
 import pytest
-from training_support import ROOT, Platform
+from training_support import ROOT, Platform, create_job, finished
 
 from peertrain.client import FileTokenStore, Tokens
 from peertrain.common.testing import GATEWAY, child_env, free_port
@@ -169,6 +171,9 @@ async def test_export_logs_spec_round_and_peer_metrics_and_the_model_to_mlflow(
     assert params["model.hidden"] == "[128]" and params["aggregation.strategy"] == "fedavg"
     assert params["dataset_id"] == job["dataset_id"]
     assert json.loads(params["peers"]) == job["peers"]
+    summary = (await http.get(f"/api/jobs/{job_id}/model")).json()
+    assert params["model.parameters"] == str(summary["parameters"])
+    assert params["model.layers"] == str(len(summary["layers"]))
 
     def history(key: str) -> list[tuple[int, float]]:
         return sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id, key))
@@ -183,8 +188,53 @@ async def test_export_logs_spec_round_and_peer_metrics_and_the_model_to_mlflow(
         assert [s for s, _ in history(f"peer/{peer_id}/train_loss")] == [1, 2]
 
     artifacts = {f.path for f in client.list_artifacts(run.info.run_id)}
-    assert {"model", "job.json", "metrics.json", "config.json"} <= artifacts
+    assert {"model", "job.json", "metrics.json", "config.json", "model.json"} <= artifacts
     model = client.download_artifacts(run.info.run_id, "model/final.pt", str(tmp_path))
     digest = hashlib.sha256(Path(model).read_bytes()).hexdigest()
     assert digest == hashlib.sha256(final.content).hexdigest()
     print(json.dumps({"job": job_id, **out}))
+
+
+async def test_a_graph_job_exports_its_size_as_params_and_its_graph_as_an_artifact(
+    mlflow_and_job: tuple[MlflowServer, str], platform: Platform, http: Any, tmp_path: Path
+) -> None:
+    server, mnist_id = mlflow_and_job
+    mnist = (await http.get(f"/api/jobs/{mnist_id}")).json()
+    summary = (await http.get(f"/api/jobs/{mnist_id}/model")).json()
+    shape, classes = summary["input_shape"], summary["layers"][-1]["shape"][-1]
+    width = 1
+    for d in shape:
+        width *= d
+    graph = {
+        "arch": "graph",
+        "input_shape": shape,
+        "output": "fc",
+        "nodes": [
+            {"name": "flat", "op": "flatten", "inputs": ["x", 1]},
+            {"name": "fc", "op": "linear", "module": "fc", "inputs": ["flat"],
+             "args": {"in_features": width, "out_features": classes}},
+        ],
+    }  # fmt: skip
+    body = {
+        "name": "mlflow-graph",
+        "dataset_id": mnist["dataset_id"],
+        "peers": mnist["peers"],
+        "model": graph,
+        "training": {"rounds": 1, "local_epochs": 1, "batch_size": 64, "seed": 1},
+        "aggregation": {"min_peers": 2, "round_deadline_s": 300},
+    }
+    job_id = await create_job(platform, body)
+    assert (await finished(platform, job_id))["state"] == "completed"
+
+    config_dir = cli_config(platform, tmp_path / "cli")
+    done = peertrain(config_dir, "job", "export", job_id, "--mlflow", server.uri, "--json")
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n{server.tail()}"
+    out = json.loads(done.stdout)
+    assert {"model/graph.json", "model.json", "model/final.pt"} <= set(out["artifacts"])
+    client = mlflow.MlflowClient(tracking_uri=server.uri)
+    params = client.get_run(out["run_id"]).data.params
+    assert (params["model.arch"], params["model.layers"]) == ("graph", "2")
+    assert params["model.parameters"] == str(width * classes + classes)
+    assert not any(k.startswith("model.nodes") for k in params)
+    saved = client.download_artifacts(out["run_id"], "model/graph.json", str(tmp_path))
+    assert json.loads(Path(saved).read_text())["nodes"][1]["module"] == "fc"

@@ -1,5 +1,7 @@
-// One job: live holdout curves, each peer's progress, failed tasks, config, model download.
+// One job: live holdout curves, each peer's progress, failed tasks, config, model download,
+// the model's architecture.
 import { all, ApiError, get, request } from "./api";
+import { architecture } from "./architecture";
 import { lineChart } from "./chart";
 import { fmt, h, put, stateEl, table, when } from "./dom";
 import { FINISHED, JobDetail, JobMetrics, Peer, PeerEpoch } from "./types";
@@ -49,6 +51,9 @@ export const jobView: View = async (root, [jobId], alive) => {
   // Peer names, for the peers this user may see (others show their id only).
   const names = new Map((await all<Peer>("/api/registry/peers").catch(() => [] as Peer[])).map((p) => [p.peer_id, p.name]));
   const dlStatus = h("span", { class: "muted", "data-testid": "download-status" });
+  // What polling redraws, and the architecture below it, drawn once.
+  const live = h("div");
+  put(root, live, await architecture(jobId));
   const tick = async (): Promise<boolean> => {
     const [job, metrics] = await Promise.all([
       get<JobDetail>(`/api/jobs/${jobId}`),
@@ -67,7 +72,8 @@ export const jobView: View = async (root, [jobId], alive) => {
     const buttons = (["pt", "safetensors"] as const).map((f) =>
       h("button", { disabled: !finalReady, "data-testid": `download-${f}`, onclick: () => download(jobId, f, dlStatus) }, `Download ${f}`),
     );
-    put(root, 
+    put(
+      live,
       h("h1", {}, job.name, " ", stateEl(job.state)),
       h(
         "p",

@@ -96,3 +96,20 @@ export interface Preview {
 }
 
 export const FINISHED = new Set(["completed", "failed", "cancelled"]);
+/** `GET /api/jobs/{id}/model` (peertrain.common.specs.ModelSummary). */
+export interface LayerSummary {
+  name: string;
+  op: string;
+  module: string | null;
+  output: string;
+  shape: number[] | null;
+  parameters: number;
+}
+export interface ModelSummary {
+  arch: string;
+  name: string | null;
+  input_shape: number[];
+  parameters: number;
+  activations: number;
+  layers: LayerSummary[];
+}

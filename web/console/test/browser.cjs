@@ -6,10 +6,14 @@
 //        CONSOLE_NODE_MODULES (where `npm ci` put playwright-core)
 //   out  {"ready": true}            logged in, on the jobs list
 //   in   {"job_id", "dataset_id"}   the job the test just created
+//   out  {"want_graph": true}       done with that job's pages
+//   in   {"job_id"}                 a job whose model is a long layer graph
 //   out  {"seen": [...], "download_bytes", "screenshot", ...}   last line, then exit 0
 //
 // It watches the job page's accuracy curve gain points round by round, downloads the final
-// model with the page's button, and looks at the compare, peers and dataset pages.
+// model with the page's button, and looks at the compare, peers and dataset pages; then at
+// a long graph's architecture table (closed at first, scrolling in its box, the page no
+// wider than the window).
 "use strict";
 const path = require("node:path");
 const fs = require("node:fs");
@@ -85,6 +89,15 @@ async function main() {
     }
     const peersText = await page.textContent("[data-testid=job-peers]");
     const configText = await page.textContent("[data-testid=config]");
+    const arch = await page.evaluate(() => {
+      const el = document.querySelector("[data-testid=architecture]");
+      return {
+        parameters: Number(el?.getAttribute("data-parameters")),
+        rows: document.querySelectorAll("[data-testid=architecture-layers] tbody tr").length,
+        open: document.querySelector("[data-testid=architecture-details]")?.open ?? null,
+        text: document.querySelector("[data-testid=architecture-summary]")?.textContent ?? "",
+      };
+    });
     const screenshot = path.join(OUT, "console-job.png");
     await page.screenshot({ path: screenshot, fullPage: true });
 
@@ -109,8 +122,32 @@ async function main() {
     const classRows = await page.$$eval("[data-testid=class-counts] tbody tr", (rows) => rows.length);
     const schemaRows = await page.$$eval("[data-testid=schema] tbody tr", (rows) => rows.length);
 
+    // A long graph: its table starts closed; opened, it scrolls inside its box and the
+    // page stays as wide as the window.
+    say({ want_graph: true });
+    const { job_id: graphId } = await nextLine();
+    await page.evaluate((id) => (location.hash = `#/jobs/${id}`), graphId);
+    await page.waitForSelector("[data-testid=architecture-layers]", { state: "attached" });
+    const closedAtFirst = await page.evaluate(() => !document.querySelector("[data-testid=architecture-details]").open);
+    await page.click("[data-testid=architecture-details] summary");
+    const graph = await page.evaluate(() => {
+      const box = document.querySelector("[data-testid=architecture] .scroll");
+      return {
+        parameters: Number(document.querySelector("[data-testid=architecture]").getAttribute("data-parameters")),
+        rows: document.querySelectorAll("[data-testid=architecture-layers] tbody tr").length,
+        open: document.querySelector("[data-testid=architecture-details]").open,
+        box_scrolls: box.scrollHeight > box.clientHeight,
+        box_height: box.clientHeight,
+        page_width: document.documentElement.scrollWidth,
+        window_width: window.innerWidth,
+      };
+    });
+    await page.screenshot({ path: path.join(OUT, "console-graph.png"), fullPage: true });
+
     say({
       seen,
+      architecture: arch,
+      graph: { ...graph, closed_at_first: closedAtFirst },
       screenshot,
       download_bytes: fs.statSync(model).size,
       download_head: head,

@@ -341,6 +341,12 @@ class AsyncClient(BaseClient):
         result: dict[str, Any] = await self.call(calls.get_job(job_id))
         return result
 
+    async def job_model(self, job_id: str) -> dict[str, Any]:
+        """The job's model as built for its data: ``parameters``, ``layers`` (each with
+        ``name``, ``op``, ``module``, ``output`` shape and ``parameters``)."""
+        result: dict[str, Any] = await self.call(calls.job_model(job_id))
+        return result
+
     async def job_metrics(self, job_id: str) -> dict[str, Any]:
         """``{"rounds": [...], "peers": [...]}``."""
         result: dict[str, Any] = await self.call(calls.job_metrics(job_id))

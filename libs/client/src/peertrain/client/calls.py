@@ -195,6 +195,12 @@ def get_job(job_id: str) -> Call:
     return Call("GET", f"{JOBS}/{_id(job_id)}")
 
 
+def job_model(job_id: str) -> Call:
+    """The job's model as built for its data: parameters, every layer with its output
+    shape."""
+    return Call("GET", f"{JOBS}/{_id(job_id)}/model")
+
+
 def job_metrics(job_id: str) -> Call:
     """Per-round and per-peer metrics of a job."""
     return Call("GET", f"{JOBS}/{_id(job_id)}/metrics")

@@ -3,7 +3,12 @@ logs, decided from the API's answers alone (no MLflow here, no I/O).
 
 - **params**: the job's whole spec, flattened (``model.hidden``, ``training.lr``,
   ``aggregation.strategy``, ``sharding.alpha``, ..., plus ``name``, ``dataset_id``,
-  ``rounds`` and ``peers``); lists as JSON.
+  ``rounds`` and ``peers``); lists as JSON. A layer graph's ``nodes`` are no param (the
+  graph is an artifact, ``model/graph.json``): ``model.layers`` counts them, and with the
+  job's architecture summary (``GET /api/jobs/{id}/model``) ``model.parameters`` and
+  ``model.layers`` are the model's as built, for every kind of model. A value longer than
+  MLflow takes (:data:`MAX_PARAM_CHARS`) is replaced by a note of its length (the whole
+  spec is in the ``job.json`` artifact).
 - **metrics**, with the round as the step: the holdout ``loss`` and ``accuracy`` of
   each model version (step 0: the initial model), ``holdout_samples``,
   ``round_duration_s``, ``round_peers`` (updates accepted), ``class_accuracy/<class>``;
@@ -29,6 +34,7 @@ from .jobs import TERMINAL_STATES
 
 __all__ = [
     "JOB_ID_TAG",
+    "MAX_PARAM_CHARS",
     "RUN_STATUS",
     "SPEC_FIELDS",
     "Point",
@@ -37,6 +43,7 @@ __all__ = [
     "metric_key",
     "peer_points",
     "round_points",
+    "spec_params",
     "tracked_run",
 ]
 
@@ -52,6 +59,8 @@ SPEC_FIELDS = (
     "sharding",
 )
 """The fields of ``GET /api/jobs/{id}`` that make the job's spec (peers as chosen)."""
+MAX_PARAM_CHARS = 6000
+"""The longest param value MLflow stores."""
 RUN_STATUS = {"completed": "FINISHED", "failed": "FAILED", "cancelled": "KILLED"}
 """A job's final state as an MLflow run status."""
 
@@ -175,15 +184,34 @@ def _millis(value: Any) -> int | None:
         return None
 
 
+def spec_params(job: Mapping[str, Any], model: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """The params of the job's spec (``GET /api/jobs/{id}``), with its model's size from
+    its architecture summary (``GET /api/jobs/{id}/model``) when given."""
+    spec = {name: job[name] for name in SPEC_FIELDS if name in job}
+    counts: dict[str, Any] = {}
+    arch = spec.get("model")
+    if isinstance(arch, Mapping) and isinstance(arch.get("nodes"), list):
+        counts["layers"] = len(arch["nodes"])
+        spec["model"] = {k: v for k, v in arch.items() if k != "nodes"}
+    if model is not None:
+        counts |= {"parameters": model.get("parameters"), "layers": len(model.get("layers", []))}
+    params = flatten(spec) | flatten(counts, "model")
+    for key, value in params.items():
+        if len(value) > MAX_PARAM_CHARS:
+            params[key] = f"({len(value)} characters: see job.json)"
+    return params
+
+
 def tracked_run(
     job: Mapping[str, Any],
     metrics: Mapping[str, Any],
     config: Mapping[str, Any] | None = None,
     *,
     api: str = "",
+    model: Mapping[str, Any] | None = None,
 ) -> TrackedRun:
-    """The run of an ended job, from ``GET /api/jobs/{id}``, its ``/metrics`` and (for
-    class names) its ``/config``.
+    """The run of an ended job, from ``GET /api/jobs/{id}``, its ``/metrics``, (for
+    class names) its ``/config`` and (for the model's size) its ``/model``.
 
     Raises
     ------
@@ -193,7 +221,6 @@ def tracked_run(
     job_id, state = str(job.get("job_id")), str(job.get("state"))
     if state not in TERMINAL_STATES:
         raise ClientError(f"job {job_id} is still {state}: export it once it has ended")
-    spec = {name: job[name] for name in SPEC_FIELDS if name in job}
     tags = {
         JOB_ID_TAG: job_id,
         "peertrain.state": state,
@@ -206,7 +233,7 @@ def tracked_run(
     return TrackedRun(
         name=str(job.get("name") or job_id),
         status=RUN_STATUS.get(state, "FINISHED"),
-        params=flatten(spec),
+        params=spec_params(job, model),
         tags=tags,
         metrics=points,
         start_ms=_millis(job.get("created_at")),

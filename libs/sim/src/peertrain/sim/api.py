@@ -43,6 +43,7 @@ def run(
     threads: int | None = None,
     device: str | None = None,
     on_round: Callable[[RoundMetrics], None] | None = None,
+    init_weights: bytes | Path | None = None,
 ) -> SimResult:
     """Simulate one job on ``peers`` virtual peers; its per-round metrics and weights.
 
@@ -73,6 +74,10 @@ def run(
         Training device (default: CUDA when present, as a peer picks).
     on_round
         Called with each round's metrics as soon as it is evaluated.
+    init_weights
+        Weights to start from (safetensors, or a ``.pt`` state dict, as ``job create
+        --init-weights`` uploads them), checked to be the model's tensors; default:
+        fresh weights from ``training.seed``.
     """
     job = parse_job_spec(spec)
     if peers_per_round is not None:
@@ -93,6 +98,9 @@ def run(
             pool=pool,
             device=device,
             on_round=on_round,
+            init_weights=init_weights.read_bytes()
+            if isinstance(init_weights, Path)
+            else init_weights,
         )
         return _run_loop(sim.run())
     finally:

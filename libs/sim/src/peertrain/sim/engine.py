@@ -60,12 +60,13 @@ from peertrain.common.events.training import (
     TaskAssigned,
     job_stream,
 )
+from peertrain.common.events.weights import WeightsSource, weights_key
 from peertrain.common.security import PeerMessage, Principal
-from peertrain.common.specs import ShardingSpec
+from peertrain.common.specs import ShardingSpec, parse_feature_spec, state_shapes
 from peertrain.dataset.domain.sharding import strategy_for
 from peertrain.dataset.prepare.shards import shard_key, write_shards
 from peertrain.ml.training import read_samples
-from peertrain.ml.weights import state_from_bytes, state_to_bytes
+from peertrain.ml.weights import dtype_code, read_starting_weights, state_from_bytes, state_to_bytes
 from peertrain.orchestrator.domain import Env, Job, reconcile
 from peertrain.orchestrator.domain.configuration import configure
 from peertrain.orchestrator.domain.job import decide_configured
@@ -177,12 +178,14 @@ class Simulation:
         job_id: str = "sim",
         max_attempts: int = 3,
         work_dir: Path | None = None,
+        init_weights: bytes | None = None,
     ) -> None:
         if peers < 1:
             raise ValueError("peers must be at least 1")
         self.spec, self.data, self.volunteers = spec, data, volunteers or Volunteers()
         self.pool, self.device, self.on_round = pool, device, on_round
         self.job_id, self.max_attempts = job_id, max_attempts
+        self.init_weights = init_weights
         self.peer_ids = [f"peer-{i:05d}" for i in range(peers)]
         self._index = {p: k for k, p in enumerate(self.peer_ids)}
         self.hostile = self.volunteers.hostile_peers(self.peer_ids)
@@ -245,8 +248,28 @@ class Simulation:
         self._ticks += 1
         heapq.heappush(self._timeline, (when, self._ticks, action))
 
+    async def _starting_weights(self) -> WeightsSource | None:
+        """The weights the job starts from, stored as an upload is, once they are checked
+        to be the model's tensors (names, dtypes, shapes), as the orchestrator checks an
+        upload against the job (the aggregator would start from fresh weights instead)."""
+        if self.init_weights is None:
+            return None
+        state = read_starting_weights(self.init_weights)  # WeightsInvalid: not weights
+        got = {k: (dtype_code(t), tuple(t.shape)) for k, t in state.items()}
+        want = state_shapes(self.spec.model, parse_feature_spec(self.data.feature_spec))
+        if got != want:
+            wrong = sorted(k for k in got.keys() | want.keys() if got.get(k) != want.get(k))
+            raise ValueError(
+                f"the starting weights are not the model's tensors: {', '.join(wrong[:10])}"
+                + (f" and {len(wrong) - 10} more" if len(wrong) > 10 else "")
+            )
+        key = weights_key(self.job_id)
+        put = await self.blobs.put_bytes(key, state_to_bytes(state))
+        return WeightsSource(weights_id=self.job_id, key=key, sha256=put.sha256)
+
     async def _create(self) -> None:
         spec = self.spec
+        init_weights = await self._starting_weights()
         created = JobCreated(
             job_id=self.job_id,
             owner_id="sim",
@@ -261,6 +284,7 @@ class Simulation:
             model=spec.model,
             training=spec.training,
             aggregation=spec.aggregation,
+            init_weights=init_weights,
         )
         if spec.aggregation.min_peers > len(self.peer_ids):
             raise ValueError(

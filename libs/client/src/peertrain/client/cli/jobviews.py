@@ -7,6 +7,8 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
+from peertrain.client.errors import ApiError
+
 from .output import JsonFlag, echo_json, fmt_float, fmt_time, key_values, table
 from .state import state_of
 from .watchview import STATE_STYLE, fmt_duration
@@ -44,14 +46,28 @@ def list_jobs(ctx: typer.Context, json_out: JsonFlag = False) -> None:
 
 
 def show_job(ctx: typer.Context, job_id: str, json_out: JsonFlag = False) -> None:
-    """One job: state, progress, latest metrics, its tasks (and why any failed)."""
+    """One job: state, progress, latest metrics, its model's size, its tasks (and why
+    any failed)."""
     state = state_of(ctx)
     with state.client() as pt:
         job = pt.get_job(job_id)
-    if json_out:
-        echo_json(job)
-        return
-    key_values(state.out, job, skip=("tasks", "peers", "latest", "error", "waiting"))
+        if json_out:
+            echo_json(job)
+            return
+        summary = _model_summary(pt, job_id)
+    model = job.get("model")
+    nodes = model.get("nodes") if isinstance(model, dict) else None
+    skip = ("tasks", "peers", "latest", "error", "waiting")
+    key_values(state.out, job, skip=skip + (("model",) if isinstance(nodes, list) else ()))
+    if isinstance(nodes, list):  # a graph: its nodes would fill the screen
+        state.out.print(f"model: a layer graph of {len(nodes)} nodes (--json shows them)")
+    if summary is not None:
+        layers = summary.get("layers") or []
+        with_state = sum(1 for layer in layers if layer.get("module"))
+        state.out.print(
+            f"architecture: {summary.get('parameters', 0):,} parameters, {len(layers)} layers "
+            f"({with_state} with state)"
+        )
     waiting = job.get("waiting")
     if isinstance(waiting, dict):
         state.out.print(
@@ -93,6 +109,17 @@ def show_job(ctx: typer.Context, job_id: str, json_out: JsonFlag = False) -> Non
         if t.get("traceback"):
             state.out.print(Text(f"task {t.get('task_id')} traceback:", style="bold red"))
             state.out.print(Text(str(t["traceback"])))
+
+
+def _model_summary(pt: Any, job_id: str) -> dict[str, Any] | None:
+    """The job's architecture summary; ``None`` from a server without it (404)."""
+    try:
+        found: dict[str, Any] = pt.job_model(job_id)
+    except ApiError as exc:
+        if exc.status != 404:
+            raise
+        return None
+    return found
 
 
 def _first_line(value: Any) -> str:

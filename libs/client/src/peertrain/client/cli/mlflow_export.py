@@ -2,8 +2,9 @@
 
 What the run gets is decided in :mod:`peertrain.client.tracking` (params: the whole spec;
 metrics: per round, round as the step, and per peer; tags). Here: read the job through
-the SDK, log it with MLflow's client, and attach the final model (``model/final.pt``)
-and the API's own answers (``job.json``, ``metrics.json``, ``config.json``).
+the SDK, log it with MLflow's client, and attach the final model (``model/final.pt``), a
+layer graph's spec (``model/graph.json``) and the API's own answers (``job.json``,
+``metrics.json``, ``config.json``, ``model.json``: the architecture summary).
 
 MLflow's client (``mlflow-skinny``, the extra ``peertrain-client[mlflow]``) is imported
 only when this command runs, so the rest of the CLI works without it.
@@ -62,19 +63,29 @@ def _optional(fetch: Any, job_id: str) -> dict[str, Any] | None:
 
 
 def _read_job(pt: Client, job_id: str, api: str, folder: Path) -> tuple[TrackedRun, list[Path]]:
-    """The run to log and the files to attach (written into ``folder``)."""
+    """The run to log and the files to attach (written into ``folder``; those under
+    ``folder/model`` go to the run's ``model/``)."""
     job = pt.get_job(job_id)
     metrics = _optional(pt.job_metrics, job_id) or {}
     config = _optional(pt.job_config, job_id)
-    run = tracked_run(job, metrics, config, api=api)
+    model = _optional(pt.job_model, job_id)
+    run = tracked_run(job, metrics, config, api=api, model=model)
+    (folder / "model").mkdir()
+    answers = {
+        "job.json": job,
+        "metrics.json": metrics,
+        "config.json": config,
+        "model.json": model,
+        "model/graph.json": job["model"] if job.get("model", {}).get("arch") == "graph" else None,
+    }
     files: list[Path] = []
-    for name, answer in (("job.json", job), ("metrics.json", metrics), ("config.json", config)):
+    for name, answer in answers.items():
         if answer is not None:
             path = folder / name
             path.write_text(json.dumps(answer, indent=2, default=str))
             files.append(path)
     if job.get("final_version") is not None:
-        files.append(pt.download_model(job_id, folder / "final.pt", fmt="pt"))
+        files.append(pt.download_model(job_id, folder / "model" / "final.pt", fmt="pt"))
     return run, files
 
 
@@ -116,6 +127,10 @@ def _existing_run(client: Any, experiment_id: str, job_id: str) -> str | None:
     return str(runs[0].info.run_id) if runs else None
 
 
+def _artifact_dir(path: Path) -> str | None:
+    return "model" if path.parent.name == "model" else None
+
+
 def _log(mlflow: Any, client: Any, experiment_id: str, run: TrackedRun, files: list[Path]) -> str:
     """Create the run and log everything; a run that fails half-way is deleted."""
     from mlflow.entities import Metric, Param
@@ -132,7 +147,7 @@ def _log(mlflow: Any, client: Any, experiment_id: str, run: TrackedRun, files: l
             metrics=[Metric(p.key, p.value, now, p.step) for p in run.metrics],
         )
         for path in files:
-            client.log_artifact(run_id, str(path), "model" if path.suffix == ".pt" else None)
+            client.log_artifact(run_id, str(path), _artifact_dir(path))
         client.set_terminated(run_id, run.status, end_time=run.end_ms)
     except BaseException:
         with contextlib.suppress(Exception):
@@ -178,7 +193,7 @@ def export_job(
                     " (--again logs another)"
                 )
             run_id = _log(mlflow, client, experiment_id, run, files)
-    artifacts = sorted(("model/" if f.suffix == ".pt" else "") + f.name for f in files)
+    artifacts = sorted(f"{_artifact_dir(f) or '.'}/{f.name}".removeprefix("./") for f in files)
     if json_out:
         echo_json(
             {

@@ -29,7 +29,10 @@ def _module_object(path: Path, name: str) -> Any:
     factory = getattr(module, name, None)
     if factory is None:
         raise typer.BadParameter(f"{path} has no {name!r}", param_hint="--model")
-    return factory() if callable(factory) and not hasattr(factory, "forward") else factory
+    # A class (its forward is a plain function) or a factory is called; an instance is
+    # the module itself.
+    called = isinstance(factory, type) or (callable(factory) and not hasattr(factory, "forward"))
+    return factory() if called else factory
 
 
 def model_from_file(text: str, input_shape: list[int]) -> dict[str, Any]:

@@ -18,7 +18,9 @@ from rich.text import Text
 from peertrain.client.errors import ClientError
 from peertrain.client.jobs import JobProgress
 
+from .jobcreate import InitWeightsOption, ModelOption
 from .jobspec import Sets, apply_sets, load_config
+from .modelfile import model_from_file
 from .output import JsonFlag, echo_json
 from .state import state_of
 from .watchview import render_watch
@@ -98,6 +100,8 @@ def simulate(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write the final model (.pt) here.")
     ] = None,
+    model: ModelOption = None,
+    init_weights: InitWeightsOption = None,
     sets: Sets = None,
     json_out: JsonFlag = False,
 ) -> None:
@@ -105,12 +109,19 @@ def simulate(
 
     Runs the platform's own rules (rounds, deadlines, rejections, aggregation) and
     training on the data given; prints the per-round table as `job watch` does.
-    `--set KEY=VALUE` overrides the job file as for `job create`.
+    `--set KEY=VALUE` overrides the job file as for `job create`; `--model` names the
+    model as for `job create` (a graph file, or your own nn.Module as FILE.py:NAME,
+    checked on rows shaped like the data's); `--init-weights` starts from those weights.
     Exit status: 0 completed, 1 failed.
     """
     state = state_of(ctx)
     sim = _sim()
     spec = apply_sets(load_config(config) if config is not None else {}, sets or [])
+    source: Any = data
+    if model is not None:
+        # The data first: a module is traced on a batch shaped like its rows.
+        source = sim.load_data(data, label_column=label_column)
+        spec["model"] = model_from_file(model, list(source.feature_spec.input_shape))
     try:
         job = sim.parse_job_spec(spec)
     except ValueError as exc:
@@ -127,7 +138,7 @@ def simulate(
 
         result = sim.run(
             job,
-            data,
+            source,
             peers=peers,
             label_column=label_column,
             peers_per_round=peers_per_round,
@@ -135,6 +146,7 @@ def simulate(
             workers=workers,
             threads=threads,
             on_round=on_round,
+            init_weights=init_weights,
         )
         if not json_out:
             live.update(render_watch(_progress(result.state, seen, total, peers)), refresh=True)

@@ -32,7 +32,9 @@ from .model import (
 from .schedule import ConstantSchedule, CosineSchedule, LrSchedule, StepSchedule, lr_for_round
 from .shapes import check_budget, cnn_block_shapes, count_parameters, resolve_model, state_shapes
 from .sharding import SHARDING_STRATEGIES, ShardingName, ShardingSpec
+from .summary import LayerSummary, ModelSummary, model_summary
 from .training import TrainingParams, derive_seed, parse_training_params
+from .zoo_graph import zoo_graph
 
 __all__ = [
     "AGGREGATION_STRATEGIES",
@@ -51,10 +53,12 @@ __all__ = [
     "FeatureSpec",
     "GraphNode",
     "GraphSpec",
+    "LayerSummary",
     "LogRegSpec",
     "LrSchedule",
     "MLPSpec",
     "ModelSpec",
+    "ModelSummary",
     "NamedArchSpec",
     "ShardingName",
     "ShardingSpec",
@@ -68,6 +72,7 @@ __all__ = [
     "derive_seed",
     "infer_graph",
     "lr_for_round",
+    "model_summary",
     "parse_aggregation_spec",
     "parse_feature_spec",
     "parse_model_spec",
@@ -75,4 +80,5 @@ __all__ = [
     "resolve_model",
     "spec_errors",
     "state_shapes",
+    "zoo_graph",
 ]

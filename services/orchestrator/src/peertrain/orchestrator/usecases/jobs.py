@@ -11,10 +11,11 @@ from peertrain.common.events.training import JobCreated, job_stream
 from peertrain.common.events.weights import weights_stream
 from peertrain.common.ids import new_id
 from peertrain.common.security import Principal
+from peertrain.common.specs import ModelSummary, model_summary, parse_feature_spec
 
 from .. import projections
 from ..domain import Job
-from ..domain.errors import JobNotFound
+from ..domain.errors import DatasetNotFound, JobNotFound
 from ..domain.job import decide_cancel
 from ..domain.request import check_running_quota, plan_job
 from ..models import JobRequest
@@ -27,6 +28,7 @@ __all__ = [
     "create_job",
     "get_job",
     "job_events",
+    "job_model",
     "read_job",
     "visible_jobs",
 ]
@@ -52,6 +54,29 @@ async def read_job(octx: OrchestratorContext, job_id: str, who: Principal) -> Jo
     folded yet.
     """
     return await projections.read_on(octx, get_job(octx, job_id, who))
+
+
+def job_model(octx: OrchestratorContext, job: Job) -> ModelSummary:
+    """The job's model as built for its data: every layer, its output shape and size.
+
+    The data's feature spec is the one the job was configured with, or before that the
+    dataset's (the one the job was checked against).
+
+    Raises
+    ------
+    DatasetNotFound
+        Before the job is configured, when its dataset is no longer known.
+    """
+    created = job.created
+    assert created is not None
+    if job.configured is not None:
+        features = parse_feature_spec(job.configured.feature_spec)
+    else:
+        ds = octx.directory.datasets.get(created.dataset_id)
+        if ds is None or ds.feature_spec is None:
+            raise DatasetNotFound(f"job {job.job_id!r}: no dataset {created.dataset_id!r}")
+        features = parse_feature_spec(ds.feature_spec)
+    return model_summary(created.model, features)
 
 
 def visible_jobs(octx: OrchestratorContext, who: Principal) -> list[Job]:

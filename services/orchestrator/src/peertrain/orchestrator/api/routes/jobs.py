@@ -12,6 +12,7 @@ from peertrain.common.app import Page, PagingDep
 from peertrain.common.app.responses import errors
 from peertrain.common.blobs import BlobNotFound
 from peertrain.common.security import CurrentUser
+from peertrain.common.specs import ModelSummary
 
 from ...domain import Job
 from ...domain.errors import JobNotFound
@@ -123,6 +124,19 @@ async def list_jobs(
 async def get_job(job_id: str, user: CurrentUser, orch: OrchestratorDep) -> JobDetail:
     """A failed task shows the peer's error and traceback."""
     return JobDetail.of(await _current(orch, job_id, user))
+
+
+@router.get(
+    "/{job_id}/model",
+    summary="The job's model: its layers, their output shapes and parameters",
+    responses=errors(
+        401, 403, 404, why={**_WHY, 404: "No such job (or not yours), or its dataset is gone"}
+    ),
+)
+async def get_model(job_id: str, user: CurrentUser, orch: OrchestratorDep) -> ModelSummary:
+    """Computed from the job's model spec and its data's shape, without torch: a layer
+    graph's nodes, a named architecture's graph, the zoo models' layers."""
+    return jobs.job_model(orch, await _current(orch, job_id, user))
 
 
 @router.get(
