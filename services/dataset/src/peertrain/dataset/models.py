@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from peertrain.common.events.datasets import ColumnSchema
+from peertrain.common.events.datasets import ColumnSchema, ImageEncoding
 
 __all__ = [
     "DatasetAccepted",
@@ -54,6 +54,9 @@ class DatasetPublic(BaseModel):
     train_rows: int | None = None
     holdout_rows: int | None = None
     input_shape: list[int] | None = None
+    image: ImageEncoding | None = None
+    """Image datasets: how the images became the model's input (size, channels, fit,
+    per-channel statistics, and that the training data keeps pixels)."""
     created_at: datetime | None = None
     updated_at: datetime | None = None
 

@@ -83,6 +83,7 @@ def _validated(data: DatasetValidated) -> Doc:
         "classes": list(data.classes),
         "class_counts": list(data.class_counts),
         "input_shape": list(spec.input_shape),
+        "image": spec.image.model_dump(mode="json") if spec.image is not None else None,
         "preview_key": data.preview.key,
     }
 
