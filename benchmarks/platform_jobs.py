@@ -27,6 +27,7 @@ from training_support import Platform, run_platform
 
 from peertrain.common.blobs import BlobStore
 from peertrain.common.settings import ServiceSettings
+from peertrain.ml.training import Inputs
 
 __all__ = [
     "by_round",
@@ -90,7 +91,8 @@ async def training_arrays(
     p: Platform, config: dict[str, Any]
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """A job's training data (the union of its shards, in shard order) and its holdout,
-    as the peers and the aggregator read them: ``x, y, holdout_x, holdout_y``."""
+    as the peers and the aggregator read them: ``x, y, holdout_x, holdout_y``; images
+    kept as pixels are standardised as they standardise them (no augmentation)."""
     settings = ServiceSettings(s3_bucket=p.bucket)
 
     async def npz(blobs: BlobStore, key: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -100,4 +102,8 @@ async def training_arrays(
     async with BlobStore(settings.blob_store_config()) as blobs:
         parts = [await npz(blobs, s["key"]) for s in config["shards"]]
         hx, hy = await npz(blobs, config["holdout"]["key"])
-    return torch.cat([a for a, _ in parts]), torch.cat([b for _, b in parts]), hx, hy
+    x = torch.cat([a for a, _ in parts])
+    inputs = Inputs.of(config["feature_spec"])
+    if inputs is not None:
+        x, hx = inputs(x), inputs(hx)
+    return x, torch.cat([b for _, b in parts]), hx, hy
