@@ -16,7 +16,7 @@ from .state import VersionInfo
 
 __all__ = ["BEST", "Which", "best_version", "download_name", "pick_version"]
 
-BEST = "best"
+BEST: Literal["best"] = "best"
 """The version with the highest holdout accuracy (see :func:`best_version`)."""
 Which = int | Literal["best"]
 """A version number, or :data:`BEST`."""
@@ -50,7 +50,7 @@ def pick_version(versions: Mapping[int, VersionInfo], which: Which) -> int:
     NoEvaluatedVersion
         ``which`` is :data:`BEST` and no version is evaluated yet.
     """
-    if which == BEST:
+    if isinstance(which, str):  # BEST
         best = best_version(versions)
         if best is None:
             raise NoEvaluatedVersion(
