@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import stat
 from pathlib import Path
@@ -15,6 +16,7 @@ from peertrain.client import (
     ApiError,
     ApiUnreachable,
     AsyncClient,
+    ChecksumMismatch,
     Client,
     DatasetRejected,
     FileTokenStore,
@@ -206,6 +208,60 @@ def test_download_writes_the_file_or_nothing(api: FakeApi, tmp_path: Path) -> No
     with pytest.raises(ApiError, match="no final model yet"):
         logged_in(api).download_model("k", tmp_path / "k.pt")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.pt"]
+
+
+def _file(data: bytes, sha256: str | None = None) -> httpx.Response:
+    """A download as the aggregator answers it: the bytes and their sha256."""
+    sha = sha256 or hashlib.sha256(data).hexdigest()
+    return httpx.Response(200, content=data, headers={"X-Content-SHA256": sha})
+
+
+def test_download_a_version_or_the_best_one_checked_against_the_announced_sha256(
+    api: FakeApi, tmp_path: Path
+) -> None:
+    api.route("GET", "/api/models/j/versions/3", lambda r: _file(b"v3" * 500))
+    api.route("GET", "/api/models/j/versions/best", lambda r: _file(b"best"))
+    pt = logged_in(api)
+    assert pt.download_model("j", tmp_path / "v3.pt", version=3).read_bytes() == b"v3" * 500
+    assert api.requests[-1].url.params["format"] == "pt"
+    best = pt.download_model("j", tmp_path / "b.st", version="best", fmt="safetensors")
+    assert best.read_bytes() == b"best"
+    assert api.requests[-1].url.params["format"] == "safetensors"
+
+
+def test_a_download_not_matching_its_sha256_is_deleted_and_raises(
+    api: FakeApi, tmp_path: Path
+) -> None:
+    dest = tmp_path / "v1.pt"
+    dest.write_bytes(b"an older file")
+    api.route("GET", "/api/models/j/versions/1", lambda r: _file(b"corrupt", "ab" * 32))
+    with pytest.raises(ChecksumMismatch, match="is corrupt") as caught:
+        logged_in(api).download_model("j", dest, version=1)
+    assert caught.value.expected == "ab" * 32
+    assert caught.value.actual == hashlib.sha256(b"corrupt").hexdigest()
+    assert caught.value.code == "checksum_mismatch"
+    assert [p.name for p in tmp_path.iterdir()] == ["v1.pt"]  # no partial file left
+    assert dest.read_bytes() == b"an older file"
+
+
+def test_unknown_versions_raise_the_apis_error(api: FakeApi, tmp_path: Path) -> None:
+    api.route("GET", "/api/models/j/versions/9", lambda r: error(404, "version_not_found", "no v9"))
+    with pytest.raises(ApiError, match="no v9") as caught:
+        logged_in(api).download_model("j", tmp_path / "v9.pt", version=9)
+    assert caught.value.code == "version_not_found" and not list(tmp_path.iterdir())
+
+
+async def test_async_download_checks_the_sha256_too(api: FakeApi, tmp_path: Path) -> None:
+    api.route("GET", "/api/models/j/versions/best", lambda r: _file(b"ok"))
+    api.route("GET", "/api/models/j/versions/2", lambda r: _file(b"bad", "00" * 32))
+    async with AsyncClient(
+        "http://api.test", tokens=Tokens("access-1", "refresh-1"), transport=api.transport
+    ) as pt:
+        done = await pt.download_model("j", tmp_path / "best.pt", version="best")
+        assert done.read_bytes() == b"ok"
+        with pytest.raises(ChecksumMismatch):
+            await pt.download_model("j", tmp_path / "v2.pt", version=2)
+    assert [p.name for p in tmp_path.iterdir()] == ["best.pt"]
 
 
 def test_token_file_is_private(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from .calls import Call
 from .errors import (
     ApiError,
     ApiUnreachable,
+    ChecksumMismatch,
     ClientError,
     DatasetRejected,
     NotLoggedIn,
@@ -35,6 +36,7 @@ __all__ = [
     "ApiUnreachable",
     "AsyncClient",
     "Call",
+    "ChecksumMismatch",
     "Client",
     "ClientError",
     "DatasetRejected",

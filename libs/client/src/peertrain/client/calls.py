@@ -230,3 +230,12 @@ def upload_weights(data: bytes, *, name: str | None = None) -> Call:
 def final_model(job_id: str, fmt: str = "pt") -> Call:
     """The final model's bytes (``pt`` or ``safetensors``)."""
     return Call("GET", f"{MODELS}/{_id(job_id)}/final", params={"format": fmt}, answer="bytes")
+
+
+def model_file(job_id: str, version: int | str | None = None, fmt: str = "pt") -> Call:
+    """A model file's bytes (``pt`` or ``safetensors``): the final model when
+    ``version`` is ``None``, else that version (a number, or ``"best"``)."""
+    if version is None:
+        return final_model(job_id, fmt)
+    path = f"{MODELS}/{_id(job_id)}/versions/{_id(str(version))}"
+    return Call("GET", path, params={"format": fmt}, answer="bytes")

@@ -2,8 +2,9 @@
 
 ``ClientError`` is the root. The API's answers in the one error shape
 (``{"error": {"code", "message", "detail"}}``) become ``ApiError``; a server that
-cannot be reached becomes ``ApiUnreachable``; the wait helpers raise ``WaitTimeout``
-and ``DatasetRejected``.
+cannot be reached becomes ``ApiUnreachable``; a download whose sha256 is not the one
+announced raises ``ChecksumMismatch``; the wait helpers raise ``WaitTimeout`` and
+``DatasetRejected``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from .detail import describe_detail
 __all__ = [
     "ApiError",
     "ApiUnreachable",
+    "ChecksumMismatch",
     "ClientError",
     "DatasetRejected",
     "NotLoggedIn",
@@ -134,6 +136,28 @@ class ApiUnreachable(ClientError, ConnectionError):
         """One line naming the API's address and the transport's reason."""
         reason = str(exc) or type(exc).__name__
         return cls(f"cannot reach the PeerTrain API at {base_url}: {reason}", code="unreachable")
+
+
+class ChecksumMismatch(ClientError, ValueError):
+    """A downloaded file's sha256 is not the one the server announced; the file was
+    deleted.
+
+    Parameters
+    ----------
+    path
+        Where the file would have been saved.
+    expected, actual
+        The announced and the received sha256 (lowercase hex).
+    """
+
+    def __init__(self, path: str, expected: str, actual: str) -> None:
+        super().__init__(
+            f"the download of {path} is corrupt: its sha256 is {actual}, the server "
+            f"announced {expected}; nothing was saved, download it again",
+            code="checksum_mismatch",
+            detail={"path": path, "expected": expected, "actual": actual},
+        )
+        self.expected, self.actual = expected, actual
 
 
 class NotLoggedIn(ClientError, PermissionError):

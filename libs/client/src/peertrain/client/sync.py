@@ -397,11 +397,30 @@ class Client(BaseClient):
         return result
 
     def download_model(
-        self, job_id: str, dest: str | Path, *, fmt: str = "pt", progress: Progress | None = None
+        self,
+        job_id: str,
+        dest: str | Path,
+        *,
+        version: int | str | None = None,
+        fmt: str = "pt",
+        progress: Progress | None = None,
     ) -> Path:
-        """Stream the final model (``pt`` or ``safetensors``) to ``dest``; nothing is
-        left behind when the download fails."""
-        call = calls.final_model(job_id, fmt)
+        """Stream a model file to ``dest``: the final model, or model ``version`` (a
+        number, or ``"best"``: the evaluated version with the highest holdout accuracy),
+        as ``pt`` or ``safetensors``.
+
+        The file's sha256 is checked against the one the server announced; nothing is
+        left behind when the download fails or does not match.
+
+        Raises
+        ------
+        ApiError
+            ``version_not_found`` (404), ``no_evaluated_version`` (409, for ``"best"``),
+            ``final_not_exported`` (409, for the final model), ...
+        ChecksumMismatch
+            The bytes received are not the ones announced.
+        """
+        call = calls.model_file(job_id, version, fmt)
         response = self._answer(call, stream=True)
         try:
             if response.is_error or response.is_redirect:

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["DownloadTarget", "Progress", "ProgressReader", "file_part", "upload_fields"]
+from .errors import ChecksumMismatch
+
+__all__ = [
+    "SHA256_HEADER",
+    "DownloadTarget",
+    "Progress",
+    "ProgressReader",
+    "file_part",
+    "upload_fields",
+]
 
 Progress = Callable[[int, int], None]
+SHA256_HEADER = "X-Content-SHA256"
+"""The header a download's sha256 is announced in (lowercase hex)."""
 """``progress(bytes_sent, total_bytes)``, called after every chunk read for sending."""
 
 
@@ -84,7 +96,8 @@ def file_part(path: Path, reader: ProgressReader) -> dict[str, tuple[str, Any, s
 
 
 class DownloadTarget:
-    """A file written under a temporary name, renamed into place only when complete.
+    """A file written under a temporary name, renamed into place only when complete and,
+    when the server announced its sha256 (``X-Content-SHA256``), only when it matches.
 
     Parameters
     ----------
@@ -94,6 +107,12 @@ class DownloadTarget:
         The streamed answer (its ``Content-Length`` is the total, when sent).
     progress
         Told ``(received, total)``; total is 0 when unknown.
+
+    Raises
+    ------
+    ChecksumMismatch
+        On leaving, when the bytes received do not have the announced sha256; the
+        partial file is deleted and ``dest`` left as it was.
     """
 
     def __init__(self, dest: Path, response: Any, progress: Progress | None) -> None:
@@ -102,6 +121,8 @@ class DownloadTarget:
         length = response.headers.get("content-length", "")
         self.total = int(length) if length.isdigit() else 0
         self.received = 0
+        self.expected_sha256 = (response.headers.get(SHA256_HEADER) or "").strip().lower()
+        self._hash = hashlib.sha256()
         self._progress = progress
         self._out: IO[bytes] | None = None
 
@@ -113,6 +134,7 @@ class DownloadTarget:
         """Append a chunk and report it."""
         assert self._out is not None
         self._out.write(chunk)
+        self._hash.update(chunk)
         self.received += len(chunk)
         if self._progress is not None:
             self._progress(self.received, self.total)
@@ -120,6 +142,10 @@ class DownloadTarget:
     def __exit__(self, exc_type: object, *_: object) -> None:
         assert self._out is not None
         self._out.close()
+        actual = self._hash.hexdigest()
+        if exc_type is None and self.expected_sha256 and actual != self.expected_sha256:
+            self.tmp.unlink(missing_ok=True)
+            raise ChecksumMismatch(str(self.dest), self.expected_sha256, actual)
         if exc_type is None:
             os.replace(self.tmp, self.dest)
         else:

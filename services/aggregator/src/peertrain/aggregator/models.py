@@ -59,6 +59,11 @@ class JobModelsPublic(_Public):
     rounds: int | None
     versions: list[VersionPublic]
     latest_version: int | None
+    best_version: int | None = Field(
+        default=None,
+        description="The evaluated version with the highest holdout accuracy (ties: lower"
+        " loss, then the later version); download it at `versions/best`",
+    )
     final_available: bool
     final: FinalPublic | None
 

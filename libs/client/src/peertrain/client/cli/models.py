@@ -11,10 +11,31 @@ from .datasets import transfer_progress
 from .output import JsonFlag, echo_json, fmt_float, fmt_time, table
 from .state import state_of
 
-__all__ = ["app"]
+__all__ = ["app", "default_path"]
 
 app = typer.Typer(help="Trained models: versions and downloads.", no_args_is_help=True)
 Format = Literal["pt", "safetensors"]
+BEST = "best"
+
+
+def _which(value: str | None) -> int | str | None:
+    """``--version``: a version number or ``best`` (``None``: the final model)."""
+    return int(value) if value is not None and value.isdigit() else value
+
+
+def _checked(value: str | None) -> str | None:
+    if value is not None and value != BEST and not value.isdigit():
+        raise typer.BadParameter(f"a version number or {BEST!r}, not {value!r}")
+    return value
+
+
+def default_path(job_id: str, version: int | str | None, fmt: str) -> Path:
+    """Where a download goes without ``-o``: ``<job>.<fmt>`` for the final model,
+    ``<job>-v<N>.<fmt>`` or ``<job>-best.<fmt>`` for a version."""
+    if version is None:
+        return Path(f"{job_id}.{fmt}")
+    tag = BEST if version == BEST else f"v{version}"
+    return Path(f"{job_id}-{tag}.{fmt}")
 
 
 def _version_row(v: dict[str, Any]) -> list[Any]:
@@ -55,23 +76,39 @@ def download(
     ctx: typer.Context,
     job_id: str,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Default: <job>.<format>")
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Default: <job>.<format>, <job>-v<N>.<format>, <job>-best.<format>",
+        ),
     ] = None,
     fmt: Annotated[Format, typer.Option("--format", help="pt or safetensors")] = "pt",
+    version: Annotated[
+        str | None,
+        typer.Option(
+            "--version",
+            callback=_checked,
+            metavar="N|best",
+            help="A model version, or best (highest holdout accuracy); default: the final model",
+        ),
+    ] = None,
     json_out: JsonFlag = False,
 ) -> None:
-    """Download the job's final model."""
-    state = state_of(ctx)
-    dest = output or Path(f"{job_id}.{fmt}")
+    """Download the job's final model, or any of its versions (also of cancelled or
+    failed jobs); its sha256 is checked against the server's."""
+    state, which = state_of(ctx), _which(version)
+    dest = output or default_path(job_id, which, fmt)
     with state.client() as pt, transfer_progress(state) as bar:
         task = bar.add_task(f"downloading {dest.name}", total=None)
 
         def report(received: int, total: int) -> None:
             bar.update(task, completed=received, total=total or None)
 
-        pt.download_model(job_id, dest, fmt=fmt, progress=report)
+        pt.download_model(job_id, dest, version=which, fmt=fmt, progress=report)
     size = dest.stat().st_size
     if json_out:
-        echo_json({"job_id": job_id, "path": str(dest), "format": fmt, "bytes": size})
+        found = {"job_id": job_id, "version": which, "path": str(dest), "format": fmt}
+        echo_json({**found, "bytes": size})
     else:
         state.err.print(f"saved {dest} ({size} bytes)")

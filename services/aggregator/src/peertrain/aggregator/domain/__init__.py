@@ -6,12 +6,16 @@ from .errors import (
     AggregatorError,
     FinalNotExported,
     JobNotFound,
+    NoEvaluatedVersion,
     UpdateRefused,
+    VersionNotFound,
 )
 from .norms import clip_factors
+from .selection import BEST, Which, best_version, download_name, pick_version
 from .state import JobState, RoundKey, VersionInfo
 
 __all__ = [
+    "BEST",
     "AggregatorError",
     "Candidate",
     "Decision",
@@ -20,11 +24,17 @@ __all__ = [
     "Ignored",
     "JobNotFound",
     "JobState",
+    "NoEvaluatedVersion",
     "Refusal",
     "RoundKey",
     "UpdateRefused",
     "VersionInfo",
+    "VersionNotFound",
+    "Which",
+    "best_version",
     "clip_factors",
     "codes",
     "decide_update",
+    "download_name",
+    "pick_version",
 ]

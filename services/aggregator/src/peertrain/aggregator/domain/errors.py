@@ -8,7 +8,9 @@ __all__ = [
     "AggregatorError",
     "FinalNotExported",
     "JobNotFound",
+    "NoEvaluatedVersion",
     "UpdateRefused",
+    "VersionNotFound",
     "WeightsTooLarge",
 ]
 
@@ -29,6 +31,18 @@ class FinalNotExported(AggregatorError, Conflict):
     """The job's final model is not exported yet."""
 
     code = "final_not_exported"
+
+
+class VersionNotFound(AggregatorError, NotFound):
+    """The job has no model version of that number (yet)."""
+
+    code = "version_not_found"
+
+
+class NoEvaluatedVersion(AggregatorError, Conflict):
+    """The best version was asked for, and no version is evaluated yet."""
+
+    code = "no_evaluated_version"
 
 
 class UpdateRefused(AggregatorError, ValueError):

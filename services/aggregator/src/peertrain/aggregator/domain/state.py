@@ -69,6 +69,8 @@ class JobState:
     job_seq: int = 0
     model_seq: int = 0
     owner_id: str | None = None
+    name: str | None = None
+    """The job's name (``job.created``), for the files users download."""
     peers: frozenset[str] = frozenset()
     """The job's peers (``job.created``): nobody else's announcements are recorded."""
     excluded: set[str] = field(default_factory=set)
@@ -105,6 +107,7 @@ class JobState:
         data = event.data
         if isinstance(data, JobCreated):
             self.owner_id = data.owner_id
+            self.name = data.name
             self.peers = frozenset(data.peers)
         elif isinstance(data, PeerExcluded):
             self.excluded.add(data.peer_id)

@@ -33,6 +33,7 @@ __all__ = [
     "clipped",
     "decode_update",
     "evaluate_state",
+    "export_file",
     "final_files",
     "initial_state",
     "model_buffers",
@@ -206,6 +207,15 @@ def final_files(
     """``final.pt`` and ``final.safetensors`` bytes."""
     spec, features = configured.model, configured.feature_spec
     return final_pt_bytes(spec, features, state), final_safetensors_bytes(spec, features, state)
+
+
+def export_file(configured: JobConfigured, state: Mapping[str, torch.Tensor], fmt: str) -> bytes:
+    """One file as ``final.pt`` (``fmt="pt"``) or ``final.safetensors`` is written, of
+    any weights of the job's model: the same specs and preprocessing ride along."""
+    spec, features = configured.model, configured.feature_spec
+    if fmt == "pt":
+        return final_pt_bytes(spec, features, state)
+    return final_safetensors_bytes(spec, features, state)
 
 
 def non_finite(state: Mapping[str, torch.Tensor]) -> str | None:

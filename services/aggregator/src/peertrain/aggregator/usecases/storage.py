@@ -15,7 +15,7 @@ from peertrain.common.events.models import model_key
 from .context import AggregatorContext
 from .numerics import load_state
 
-__all__ = ["fetch_capped", "model_state", "server_state", "sha256_hex"]
+__all__ = ["fetch_capped", "model_state", "read_version", "server_state", "sha256_hex"]
 
 
 def sha256_hex(data: bytes) -> str:
@@ -52,14 +52,22 @@ async def model_state(
     cached = actx.bases.get(state.job_id)
     if cached is not None and cached[0] == version:
         return cached[1]
+    tensors = await read_version(actx, state, version)
+    actx.bases[state.job_id] = (version, tensors)
+    return tensors
+
+
+async def read_version(
+    actx: AggregatorContext, state: JobState, version: int
+) -> dict[str, torch.Tensor]:
+    """Model version ``version`` of the job, checked against its recorded sha256 (read
+    afresh: nothing cached, so readers leave the training's base alone)."""
     info = state.versions.get(version)
     key = info.created.key if info else model_key(state.job_id, version)
     data = await actx.blobs.get_bytes(key)
     if info is not None and sha256_hex(data) != info.created.sha256:
         raise RuntimeError(f"{key} does not have the sha256 recorded for version {version}")
-    tensors = await asyncio.to_thread(load_state, data)
-    actx.bases[state.job_id] = (version, tensors)
-    return tensors
+    return await asyncio.to_thread(load_state, data)
 
 
 async def server_state(actx: AggregatorContext, state: JobState, version: int) -> bytes | None:

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from contextlib import aclosing
 from functools import partial
-from typing import Annotated, Any, Literal
+from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, Response, status
+from fastapi import APIRouter, Path, Query, Request, Response, status
 from fastapi.responses import StreamingResponse
 
 from peertrain.aggregator.api.deps import AggregatorDep
-from peertrain.aggregator.domain import FinalNotExported, JobNotFound, JobState
+from peertrain.aggregator.domain import (
+    BEST,
+    FinalNotExported,
+    JobNotFound,
+    JobState,
+    best_version,
+)
 from peertrain.aggregator.models import (
     Evaluation,
     FinalPublic,
@@ -18,6 +23,7 @@ from peertrain.aggregator.models import (
     VersionPublic,
     WeightsAccepted,
 )
+from peertrain.aggregator.usecases.downloads import Format, ModelFile, blob_chunks, version_file
 from peertrain.aggregator.usecases.weights import receive_weights
 from peertrain.common.app.responses import errors
 from peertrain.common.security import CurrentUser, Principal
@@ -29,6 +35,13 @@ router = APIRouter(tags=["models"])
 
 _errors = partial(errors, 401, 403, 404)
 _WHY = {404: "No such job (or not yours)", 409: "The final model is not exported yet"}
+_VERSION_WHY = {
+    404: "No such job (or not yours), or no such version (`version_not_found`)",
+    409: "`best` was asked for and no version is evaluated yet (`no_evaluated_version`)",
+}
+_FILE = {"content": {"application/octet-stream": {}}, "description": "The file"}
+SHA256_HEADER = "X-Content-SHA256"
+VERSION_HEADER = "X-Model-Version"
 
 
 async def _visible(actx: AggregatorDep, job_id: str, user: Principal) -> JobState:
@@ -72,6 +85,7 @@ def _public(state: JobState) -> JobModelsPublic:
         rounds=state.configured.rounds if state.configured else None,
         versions=versions,
         latest_version=state.latest_version(),
+        best_version=best_version(state.versions),
         final_available=exported is not None,
         final=None
         if exported is None
@@ -134,7 +148,7 @@ async def get_models(job_id: str, user: CurrentUser, actx: AggregatorDep) -> Job
     summary="Download the final model",
     responses={
         **_errors(409, why=_WHY),
-        200: {"content": {"application/octet-stream": {}}, "description": "The file"},
+        200: _FILE,
     },
     response_class=StreamingResponse,
 )
@@ -142,7 +156,7 @@ async def get_final(
     job_id: str,
     user: CurrentUser,
     actx: AggregatorDep,
-    format: Annotated[Literal["pt", "safetensors"], Query()] = "pt",
+    format: Annotated[Format, Query()] = "pt",
 ) -> StreamingResponse:
     """``final.pt`` (``torch.load(f, weights_only=True)``) or ``final.safetensors``."""
     state = await _visible(actx, job_id, user)
@@ -154,21 +168,55 @@ async def get_final(
         if format == "pt"
         else (exported.safetensors_key, exported.safetensors_sha256)
     )
-    chunks = actx.blobs.get_stream(key)
-    first = await anext(chunks, b"")  # BlobNotFound surfaces here, before any header is sent
-
-    async def body() -> Any:
-        async with aclosing(chunks):
-            if first:
-                yield first
-            async for chunk in chunks:
-                yield chunk
-
     return StreamingResponse(
-        body(),
+        await blob_chunks(actx, key),  # BlobNotFound surfaces here, before any header
         media_type="application/octet-stream",
         headers={
             "Content-Disposition": f'attachment; filename="{job_id}-final.{format}"',
-            "X-Content-SHA256": sha,
+            SHA256_HEADER: sha,
         },
     )
+
+
+@router.get(
+    "/{job_id}/versions/{version}",
+    summary="Download one model version, or the best one",
+    responses={**_errors(409, why=_VERSION_WHY), 200: _FILE},
+    response_class=StreamingResponse,
+)
+async def get_version(
+    job_id: str,
+    version: Annotated[
+        str,
+        Path(
+            pattern=r"^(best|[0-9]{1,9})$",
+            description="A version number (0 is the starting model), or `best`",
+        ),
+    ],
+    user: CurrentUser,
+    actx: AggregatorDep,
+    format: Annotated[Format, Query()] = "pt",
+) -> StreamingResponse:
+    """Any model version of the job, whatever its state (running, completed, cancelled,
+    failed), as a file like ``final.pt`` or ``final.safetensors``: the same specs and
+    preprocessing ride along, so ``peertrain predict`` and ``peertrain convert`` take it.
+
+    ``best`` is the evaluated version with the highest holdout accuracy; ties go to the
+    lower holdout loss, then to the later version; versions not evaluated yet (or found
+    non-finite) never count. The version sent is in ``X-Model-Version``, the file's
+    sha256 in ``X-Content-SHA256``.
+    """
+    state = await _visible(actx, job_id, user)
+    which = BEST if version == BEST else int(version)
+    return _file_response(await version_file(actx, state, which, format))
+
+
+def _file_response(file: ModelFile) -> StreamingResponse:
+    headers = {
+        "Content-Disposition": f'attachment; filename="{file.filename}"',
+        SHA256_HEADER: file.sha256,
+        VERSION_HEADER: str(file.version),
+    }
+    if file.size is not None:
+        headers["Content-Length"] = str(file.size)
+    return StreamingResponse(file.chunks, media_type="application/octet-stream", headers=headers)
