@@ -125,9 +125,11 @@ class ColumnProfile:
         if others:
             self.counts.non_numbers += others
             if len(self.counts.examples) < EXAMPLES:
+                examples = self.counts.examples
                 strays = pc.unique(present.filter(pa.array(~numbers))).to_pylist()
-                for value in strays[: EXAMPLES - len(self.counts.examples)]:
-                    self.counts.examples.append(str(value))
+                for value in strays:
+                    if len(examples) < EXAMPLES and str(value) not in examples:
+                        examples.append(str(value))
         self._scalar_out.write(out.tobytes())
 
     def _add_booleans(self, present: pa.Array, missing: NDArray[np.bool_]) -> None:
