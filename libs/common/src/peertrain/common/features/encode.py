@@ -95,7 +95,7 @@ def column_values(
     try:
         parsed = present.astype(np.float64)
     except ValueError:
-        bad = next(v for v in present if not is_number(str(v)))
+        bad = next(str(v) for v in present if not is_number(str(v)))
         raise ValueError(f"column {column['name']!r} is numeric; {bad!r} is not") from None
     if not np.isfinite(parsed).all():
         raise ValueError(f"column {column['name']!r} has a value that is not finite")
