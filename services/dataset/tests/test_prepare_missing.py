@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from peertrain.dataset.domain import errors
 from peertrain.dataset.domain.limits import Limits
 from peertrain.dataset.prepare import PreparedDataset
 from peertrain.dataset.prepare.column_types import ColumnCounts, decide_type
+from peertrain.dataset.prepare.columns import JUDGED_AFTER
 
 
 def table(rows: list[list[str]], header: list[str]) -> bytes:
@@ -182,3 +184,13 @@ def test_decide_type_is_a_pure_rule() -> None:
     many = ColumnCounts(rows=1000, numbers=500, non_numbers=500, boolean=False, overflow=True)
     assert decide_type("a", many, cap=100).kind == "overflow"
     assert decide_type("a", ColumnCounts(rows=3, missing=3), cap=100).kind == "empty"
+
+
+def test_a_long_text_column_is_judged_early_and_keeps_no_numbers(
+    prepare: Callable, tmp_path: Path
+) -> None:
+    rows = [[("a", "b", "7")[i % 3], str(i % 2)] for i in range(JUDGED_AFTER + 3000)]
+    result = prepare(table(rows, ["mostly_text", "label"]), limits=Limits(block_bytes=65536))
+    assert schema_of(result)["mostly_text"].reason == "category: 3 distinct values"
+    work = tmp_path / "run1" / "work"
+    assert (work / "col0.i32").exists() and not (work / "col0.f32").exists()

@@ -7,7 +7,8 @@ In order:
 * ``boolean``: every present cell is ``true``/``false``/``yes``/``no`` (any case);
 * ``numeric`` still: at least :data:`~peertrain.common.features.NUMERIC_SHARE` (90%)
   of the present cells are numbers; the others are read as missing, and a note says
-  how many and which values;
+  how many and which values (a long column that is clearly text is judged early:
+  :data:`~.columns.JUDGED_AFTER`);
 * ``categorical``: at most the cap of distinct present values;
 * else ``overflow`` (the upload is rejected: too many distinct values).
 
@@ -33,8 +34,9 @@ Kind = Literal["numeric", "boolean", "categorical", "empty", "overflow"]
 class ColumnCounts:
     """What one column's cells were, counted by :class:`~.columns.ColumnProfile`.
 
-    ``numeric`` / ``boolean`` say whether it was profiled for those types at all (not
-    the label); ``boolean`` turns false at the first cell that is not a boolean token.
+    ``numeric`` / ``boolean`` say whether it is still profiled for those types (never
+    for the label); ``boolean`` turns false at the first cell that is not a boolean
+    token, ``numeric`` when a long column is clearly not numeric.
     """
 
     numeric: bool = True

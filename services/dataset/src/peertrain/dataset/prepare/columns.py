@@ -7,10 +7,12 @@ present values up to ``cap``. :func:`~.column_types.decide_type` decides its typ
 those counts at the end.
 
 While a column can still be numeric, its numbers go to a float32 scratch file (NaN
-where missing or not a number); while it can still be boolean, its 0/1 values go to
-another; while it can still be categorical, its first-seen category codes go to an
-int32 scratch file (-1 where missing). Encoding reads those files back, so the CSV is
-parsed once.
+where missing or not a number); so that a text column of a long file does not keep one,
+a column stops being a candidate once :data:`JUDGED_AFTER` present cells have been
+seen and more than ``1 - NUMERIC_SHARE`` of those seen are not numbers. While it can
+still be boolean, its 0/1 values go to another; while it can still be categorical, its
+first-seen category codes go to an int32 scratch file (-1 where missing). Encoding
+reads those files back, so the CSV is parsed once.
 """
 
 from __future__ import annotations
@@ -24,11 +26,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
-from peertrain.common.features import NUMBER_PATTERN, fold_tokens
+from peertrain.common.features import NUMBER_PATTERN, NUMERIC_SHARE, fold_tokens
 
 from .column_types import EXAMPLES, ColumnCounts
 
-__all__ = ["ColumnProfile", "MissingCells", "sort_categories"]
+__all__ = ["JUDGED_AFTER", "ColumnProfile", "MissingCells", "sort_categories"]
+
+JUDGED_AFTER = 50_000
+"""Present cells after which a column that is clearly not numeric stops being profiled
+as numeric (its scratch file is dropped); before, the whole column decides."""
 
 _TRUE = pa.array(["true", "yes"], pa.string())
 _FALSE = pa.array(["false", "no"], pa.string())
@@ -100,6 +106,7 @@ class ColumnProfile:
         present = values.filter(pa.array(~missing)) if missing.any() else values
         if self._scalar_out is not None:
             self._add_numbers(present, missing)
+            self._judge_numbers()
         if self._boolean_out is not None:
             self._add_booleans(present, missing)
         return self._add_codes(values, present, missing)
@@ -131,6 +138,16 @@ class ColumnProfile:
                     if len(examples) < EXAMPLES and str(value) not in examples:
                         examples.append(str(value))
         self._scalar_out.write(out.tobytes())
+
+    def _judge_numbers(self) -> None:
+        counts = self.counts
+        seen = counts.numbers + counts.non_numbers
+        if seen >= JUDGED_AFTER and counts.non_numbers > (1 - NUMERIC_SHARE) * seen:
+            assert self._scalar_out is not None
+            self._scalar_out.close()
+            self._scalar_out = None
+            self.scalar_path.unlink(missing_ok=True)
+            counts.numeric = False
 
     def _add_booleans(self, present: pa.Array, missing: NDArray[np.bool_]) -> None:
         assert self._boolean_out is not None
