@@ -89,3 +89,13 @@ def test_missing_values_field_parses_a_comma_separated_list() -> None:
     assert parse_missing_values("NA, unknown,,NA") == ("", "NA", "unknown")
     assert parse_missing_values("") == ("",)
     assert DatasetUploaded.model_fields["missing_values"].default is None
+
+
+def test_casefold_folds_a_to_z_only_as_arrow_does() -> None:
+    pa = pytest.importorskip("pyarrow")
+    pc = pytest.importorskip("pyarrow.compute")
+    cells = ["N/A", "Ä", "ä", "KELVIN\u212a", "nULL"]
+    tokens = ("n/a", "ä", "kelvink", "null")
+    ours = is_missing(np.array(cells), tokens, "casefold").tolist()
+    arrow = pc.is_in(pc.ascii_lower(pa.array(cells)), value_set=pa.array(tokens)).to_pylist()
+    assert ours == arrow == [True, False, True, False, True]

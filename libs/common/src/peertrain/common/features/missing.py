@@ -2,10 +2,12 @@
 
 The one rule of PeerTrain for missing cells: a cell is missing when, after trimming
 whitespace, it equals one of the dataset's missing tokens, compared without regard to
-case (``casefold``) for datasets validated since the rule was widened, or exactly
-(``exact``) for older ones (their feature spec has no ``missing_match``). The dataset
-service applies it when it validates an upload, and a downloaded model's preprocessing
-applies it, with the tokens recorded in the feature spec, to new rows.
+the case of the letters A-Z (``casefold``: ``n/a`` is ``N/A``; other letters compare
+exactly, so that Arrow and NumPy fold alike) for datasets validated since the rule was
+widened, or exactly (``exact``) for older ones (their feature spec has no
+``missing_match``). The dataset service applies it when it validates an upload, and a
+downloaded model's preprocessing applies it, with the tokens recorded in the feature
+spec, to new rows.
 
 A column whose present cells are mostly numbers (at least :data:`NUMERIC_SHARE`) is
 numeric; its few other cells are read as missing and reported.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+import string
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -56,10 +59,14 @@ def is_number(cell: str) -> bool:
     return _NUMBER.match(cell) is not None and math.isfinite(float(cell))
 
 
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
 def fold_tokens(tokens: Iterable[str], match: MissingMatch) -> tuple[str, ...]:
-    """The tokens as cells are compared with them: trimmed, lower-cased for ``casefold``."""
+    """The tokens as cells are compared with them: trimmed, and for ``casefold`` with
+    A-Z lower-cased (as ``pyarrow.compute.ascii_lower`` does)."""
     trimmed = (t.strip() for t in tokens)
-    folded = (t.lower() for t in trimmed) if match == "casefold" else trimmed
+    folded = (t.translate(_ASCII_LOWER) for t in trimmed) if match == "casefold" else trimmed
     return tuple(dict.fromkeys(folded))
 
 
@@ -67,7 +74,8 @@ def is_missing(
     cells: NDArray[np.str_], tokens: Sequence[str], match: MissingMatch
 ) -> NDArray[np.bool_]:
     """Where the trimmed ``cells`` are missing."""
-    keys = np.strings.lower(cells) if match == "casefold" and len(cells) else cells
+    folding = match == "casefold" and len(cells) > 0
+    keys = np.strings.translate(cells, _ASCII_LOWER) if folding else cells
     folded = np.array(list(fold_tokens(tokens, match)), dtype=str)
     mask: NDArray[np.bool_] = np.isin(keys, folded)
     return mask

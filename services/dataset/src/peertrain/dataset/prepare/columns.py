@@ -1,10 +1,11 @@
 """Type inference for one CSV column, batch by batch, with bounded memory.
 
 A column counts its cells as they arrive: missing (one of the upload's missing tokens,
-after trimming, ignoring case), numbers (:data:`~peertrain.common.features.NUMBER_PATTERN`,
-finite), boolean tokens (``true``/``false``/``yes``/``no``, any case), and its distinct
-present values up to ``cap``. :func:`~.column_types.decide_type` decides its type from
-those counts at the end.
+after trimming, ignoring the case of A-Z), numbers (finite, as
+:data:`~peertrain.common.features.NUMBER_PATTERN` says), boolean tokens
+(``true``/``false``/``yes``/``no``, any case), and its distinct present values up to
+``cap``. :func:`~.column_types.decide_type` decides its type from those counts at the
+end.
 
 While a column can still be numeric, its numbers go to a float32 scratch file (NaN
 where missing or not a number); so that a text column of a long file does not keep one,
@@ -41,7 +42,8 @@ _FALSE = pa.array(["false", "no"], pa.string())
 
 
 class MissingCells:
-    """Which trimmed cells are missing: one of ``tokens``, ignoring case."""
+    """Which trimmed cells are missing: one of ``tokens``, ignoring the case of A-Z
+    (:func:`~peertrain.common.features.fold_tokens`)."""
 
     def __init__(self, tokens: Sequence[str]) -> None:
         self.tokens = tuple(tokens)
@@ -49,7 +51,7 @@ class MissingCells:
 
     def mask(self, values: pa.Array) -> NDArray[np.bool_]:
         """Where trimmed ``values`` are missing."""
-        hits = pc.is_in(pc.utf8_lower(values), value_set=self._keys)
+        hits = pc.is_in(pc.ascii_lower(values), value_set=self._keys)
         return np.asarray(hits.to_numpy(zero_copy_only=False))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -267,8 +268,7 @@ def scan_table(
                     scan.preview.extend([list(r) for r in zip(*head, strict=True)])
                 _add_labels(upload, source, layout, scan, trimmed[label_index], source_first)
                 values = [v for i, v in enumerate(trimmed) if i != label_index]
-                missing = [scan.missing] * len(features)
-                list(pool.map(_add_values, missing, features, values))
+                list(pool.map(partial(_add_values, scan.missing), features, values))
                 source_first += batch.num_rows
             if source_first == 0:
                 raise EmptyFile(f"{source.name} has a header but no rows", entry=source.name)
