@@ -59,7 +59,10 @@ def is_number(cell: str) -> bool:
     return _NUMBER.match(cell) is not None and math.isfinite(float(cell))
 
 
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+_ASCII_LOWER = "".join(
+    chr(i).lower() if chr(i) in string.ascii_uppercase else chr(i) for i in range(256)
+)
+"""A ``str.translate`` table that lower-cases A-Z and leaves every other character."""
 
 
 def fold_tokens(tokens: Iterable[str], match: MissingMatch) -> tuple[str, ...]:
