@@ -216,6 +216,32 @@ async def test_a_chosen_holdout_seed_gives_every_upload_the_same_split(
     assert first == second != await holdout_sha(drawn)
 
 
+async def test_n_a_and_stray_words_keep_a_column_numeric_and_are_reported(
+    user: tuple[str, httpx.AsyncClient], eventually: Callable[..., Any]
+) -> None:
+    _, http = user
+    rng = np.random.default_rng(4)
+    lines = ["temp,city,label"]
+    for i in range(400):
+        temp = "n/a" if i % 20 == 0 else "unknown" if i % 50 == 3 else f"{rng.normal(20, 5):.2f}"
+        lines.append(f"{temp},{('oslo', 'lima', 'NULL', 'tbd')[i % 4]},{('a', 'b')[i % 2]}")
+    data = ("\n".join(lines) + "\n").encode()
+    body = await validated(http, "temps.csv", data, eventually)
+    temp = body["schema"][0]
+    assert (temp["type"], temp["missing"], temp["non_numbers"]) == ("numeric", 28, 8)
+    assert temp["non_number_examples"] == ["unknown"]
+    assert temp["reason"].startswith("numeric: 97.9% of present cells are numbers; 8 cells")
+    assert body["input_shape"] == [5]  # temp; city one-hot (lima, oslo, tbd) + missing
+    assert body["missing_values"] == ["", "NA", "N/A", "NaN", "null", "None", "?", "-"]
+    (note,) = body["notes"]
+    assert "column 'temp' is kept numeric" in note and "'unknown'" in note
+
+    chosen = await validated(http, "temps.csv", data, eventually, missing_values="n/a,tbd")
+    assert chosen["missing_values"] == ["", "n/a", "tbd"]
+    city = chosen["schema"][1]
+    assert (city["type"], city["distinct"], city["missing"]) == ("categorical", 3, 100)
+
+
 async def test_zip_of_csvs_is_concatenated(
     user: tuple[str, httpx.AsyncClient], eventually: Callable[..., Any]
 ) -> None:

@@ -212,6 +212,37 @@ def test_dataset_upload_wait_rejected(api: FakeApi, cfg: Path, tmp_path: Path) -
     assert result.stderr.endswith("peertrain: error: dataset d9 was rejected: only one class\n")
 
 
+def test_dataset_upload_sends_missing_values_and_shows_the_notes(
+    api: FakeApi, cfg: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "d.csv"
+    path.write_text("t,y\n1,a\nunknown,b\n")
+    note = "column 't' is kept numeric: 390 of its 400 present cells are numbers"
+    dataset = {
+        "id": "d7",
+        "status": "validated",
+        "rows": 400,
+        "classes": ["a", "b"],
+        "notes": [note],
+        "schema": [
+            {"name": "t", "type": "numeric", "missing": 12, "reason": "numeric: 97.5% ..."},
+            {"name": "y", "type": "label", "missing": 0, "reason": "label: 2 classes"},
+        ],
+    }
+    api.route("POST", "/api/datasets", {"dataset_id": "d7"}, status=202)
+    api.route("GET", "/api/datasets/d7", dataset)
+    args = ("dataset", "upload", str(path), "--missing-values", "unknown, n/a", "--wait")
+    result = run(api, cfg, *args)
+    assert result.exit_code == 0, result.output
+    upload = next(r for r in api.requests if r.method == "POST")
+    assert b'name="missing_values"\r\n\r\nunknown, n/a\r\n' in upload.content
+    assert f"note: {note}" in result.stderr
+    shown = run(api, cfg, "dataset", "show", "d7")
+    assert shown.exit_code == 0, shown.output
+    assert f"note: {note}" in shown.stdout
+    assert "WHY" in shown.stdout and "numeric: 97.5% ..." in shown.stdout
+
+
 def test_runs_as_a_module_without_its_script() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "peertrain.client.cli", "--help"],

@@ -172,6 +172,25 @@ def test_upload_streams_with_progress(api: FakeApi, tmp_path: Path) -> None:
     assert reports[-1] == (len(data), len(data)) and len(reports) > 3
 
 
+def test_upload_sends_missing_values_as_a_comma_separated_list(
+    api: FakeApi, tmp_path: Path
+) -> None:
+    path = tmp_path / "d.csv"
+    path.write_bytes(b"a,label\n1,x\n")
+    bodies: list[bytes] = []
+
+    def accept(request: httpx.Request) -> httpx.Response:
+        bodies.append(request.read())
+        return httpx.Response(202, json={"dataset_id": "ds1", "status": "validating"})
+
+    api.route("POST", "/api/datasets", accept)
+    pt = logged_in(api)
+    pt.upload_dataset(path, missing_values=["unknown", "n/a"])
+    pt.upload_dataset(path)
+    assert b'name="missing_values"\r\n\r\nunknown,n/a\r\n' in bodies[0]
+    assert b'name="missing_values"' not in bodies[1]
+
+
 def test_wait_for_dataset(api: FakeApi) -> None:
     answers = iter(
         [{"id": "d", "status": "validating"}, {"id": "d", "status": "validated", "rows": 3}]

@@ -189,3 +189,21 @@ def _graph_of(net: torch.nn.Module) -> dict[str, object]:
     from peertrain.ml.graph import to_graph
 
     return to_graph(net, torch.zeros(2, 3)).model_dump(mode="json")
+
+
+def test_simulate_reads_the_missing_values_it_is_given(tmp_path: Path) -> None:
+    data = tmp_path / "d.csv"
+    rows = [
+        f"{'unknown' if i % 7 == 0 else i % 5},{('p', 'q', '-')[i % 3]},{i % 2}" for i in range(60)
+    ]
+    data.write_text("n,c,label\n" + "\n".join(rows) + "\n")
+    out = tmp_path / "model.pt"
+    args = ["simulate", "--data", str(data), "--peers", "2", "--threads", "1"]
+    args += ["--set", "training.rounds=1", "--missing-values", "unknown", "-o", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    final = torch.load(io.BytesIO(out.read_bytes()), weights_only=True)
+    features = final["feature_spec"]
+    assert features["missing_tokens"] == ["", "unknown"]
+    assert [c["type"] for c in features["columns"]] == ["numeric", "categorical"]
+    assert features["columns"][1]["categories"] == ["-", "p", "q"]

@@ -149,7 +149,7 @@ def test_load_needs_only_torch_numpy_and_its_own_files(job, tmp_path):
         **{f"ml/{p.split('/', 1)[1]}": src / "ml/src/peertrain" / p for p in LOADER},
         "common/__init__.py": src / "common/src/peertrain/common/__init__.py",
     }
-    for part in ("__init__.py", "encode.py", "holdout.py", "images.py"):
+    for part in ("__init__.py", "encode.py", "holdout.py", "images.py", "missing.py"):
         copies[f"common/features/{part}"] = src / f"common/src/peertrain/common/features/{part}"
     for rel, origin in copies.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -248,3 +248,48 @@ def test_a_graph_models_export_loads_predicts_and_converts_to_onnx(job, tmp_path
     with torch.inference_mode():
         expected = model(prep(table)).numpy()
     np.testing.assert_allclose(logits, expected, rtol=1e-5, atol=1e-5)
+
+
+def people_csv(path: Path, rows: int = 300) -> None:
+    """A numeric column with 5% ``n/a`` and a few stray words, as people write tables."""
+    rng = np.random.default_rng(5)
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["age", "city", "buys"])
+        for i in range(rows):
+            age = rng.normal(40, 12)
+            cell = "n/a" if i % 20 == 0 else ("unknown" if i % 50 == 3 else f"{age:.1f}")
+            city = ["Oslo", "Lima", "NULL"][i % 3]
+            out.writerow([cell, city, "yes" if age > 40 else "no"])
+
+
+def test_a_model_from_a_table_with_n_a_predicts_those_rows_as_it_trained(tmp_path):
+    raw = tmp_path / "people.csv"
+    people_csv(raw)
+    data = load_data(raw, holdout_fraction=0.2, dataset_id="ds-na")
+    spec = data.feature_spec
+    assert spec.input_shape == (4,)  # age; city one-hot (Lima, Oslo) + missing
+    assert spec.missing_match == "casefold" and "N/A" in spec.missing_tokens
+    assert spec.columns[0].non_numbers_missing
+    assert any("'unknown'" in note for note in data.notes)
+    model = trained(data)
+    pt, _ = save_final(tmp_path, SPEC, spec, model.state_dict())
+    loaded, prep = load(pt)
+    table = prep.read(raw)
+    x = prep(table).numpy()
+    mask = prep.holdout_mask(prep.labels(table["buys"]))
+    assert np.array_equal(x[~mask], data.train_x) and np.array_equal(x[mask], data.holdout_x)
+    # A new row with "n/a" (any case) or a stray word reads as the training rows did.
+    row = int(np.flatnonzero(np.array(table["age"]) == "n/a")[0])
+    rows = [{"age": a, "city": c} for a, c in (("N/A", "Oslo"), ("unknown", "null"))]
+    got = prep(rows).numpy()
+    assert got[:, 0].tolist() == [x[row, 0]] * 2  # the training part's median, standardised
+    assert got[1, 1:].tolist() == [0.0, 0.0, 1.0]
+    with torch.inference_mode():
+        again = loaded(prep([{"age": "n/a", "city": table["city"][row]}]))
+        assert torch.equal(again, loaded(torch.from_numpy(x[row : row + 1])))
+    onnxruntime = pytest.importorskip("onnxruntime")
+    session = onnxruntime.InferenceSession(onnx_bytes(pt))
+    logits, _ = session.run(None, {"raw": prep.raw_matrix(table)})
+    with torch.inference_mode():
+        np.testing.assert_allclose(logits, loaded(prep(table)).numpy(), rtol=1e-5, atol=1e-5)

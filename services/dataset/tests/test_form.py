@@ -93,3 +93,14 @@ def test_object_keys_get_safe_names() -> None:
     assert safe_filename("C:\\x\\my data.csv") == "my_data.csv"
     assert safe_filename(".hidden") == "hidden"
     assert safe_filename(None) == "upload"
+
+
+def test_missing_values_field_replaces_the_default_list() -> None:
+    from peertrain.dataset.usecases.upload import _options
+
+    assert _options({}, 0.1).missing_values is None
+    chosen = _options({"missing_values": " unknown , N/A,"}, 0.1).missing_values
+    assert chosen == ("", "unknown", "N/A")
+    assert _options({"missing_values": ""}, 0.1).missing_values == ("",)
+    with pytest.raises(InvalidUploadForm, match="missing_values"):
+        _options({"missing_values": ",".join(f"t{i}" for i in range(60))}, 0.1)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -210,6 +210,7 @@ class Client(BaseClient):
         image_fit: Literal["crop", "stretch"] | None = None,
         progress: Progress | None = None,
         holdout_seed: int | None = None,
+        missing_values: str | Sequence[str] | None = None,
     ) -> str:
         """Stream a ``.csv``, ``.csv.gz`` or ``.zip`` to the dataset service.
 
@@ -218,6 +219,9 @@ class Client(BaseClient):
         for every upload of the file); by default each upload draws its own. ``image_size``
         (``"WIDTHxHEIGHT"``) and ``image_fit`` (``crop``, the default: aspect ratio kept,
         centre cut out; or ``stretch``) bring every image of a ``.zip`` to one size.
+        ``missing_values`` (tables: a list, or comma-separated text) replaces the cell
+        values read as missing (default: empty, NA, N/A, NaN, null, None, ?, -; compared
+        trimmed and ignoring case; the empty cell always is one).
         """
         path = Path(path)
         fields = upload_fields(
@@ -227,6 +231,7 @@ class Client(BaseClient):
             image_size=image_size,
             image_fit=image_fit,
             holdout_seed=holdout_seed,
+            missing_values=missing_values,
         )
         call = Call("POST", calls.DATASETS)
         auth = self._auth_for(call)

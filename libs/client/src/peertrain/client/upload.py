@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -77,8 +77,12 @@ def upload_fields(
     image_size: str | None,
     holdout_seed: int | None = None,
     image_fit: str | None = None,
+    missing_values: str | Sequence[str] | None = None,
 ) -> dict[str, str]:
-    """The optional form fields that go with the file."""
+    """The optional form fields that go with the file (``missing_values``: a list, or
+    its comma-separated text)."""
+    if missing_values is not None and not isinstance(missing_values, str):
+        missing_values = ",".join(missing_values)
     fields: dict[str, Any] = {
         "name": name,
         "label_column": label_column,
@@ -86,6 +90,7 @@ def upload_fields(
         "holdout_seed": holdout_seed,
         "image_size": image_size,
         "image_fit": image_fit,
+        "missing_values": missing_values,
     }
     return {k: str(v) for k, v in fields.items() if v is not None}
 

@@ -9,6 +9,7 @@ Sharding happens per job, in :mod:`peertrain.sim.engine`, with the job's strateg
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -16,7 +17,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from peertrain.common.events.datasets import ColumnEncoding, FeatureSpec
+from peertrain.common.events.datasets import MISSING_TOKENS, ColumnEncoding, FeatureSpec
+from peertrain.common.features import parse_missing_values
 from peertrain.dataset.domain.holdout import holdout_seed as seed_of_holdout
 from peertrain.dataset.domain.limits import Limits
 from peertrain.dataset.prepare import PrepareOptions, prepare_upload
@@ -42,6 +44,9 @@ class SimData:
     shards
         A fixed split of the training rows (row indices per shard) instead of the job's
         sharding strategy; ``None`` lets the job's ``sharding`` block decide.
+    notes
+        What validation decided that the uploader should know (as the dataset API's
+        ``notes``: a mostly numeric column kept numeric, ...).
     """
 
     train_x: NDArray[np.float32]
@@ -50,6 +55,7 @@ class SimData:
     holdout_y: NDArray[np.integer[Any]]
     feature_spec: FeatureSpec
     shards: tuple[NDArray[np.int64], ...] | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def num_classes(self) -> int:
@@ -66,11 +72,14 @@ def load_data(
     image_size: tuple[int, int] | None = None,
     holdout_seed: int | None = None,
     image_fit: Literal["stretch", "crop"] = "crop",
+    missing_values: str | Sequence[str] | None = None,
 ) -> SimData:
     """Prepare a ``.csv`` or ``.zip`` as the dataset service validates an upload.
 
     The holdout is seeded with ``holdout_seed``, else from ``dataset_id``, as the
     service seeds it (the uploader's seed, else one from the dataset's id).
+    ``missing_values`` (a list, or comma-separated text, as the upload form takes it)
+    replaces the cell values read as missing (default: ``MISSING_TOKENS``).
 
     Raises
     ------
@@ -84,6 +93,7 @@ def load_data(
         holdout_seed=seed_of_holdout(dataset_id, holdout_seed),
         image_size=image_size,
         image_fit=image_fit,
+        missing_values=_missing_values(missing_values),
     )
     with tempfile.TemporaryDirectory(prefix="peertrain-sim-") as scratch:
         prepared = prepare_upload(raw, raw.name, Path(scratch), options, Limits())
@@ -91,7 +101,15 @@ def load_data(
         train_y = np.load(prepared.train_y, allow_pickle=False)
         with np.load(prepared.holdout, allow_pickle=False) as held:
             holdout_x, holdout_y = held["X"], held["y"]
-    return SimData(train_x, train_y, holdout_x, holdout_y, prepared.feature_spec)
+    return SimData(
+        train_x, train_y, holdout_x, holdout_y, prepared.feature_spec, notes=prepared.notes
+    )
+
+
+def _missing_values(chosen: str | Sequence[str] | None) -> tuple[str, ...]:
+    if chosen is None:
+        return MISSING_TOKENS
+    return parse_missing_values(chosen if isinstance(chosen, str) else ",".join(chosen))
 
 
 def from_arrays(

@@ -49,6 +49,12 @@ class DatasetPublic(BaseModel):
     label_column: str | None = None
     holdout_seed: int | None = None
     """The holdout's seed when the uploader chose one."""
+    missing_values: list[str] | None = None
+    """Tables: the cell values read as missing (trimmed, ignoring case): the uploader's
+    choice, or once validated, those validation used."""
+    notes: list[str] | None = None
+    """What validation decided that the uploader should know (e.g. a mostly numeric
+    column kept numeric, its few other cells read as missing)."""
     classes: list[str] | None = None
     class_counts: list[int] | None = None
     train_rows: int | None = None

@@ -59,6 +59,7 @@ def _uploaded(data: DatasetUploaded, at: datetime) -> Doc:
         "label_column": data.label_column,
         "holdout_fraction": data.holdout_fraction,
         "holdout_seed": data.holdout_seed,
+        "missing_values": list(data.missing_values) if data.missing_values is not None else None,
         "created_at": at,
     }
 
@@ -85,6 +86,8 @@ def _validated(data: DatasetValidated) -> Doc:
         "input_shape": list(spec.input_shape),
         "image": spec.image.model_dump(mode="json") if spec.image is not None else None,
         "preview_key": data.preview.key,
+        "missing_values": list(spec.missing_tokens) if data.kind == "table" else None,
+        "notes": list(data.notes),
     }
 
 

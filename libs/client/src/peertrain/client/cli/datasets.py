@@ -82,6 +82,14 @@ def upload(
         int | None,
         typer.Option(min=0, help="Fix the holdout split (default: each upload draws its own)."),
     ] = None,
+    missing_values: Annotated[
+        str | None,
+        typer.Option(
+            help="Tables: the cell values that mean missing, comma-separated; replaces the "
+            "default (empty, NA, N/A, NaN, null, None, ?, -). Compared trimmed and ignoring "
+            "case; the empty cell always is one."
+        ),
+    ] = None,
     wait: Annotated[bool, typer.Option("--wait", help="Wait until validation ended.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds --wait waits.")] = 600.0,
     json_out: JsonFlag = False,
@@ -103,6 +111,7 @@ def upload(
                 image_size=image_size,
                 image_fit=image_fit,
                 holdout_seed=holdout_seed,
+                missing_values=missing_values,
                 progress=report,
             )
         if not wait:
@@ -122,7 +131,14 @@ def upload(
     if isinstance(dataset.get("classes"), list):
         summary += f", {len(dataset['classes'])} classes"
     state.err.print(summary)
+    print_notes(state.err, dataset)
     typer.echo(dataset_id)
+
+
+def print_notes(console: Any, dataset: dict[str, Any]) -> None:
+    """What validation decided that the uploader should know, one line each."""
+    for note in dataset.get("notes") or []:
+        console.print(Text(f"note: {note}", style="yellow"))
 
 
 @app.command("ls")
@@ -147,18 +163,24 @@ def show_dataset(ctx: typer.Context, dataset_id: str, json_out: JsonFlag = False
     if json_out:
         echo_json(dataset)
         return
-    key_values(state.out, dataset, skip=("schema", "error"))
+    key_values(state.out, dataset, skip=("schema", "error", "notes"))
     error = dataset.get("error")
     if isinstance(error, dict):
         state.out.print(Text(f"rejected: {error.get('message', '?')}", style="red"))
+    print_notes(state.out, dataset)
     schema = dataset.get("schema")
     if isinstance(schema, list) and schema:
         rows = [
-            [str(c.get("name")), str(c.get("dtype") or c.get("type") or "-")]
+            [
+                str(c.get("name")),
+                str(c.get("dtype") or c.get("type") or "-"),
+                c.get("missing"),
+                c.get("reason") or "",
+            ]
             for c in schema
             if isinstance(c, dict)
         ]
-        table(state.out, ["COLUMN", "TYPE"], rows, title="schema")
+        table(state.out, ["COLUMN", "TYPE", "MISSING", "WHY"], rows, title="schema")
 
 
 @app.command("preview")

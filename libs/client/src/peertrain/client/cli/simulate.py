@@ -76,6 +76,14 @@ def simulate(
     label_column: Annotated[
         str | None, typer.Option("--label-column", help="Label column (default: the last).")
     ] = None,
+    missing_values: Annotated[
+        str | None,
+        typer.Option(
+            "--missing-values",
+            help="Tables: the cell values that mean missing, comma-separated, as for "
+            "dataset upload (default: empty, NA, N/A, NaN, null, None, ?, -).",
+        ),
+    ] = None,
     peers_per_round: Annotated[
         int | None, typer.Option("--peers-per-round", min=1, help="Peers sampled each round.")
     ] = None,
@@ -118,9 +126,10 @@ def simulate(
     sim = _sim()
     spec = apply_sets(load_config(config) if config is not None else {}, sets or [])
     source: Any = data
-    if model is not None:
+    if model is not None or missing_values is not None:
         # The data first: a module is traced on a batch shaped like its rows.
-        source = sim.load_data(data, label_column=label_column)
+        source = sim.load_data(data, label_column=label_column, missing_values=missing_values)
+    if model is not None:
         spec["model"] = model_from_file(model, list(source.feature_spec.input_shape))
     try:
         job = sim.parse_job_spec(spec)

@@ -33,6 +33,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from peertrain.common.features.missing import (
+    DEFAULT_MISSING_TOKENS,
+    LEGACY_MISSING_TOKENS,
+    MissingMatch,
+)
 from peertrain.common.specs.sharding import ShardingSpec
 
 from .catalogue import event_type
@@ -84,8 +89,9 @@ DATASET_EVENT_TYPES = (
 SHARD_FORMAT = "npz-v1"
 """Version tag of the training data format described in this module's docstring."""
 
-MISSING_TOKENS: tuple[str, ...] = ("", "?", "NA")
-"""Cell values (after trimming whitespace) that mean "missing"."""
+MISSING_TOKENS: tuple[str, ...] = DEFAULT_MISSING_TOKENS
+"""Cell values (after trimming whitespace, ignoring case) that mean "missing", unless an
+upload names its own (:mod:`peertrain.common.features.missing`)."""
 
 _Frozen = ConfigDict(frozen=True, extra="forbid")
 
@@ -147,6 +153,12 @@ class ColumnSchema(BaseModel):
     type: Literal["numeric", "boolean", "categorical", "empty", "label", "image"]
     missing: int = Field(default=0, ge=0)
     distinct: int | None = Field(default=None, ge=0)
+    reason: str | None = None
+    """Why validation chose ``type``, in words (absent before it was recorded)."""
+    non_numbers: int = Field(default=0, ge=0)
+    """Numeric columns: cells that were not numbers, read as missing (in ``missing``)."""
+    non_number_examples: tuple[str, ...] = ()
+    """A few of those cells' values."""
 
 
 class ColumnEncoding(BaseModel):
@@ -156,6 +168,9 @@ class ColumnEncoding(BaseModel):
     feature: a missing value is replaced by ``fill`` (the median of the training part),
     then ``(value - mean) / std`` with ``mean`` and ``std`` from the training part
     (``std`` is 1 where the training part is constant; booleans keep mean 0, std 1).
+
+    A numeric column with ``non_numbers_missing`` set was kept numeric although a few of
+    its cells were not numbers: such cells are missing there (elsewhere, an error).
 
     Categorical columns are one-hot encoded over ``categories`` (sorted), plus a last
     column for "missing" when ``missing_category`` is set.
@@ -172,6 +187,7 @@ class ColumnEncoding(BaseModel):
     std: float | None = None
     categories: tuple[str, ...] | None = None
     missing_category: bool = False
+    non_numbers_missing: bool = False
 
 
 class ImageEncoding(BaseModel):
@@ -243,7 +259,10 @@ class FeatureSpec(BaseModel):
     label_column
         The column (tables) or folder level (images) the labels came from.
     missing_tokens
-        Cell values read as missing.
+        Cell values read as missing (trimmed); older specs: ``""``, ``"?"``, ``"NA"``.
+    missing_match
+        How cells are compared with ``missing_tokens``: ``casefold`` (ignoring case), or
+        ``exact`` (specs from before the tokens could be chosen).
     holdout
         How the holdout was chosen (absent in specs from before it was recorded).
     """
@@ -260,7 +279,8 @@ class FeatureSpec(BaseModel):
     columns: tuple[ColumnEncoding, ...] = ()
     image: ImageEncoding | None = None
     label_column: str
-    missing_tokens: tuple[str, ...] = MISSING_TOKENS
+    missing_tokens: tuple[str, ...] = LEGACY_MISSING_TOKENS
+    missing_match: MissingMatch = "exact"
     holdout: HoldoutRule | None = None
 
     @property
@@ -304,6 +324,9 @@ class DatasetUploaded(EventData):
     """Target (width, height) for image datasets; default: the most common size."""
     holdout_seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
     """The holdout's seed, when the uploader chose one (else one from the dataset id)."""
+    missing_values: tuple[str, ...] | None = None
+    """Tables: the cell values to read as missing, when the uploader chose them (else
+    :data:`MISSING_TOKENS`); compared ignoring case."""
 
 
 @event_type(DATASET_VALIDATED)
@@ -313,6 +336,8 @@ class DatasetValidated(EventData):
     ``train_x`` / ``train_y`` are the encoded training rows (``.npy``: float32
     ``(train_rows, *input_shape)`` and int32 ``(train_rows,)``) that jobs shard from;
     ``holdout`` is the stratified holdout (``.npz``, format of the module docstring).
+    ``notes`` are what validation decided that the uploader should know (a mostly
+    numeric column kept numeric with a few other cells read as missing, ...).
     """
 
     dataset_id: str
@@ -330,6 +355,7 @@ class DatasetValidated(EventData):
     holdout: ArtifactRef
     preview: ArtifactRef
     holdout_seed: int
+    notes: tuple[str, ...] = ()
 
 
 @event_type(DATASET_REJECTED)

@@ -2,11 +2,15 @@
 
 Tables: every feature column gives ``width`` features at ``offset``:
 
-* numeric: a missing value (NaN) becomes ``fill``, then ``(value - mean) / std``;
+* numeric: a missing value (NaN) becomes ``fill``, then ``(value - mean) / std``; a
+  cell that is not a number is an error, or missing where the column was kept numeric
+  despite a few such cells (``non_numbers_missing``);
 * boolean: 1 for ``true``/``yes``, 0 for ``false``/``no`` (any case), missing as numeric
   (booleans keep mean 0, std 1);
 * categorical: one-hot over ``categories``; a missing value sets the last column when
   ``missing_category`` is set; a category the training data never had sets none.
+
+Which cells are missing: :mod:`.missing` (the tokens the feature spec records).
 
 Images: ``(pixel / 255 - mean[c]) / std[c]`` per channel, after conversion to ``mode``
 and a bilinear resize to ``width`` x ``height``.
@@ -19,6 +23,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from .missing import MissingMatch, is_missing, is_number, missing_rule
 
 __all__ = [
     "UNSEEN",
@@ -52,11 +58,14 @@ def column_values(
     column: Mapping[str, Any],
     cells: Sequence[Any] | NDArray[Any],
     missing_tokens: Sequence[str],
+    match: MissingMatch = "exact",
 ) -> NDArray[np.float32] | NDArray[np.int32]:
     """One column's raw cells as :func:`encode_column` takes them.
 
     Returns float32 with NaN where missing (numeric, boolean), or int32 category
     indices with ``-1`` where missing and :data:`UNSEEN` for new values (categorical).
+    A cell is missing as :func:`~.missing.is_missing` says with ``missing_tokens`` and
+    ``match`` (:func:`~.missing.missing_rule` reads both from a feature spec).
 
     Raises
     ------
@@ -64,7 +73,9 @@ def column_values(
         A numeric or boolean column holds a value that is neither (names the column).
     """
     text = _cells(cells)
-    missing = np.isin(text, np.array(list(missing_tokens), dtype=str))
+    missing = is_missing(text, missing_tokens, match)
+    if column["type"] == "numeric" and column.get("non_numbers_missing"):
+        missing |= ~_numbers_mask(text)
     present = text[~missing]
     kind = column["type"]
     if kind == "categorical":
@@ -84,7 +95,7 @@ def column_values(
     try:
         parsed = present.astype(np.float64)
     except ValueError:
-        bad = next(v for v in present if not _is_number(str(v)))
+        bad = next(str(v) for v in present if not is_number(str(v)))
         raise ValueError(f"column {column['name']!r} is numeric; {bad!r} is not") from None
     if not np.isfinite(parsed).all():
         raise ValueError(f"column {column['name']!r} has a value that is not finite")
@@ -92,12 +103,9 @@ def column_values(
     return values
 
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+def _numbers_mask(text: NDArray[np.str_]) -> NDArray[np.bool_]:
+    """Where cells are finite numbers."""
+    return np.array([is_number(str(v)) for v in text], dtype=bool)
 
 
 def encode_column(
@@ -145,9 +153,10 @@ def encode_table(
         raise ValueError("the columns have different numbers of rows")
     rows = lengths.pop() if lengths else 0
     out = np.zeros((rows, int(feature_spec["input_size"])), dtype=np.float32)
-    tokens = feature_spec.get("missing_tokens", ("", "?", "NA"))
+    tokens, match = missing_rule(feature_spec)
     for column in columns:
-        encode_column(out, column, column_values(column, table[column["name"]], tokens))
+        values = column_values(column, table[column["name"]], tokens, match)
+        encode_column(out, column, values)
     return out
 
 

@@ -26,6 +26,7 @@ from peertrain.common.features import (
     column_values,
     encode_pixels,
     encode_table,
+    missing_rule,
     stratified_holdout,
     to_pixels,
 )
@@ -204,11 +205,11 @@ class Preprocessor:
         ``categories``; NaN for missing, ``-2`` for a category the training data lacked.
         """
         self._need("table")
-        tokens = self.feature_spec.get("missing_tokens", ("", "?", "NA"))
+        tokens, match = missing_rule(self.feature_spec)
         cols = self.feature_spec["columns"]
         out = np.zeros((len(table[cols[0]["name"]]) if cols else 0, len(cols)), dtype=np.float32)
         for j, column in enumerate(cols):
-            values = column_values(column, table[column["name"]], tokens)
+            values = column_values(column, table[column["name"]], tokens, match)
             if column["type"] == "categorical":
                 out[:, j] = np.where(values == -1, np.nan, values.astype(np.float32))
             else:

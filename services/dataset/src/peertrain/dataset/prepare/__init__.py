@@ -37,7 +37,7 @@ def prepare_upload(
     scratch
         An empty folder for scratch and output files.
     options
-        Label column, holdout fraction and seed, image size.
+        Label column, holdout fraction and seed, missing values, image size.
     limits
         The caps to enforce.
     """
@@ -45,7 +45,7 @@ def prepare_upload(
     try:
         if upload.kind == "images":
             return prepare_images(upload, scratch, options, limits)
-        scan = scan_table(upload, scratch, options.label_column)
+        scan = scan_table(upload, scratch, options.label_column, options.missing_values)
         return encode_table(scan, scratch, options, limits)
     finally:
         upload.close()

@@ -23,6 +23,8 @@ class PreparedDataset:
         The holdout as an ``npz-v1`` file.
     preview
         The first rows, as the user wrote them (JSON-able).
+    notes
+        What validation decided that the uploader should know.
     """
 
     kind: Literal["table", "images"]
@@ -40,3 +42,4 @@ class PreparedDataset:
     holdout: Path
     preview: dict[str, Any]
     holdout_seed: int
+    notes: tuple[str, ...] = ()

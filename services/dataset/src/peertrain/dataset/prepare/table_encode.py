@@ -4,7 +4,8 @@ Policy (documented in the feature spec each consumer receives):
 
 * numeric columns: missing -> median of the training part; then standardised with the
   training part's mean and standard deviation (over its present values; std 1 when
-  constant);
+  constant); in a column kept numeric although a few cells are not numbers
+  (:mod:`.column_types`), those cells are missing too;
 * boolean columns: 1 for ``true``/``yes``, 0 for ``false``/``no``; missing -> median of
   the training part; not standardised;
 * categorical columns: one-hot over the sorted categories, plus one "missing" column
@@ -34,6 +35,7 @@ from peertrain.dataset.domain.errors import SingleClass, TooManyCategories, TooM
 from peertrain.dataset.domain.holdout import stratified_holdout
 from peertrain.dataset.domain.limits import Limits
 
+from .column_types import decide_type
 from .options import PrepareOptions
 from .result import PreparedDataset
 from .split import write_split
@@ -96,12 +98,14 @@ def _column_stats(
 
 def _encoders(
     scan: TableScan, train: NDArray[np.bool_], limits: Limits
-) -> tuple[list[_Encoder], list[ColumnSchema]]:
+) -> tuple[list[_Encoder], list[ColumnSchema], list[str]]:
     encoders: list[_Encoder] = []
     schema: list[ColumnSchema] = []
+    notes: list[str] = []
     offset = 0
     for profile in scan.features:
-        kind = profile.kind
+        decided = decide_type(profile.name, profile.counts, limits.max_categories)
+        kind = decided.kind
         if kind == "overflow":
             raise TooManyCategories(
                 f"column {profile.name!r} has more than {limits.max_categories} distinct "
@@ -110,22 +114,39 @@ def _encoders(
                 column=profile.name,
                 max_categories=limits.max_categories,
             )
-        distinct = len(profile.codes) if not profile.overflow else None
         schema.append(
-            ColumnSchema(name=profile.name, type=kind, missing=profile.missing, distinct=distinct)
+            ColumnSchema(
+                name=profile.name,
+                type=kind,
+                missing=profile.missing + decided.non_numbers,
+                distinct=profile.counts.distinct,
+                reason=decided.reason,
+                non_numbers=decided.non_numbers,
+                non_number_examples=decided.examples,
+            )
         )
+        if decided.note is not None:
+            notes.append(decided.note)
         if kind == "empty":
             continue
         if kind in ("numeric", "boolean"):
-            values = np.fromfile(profile.scalar_path, dtype=np.float32)
+            path = profile.scalar_path if kind == "numeric" else profile.boolean_path
+            values = np.fromfile(path, dtype=np.float32)
             fill, mean, std = _column_stats(values, train)
             if kind == "boolean":
                 mean, std = 0.0, 1.0
             del values
             spec = ColumnEncoding(
-                name=profile.name, type=kind, offset=offset, width=1, fill=fill, mean=mean, std=std
+                name=profile.name,
+                type=kind,
+                offset=offset,
+                width=1,
+                fill=fill,
+                mean=mean,
+                std=std,
+                non_numbers_missing=decided.non_numbers > 0,
             )
-            encoders.append(_Encoder(spec, profile.scalar_path))
+            encoders.append(_Encoder(spec, path))
         else:
             categories, remap = profile.categories()
             has_missing = profile.missing > 0
@@ -139,9 +160,14 @@ def _encoders(
             )
             encoders.append(_Encoder(spec, profile.codes_path, remap))
         offset += spec.width
+    classes = len(scan.label.codes)
     schema.append(
         ColumnSchema(
-            name=scan.label_column, type="label", missing=0, distinct=len(scan.label.codes)
+            name=scan.label_column,
+            type="label",
+            missing=0,
+            distinct=classes,
+            reason=f"label: {classes} classes",
         )
     )
     if offset > limits.max_features:
@@ -152,7 +178,7 @@ def _encoders(
         )
     if offset == 0:
         raise TooManyColumns("no column besides the label has any value", features=0)
-    return encoders, schema
+    return encoders, schema, notes
 
 
 def _blocks(encoders: list[_Encoder], rows: int, width: int) -> Iterator[NDArray[np.float32]]:
@@ -183,7 +209,7 @@ def encode_table(
     holdout = stratified_holdout(
         labels, len(classes), options.holdout_fraction, options.holdout_seed
     )
-    encoders, schema = _encoders(scan, ~holdout, limits)
+    encoders, schema, notes = _encoders(scan, ~holdout, limits)
     width = sum(e.spec.width for e in encoders)
     train_x, train_y, holdout_path = write_split(
         _blocks(encoders, scan.rows, width), labels, holdout, (width,), scratch
@@ -195,6 +221,8 @@ def encode_table(
         classes=tuple(classes),
         columns=tuple(e.spec for e in encoders),
         label_column=scan.label_column,
+        missing_tokens=scan.missing.tokens,
+        missing_match="casefold",
         holdout=HoldoutRule(
             fraction=options.holdout_fraction, seed=options.holdout_seed, rows=scan.rows
         ),
@@ -217,4 +245,5 @@ def encode_table(
         holdout=holdout_path,
         preview=preview_document(scan),
         holdout_seed=options.holdout_seed,
+        notes=tuple(notes),
     )

@@ -8,9 +8,10 @@ again with Python's ``csv`` module when Arrow does not say.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -35,7 +36,7 @@ from peertrain.dataset.ingest.limits import InflateBudget
 from peertrain.dataset.ingest.text import CsvLayout, line_of_record, locate_ragged, scan_records
 from peertrain.dataset.ingest.upload import TextSource, UploadedFile
 
-from .columns import ColumnProfile, missing_mask
+from .columns import ColumnProfile, MissingCells
 
 __all__ = ["TableScan", "scan_table"]
 
@@ -50,6 +51,7 @@ class TableScan:
     label_index: int
     features: list[ColumnProfile]
     label: ColumnProfile
+    missing: MissingCells
     rows: int = 0
     preview: list[list[str]] = field(default_factory=list)
     labels_path: Path | None = None
@@ -161,7 +163,12 @@ def _check_fields(
 
 
 def _missing_label(
-    upload: UploadedFile, source: TextSource, layout: CsvLayout, record: int, column: str
+    upload: UploadedFile,
+    source: TextSource,
+    layout: CsvLayout,
+    record: int,
+    column: str,
+    value: str,
 ) -> MissingLabel:
     line = line_of_record(
         lambda: source.open(upload.budget()),
@@ -170,16 +177,17 @@ def _missing_label(
         record,
     )
     where = f"line {line}" if line else f"record {record + 1}"
+    read_as = f" ({value!r} is read as missing)" if value else ""
     return MissingLabel(
-        f"the label ({column!r}) is missing on {where} of {source.name}",
+        f"the label ({column!r}) is missing on {where} of {source.name}{read_as}",
         line=line,
         column=column,
         entry=source.name,
     )
 
 
-def _add_values(profile: ColumnProfile, values: pa.Array) -> None:
-    profile.add(values, missing_mask(values))
+def _add_values(missing: MissingCells, profile: ColumnProfile, values: pa.Array) -> None:
+    profile.add(values, missing.mask(values))
 
 
 def _add_labels(
@@ -190,11 +198,12 @@ def _add_labels(
     values: pa.Array,
     source_first: int,
 ) -> None:
-    missing = missing_mask(values)
+    missing = scan.missing.mask(values)
     column = scan.label_column
     if missing.any():
-        record = source_first + int(np.argmax(missing))
-        raise _missing_label(upload, source, layout, record, column)
+        row = int(np.argmax(missing))
+        value = str(values[row].as_py())
+        raise _missing_label(upload, source, layout, source_first + row, column, value)
     if scan.label.add(values, missing) is None:
         limit = upload.limits.max_classes
         raise TooManyClasses(
@@ -204,8 +213,12 @@ def _add_labels(
         )
 
 
-def scan_table(upload: UploadedFile, scratch: Path, label_column: str | None) -> TableScan:
+def scan_table(
+    upload: UploadedFile, scratch: Path, label_column: str | None, missing_values: Sequence[str]
+) -> TableScan:
     """Parse every CSV text of ``upload`` once; profile each column.
+
+    A cell is missing when, trimmed, it is one of ``missing_values`` (ignoring case).
 
     Raises
     ------
@@ -236,7 +249,7 @@ def scan_table(upload: UploadedFile, scratch: Path, label_column: str | None) ->
     label = ColumnProfile(
         columns[label_index], scratch / "label", limits.max_classes, scalars=False
     )
-    scan = TableScan(columns, label_index, features, label)
+    scan = TableScan(columns, label_index, features, label, MissingCells(missing_values))
     budget = upload.budget()
     # Columns are independent: Arrow and NumPy release the GIL, so two threads use both
     # cores of a small machine on the per-column work of each batch.
@@ -255,7 +268,7 @@ def scan_table(upload: UploadedFile, scratch: Path, label_column: str | None) ->
                     scan.preview.extend([list(r) for r in zip(*head, strict=True)])
                 _add_labels(upload, source, layout, scan, trimmed[label_index], source_first)
                 values = [v for i, v in enumerate(trimmed) if i != label_index]
-                list(pool.map(_add_values, features, values))
+                list(pool.map(partial(_add_values, scan.missing), features, values))
                 source_first += batch.num_rows
             if source_first == 0:
                 raise EmptyFile(f"{source.name} has a header but no rows", entry=source.name)

@@ -22,6 +22,7 @@ from typing import Literal
 from peertrain.common.blobs import BlobTooLarge
 from peertrain.common.events import NewEvent, RecordedEvent
 from peertrain.common.events.datasets import ArtifactRef, DatasetUploaded
+from peertrain.common.features import parse_missing_values
 from peertrain.common.ids import new_id
 from peertrain.dataset.api.form import FormPart, StreamingForm, boundary_of
 from peertrain.dataset.domain.dataset import raw_prefix
@@ -42,8 +43,10 @@ FORM_FIELDS = (
     "holdout_seed",
     "image_size",
     "image_fit",
+    "missing_values",
 )
 _FIELD_LIMIT = 1024
+_MAX_TOKENS = 50
 _FORM_OVERHEAD = 64 * 1024
 """Room for the form's boundaries and small fields on top of the file's cap."""
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -59,6 +62,7 @@ class UploadOptions:
     holdout_seed: int | None
     image_size: tuple[int, int] | None
     image_fit: Literal["stretch", "crop"] = "crop"
+    missing_values: tuple[str, ...] | None = None
 
 
 def safe_filename(filename: str | None) -> str:
@@ -107,7 +111,15 @@ def _options(fields: dict[str, str], default_fraction: float) -> UploadOptions:
         )
     if name is not None and len(name) > 200:
         raise InvalidUploadForm("name is longer than 200 characters", detail={"field": "name"})
-    return UploadOptions(name, label, fraction, seed, size, "crop" if fit == "crop" else "stretch")
+    missing = parse_missing_values(fields["missing_values"]) if "missing_values" in fields else None
+    if missing is not None and (len(missing) > _MAX_TOKENS or max(map(len, missing)) > 100):
+        raise InvalidUploadForm(
+            f"missing_values takes at most {_MAX_TOKENS} values of at most 100 characters",
+            detail={"field": "missing_values"},
+        )
+    return UploadOptions(
+        name, label, fraction, seed, size, "crop" if fit == "crop" else "stretch", missing
+    )
 
 
 async def _prefix(chunks: AsyncIterator[bytes]) -> tuple[bytes, bool]:
@@ -203,6 +215,7 @@ async def receive_upload(
             holdout_seed=options.holdout_seed,
             image_size=options.image_size,
             image_fit=options.image_fit,
+            missing_values=options.missing_values,
         )
         event = NewEvent.of(
             uploaded, producer=dctx.producer, actor=owner_id, correlation_id=dataset_id

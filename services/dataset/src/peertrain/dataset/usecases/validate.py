@@ -17,7 +17,12 @@ import structlog
 from peertrain.common.blobs import BlobError, BlobNotFound
 from peertrain.common.eventlog import Decide
 from peertrain.common.events import RecordedEvent
-from peertrain.common.events.datasets import DatasetRejected, DatasetUploaded, DatasetValidated
+from peertrain.common.events.datasets import (
+    MISSING_TOKENS,
+    DatasetRejected,
+    DatasetUploaded,
+    DatasetValidated,
+)
 from peertrain.dataset.domain.dataset import DatasetState, raw_prefix
 from peertrain.dataset.domain.errors import InvalidDataset
 from peertrain.dataset.domain.holdout import holdout_seed
@@ -59,6 +64,9 @@ async def validate_upload(dctx: DatasetContext, event: RecordedEvent) -> None:
             holdout_seed=holdout_seed(uploaded.dataset_id, uploaded.holdout_seed),
             image_size=uploaded.image_size,
             image_fit=uploaded.image_fit,
+            missing_values=(
+                MISSING_TOKENS if uploaded.missing_values is None else uploaded.missing_values
+            ),
         )
         work = scratch / "work"
         work.mkdir()
@@ -126,6 +134,7 @@ async def _accept(
         holdout=holdout,
         preview=preview,
         holdout_seed=prepared.holdout_seed,
+        notes=prepared.notes,
     )
     saved = await dctx.execute(
         dataset_id, _while_validating(validated), causation=cause, actor=state.owner_id

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response, status
 
 from peertrain.common.app import Page, PagingDep
+from peertrain.common.events.datasets import MISSING_TOKENS
 from peertrain.common.security import CurrentUser
 from peertrain.dataset.api.deps import DatasetDep
 from peertrain.dataset.api.responses import errors
@@ -62,6 +63,13 @@ _UPLOAD_BODY = {
                             "description": "image datasets: how an image of another shape "
                             "becomes WIDTHxHEIGHT: crop (resized with its aspect ratio kept, "
                             "centre cut out) or stretch",
+                        },
+                        "missing_values": {
+                            "type": "string",
+                            "description": "tables: the cell values that mean missing, "
+                            "comma-separated (trimmed, compared ignoring case; the empty "
+                            "cell always is). Replaces the default list: "
+                            + ", ".join(repr(t) for t in MISSING_TOKENS if t),
                         },
                     },
                 }
