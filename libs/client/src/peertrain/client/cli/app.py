@@ -1,7 +1,8 @@
 """The ``peertrain`` command: global options, sub-commands, and one place for errors.
 
 Errors leave as one line on stderr: exit 1 for every failure, 2 for usage errors
-(click's own), never a traceback unless ``--debug``. An API error's line says what its
+(click's own, as one line too, not a usage text in a box), never a traceback unless
+``--debug``. An API error's line says what its
 ``detail`` says (which field, which peer, why); a command that has no credentials for
 the API first checks that the API answers at all, so a wrong ``--api`` says "cannot
 reach", not "not logged in".
@@ -9,12 +10,13 @@ reach", not "not logged in".
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from typer._click.core import Context as ClickContext  # typer vendors click (0.29+)
-from typer._click.exceptions import ClickException
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
 from peertrain.client.base import API_ENV, DEFAULT_API, resolve_api_url
@@ -26,11 +28,27 @@ from .predict import convert, predict
 from .simulate import simulate
 from .state import CliState, client_version
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "usage_line"]
 
 
 class _Group(TyperGroup):
     """Turns any error a command raises into one line and an exit status."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        """As click's, but a usage error is one line, not a usage text and a box."""
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except NoArgsIsHelpError as exc:  # typer printed the help already
+            sys.exit(exc.exit_code)
+        except ClickException as exc:
+            typer.echo(f"peertrain: error: {usage_line(exc)}", err=True)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            typer.echo("peertrain: aborted", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
 
     def invoke(self, ctx: ClickContext) -> Any:
         try:
@@ -46,6 +64,16 @@ class _Group(TyperGroup):
             raise typer.Exit(130) from None
         except Exception as exc:
             _fail(ctx, exc, f"unexpected error: {type(exc).__name__}: {exc} (--debug shows more)")
+
+
+def usage_line(exc: ClickException) -> str:
+    """A click error as one line: what is wrong, and where to look for help."""
+    line = " ".join(exc.format_message().split())
+    ctx = exc.ctx if isinstance(exc, UsageError) else None
+    if ctx is not None and ctx.command.get_help_option(ctx) is not None:
+        stop = "" if line.endswith((".", "?", "!")) else "."
+        line += f"{stop} Try '{ctx.command_path} {max(ctx.help_option_names, key=len)}'."
+    return line
 
 
 def _fail(ctx: ClickContext, exc: Exception, line: str) -> None:

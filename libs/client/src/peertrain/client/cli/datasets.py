@@ -16,7 +16,8 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from .output import JsonFlag, YesFlag, echo_json, fmt_time, key_values, table
+from .output import Col, JsonFlag, WideFlag, YesFlag, echo_json, fmt_time, key_values, table
+from .shortids import DATASET, resolve, short_ids
 from .state import state_of
 
 __all__ = ["app", "transfer_progress"]
@@ -43,11 +44,11 @@ def transfer_progress(state: Any) -> Progress:
     )
 
 
-def dataset_row(d: dict[str, Any]) -> list[Any]:
-    """One dataset as a table row."""
+def dataset_row(d: dict[str, Any], shown_id: str | None = None) -> list[Any]:
+    """One dataset as a table row (its id as ``shown_id`` when given)."""
     classes = d.get("classes")
     return [
-        d.get("id") or d.get("dataset_id") or "-",
+        shown_id or DATASET.id_of(d) or "-",
         d.get("name") or "-",
         Text(str(d.get("status") or "-"), style=_STATUS_STYLE.get(str(d.get("status")), "")),
         d.get("kind") or "-",
@@ -126,7 +127,7 @@ def upload(
 
 
 @app.command("ls")
-def list_datasets(ctx: typer.Context, json_out: JsonFlag = False) -> None:
+def list_datasets(ctx: typer.Context, wide: WideFlag = False, json_out: JsonFlag = False) -> None:
     """Your datasets, newest first."""
     state = state_of(ctx)
     with state.client() as pt:
@@ -134,8 +135,18 @@ def list_datasets(ctx: typer.Context, json_out: JsonFlag = False) -> None:
     if json_out:
         echo_json(found)
         return
-    columns = ["DATASET", "NAME", "STATUS", "KIND", "ROWS", "CLASSES", "CREATED"]
-    table(state.out, columns, [dataset_row(d) for d in found], empty="no datasets yet")
+    short = short_ids(DATASET.id_of(d) for d in found)
+    rows = [dataset_row(d, None if wide else short.get(DATASET.id_of(d))) for d in found]
+    columns = [
+        Col("DATASET", whole=True),
+        "NAME",
+        Col("STATUS", whole=True),
+        "KIND",
+        "ROWS",
+        "CLASSES",
+        "CREATED",
+    ]
+    table(state.out, columns, rows, empty="no datasets yet", wide=wide)
 
 
 @app.command("show")
@@ -143,7 +154,7 @@ def show_dataset(ctx: typer.Context, dataset_id: str, json_out: JsonFlag = False
     """One dataset: status (and why it was rejected), size, schema, classes."""
     state = state_of(ctx)
     with state.client() as pt:
-        dataset = pt.get_dataset(dataset_id)
+        dataset = pt.get_dataset(resolve(pt, DATASET, dataset_id))
     if json_out:
         echo_json(dataset)
         return
@@ -166,7 +177,7 @@ def preview(ctx: typer.Context, dataset_id: str, json_out: JsonFlag = False) -> 
     """The first rows as uploaded (image datasets: their first files)."""
     state = state_of(ctx)
     with state.client() as pt:
-        found = pt.preview_dataset(dataset_id)
+        found = pt.preview_dataset(resolve(pt, DATASET, dataset_id))
     if json_out:
         echo_json(found)
         return
@@ -184,9 +195,10 @@ def remove(
 ) -> None:
     """Delete a dataset and its stored objects (jobs keep the shards they were given)."""
     state = state_of(ctx)
-    if not yes:
-        typer.confirm(f"delete dataset {dataset_id}?", abort=True, err=True)
     with state.client() as pt:
+        dataset_id = resolve(pt, DATASET, dataset_id)
+        if not yes:
+            typer.confirm(f"delete dataset {dataset_id}?", abort=True, err=True)
         pt.delete_dataset(dataset_id)
     if json_out:
         echo_json({"dataset_id": dataset_id, "deleted": True})
