@@ -11,6 +11,8 @@ reach", not "not logged in".
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,12 +36,29 @@ __all__ = ["app", "main", "usage_line"]
 class _Group(TyperGroup):
     """Turns any error a command raises into one line and an exit status."""
 
-    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
         """As click's, but a usage error is one line, not a usage text and a box."""
+        run = partial(
+            super().main,
+            args,
+            prog_name,
+            complete_var,
+            standalone_mode=False,
+            windows_expand_args=windows_expand_args,
+            **extra,
+        )
         if not standalone_mode:
-            return super().main(*args, standalone_mode=False, **kwargs)
+            return run()
         try:
-            code = super().main(*args, standalone_mode=False, **kwargs)
+            code = run()
         except NoArgsIsHelpError as exc:  # typer printed the help already
             sys.exit(exc.exit_code)
         except ClickException as exc:

@@ -45,7 +45,7 @@ def transfer_progress(state: Any) -> Progress:
 
 
 def dataset_row(d: dict[str, Any], shown_id: str | None = None) -> list[Any]:
-    """One dataset as a table row (its id as ``shown_id`` when given)."""
+    """One dataset as a table row (its id as ``shown_id`` when given: a short row)."""
     classes = d.get("classes")
     return [
         shown_id or DATASET.id_of(d) or "-",
@@ -54,7 +54,7 @@ def dataset_row(d: dict[str, Any], shown_id: str | None = None) -> list[Any]:
         d.get("kind") or "-",
         d.get("rows"),
         len(classes) if isinstance(classes, list) else None,
-        fmt_time(d.get("created_at")),
+        fmt_time(d.get("created_at"), short=shown_id is not None),
     ]
 
 
@@ -137,10 +137,10 @@ def list_datasets(ctx: typer.Context, wide: WideFlag = False, json_out: JsonFlag
         return
     short = short_ids(DATASET.id_of(d) for d in found)
     rows = [dataset_row(d, None if wide else short.get(DATASET.id_of(d))) for d in found]
-    columns = [
-        Col("DATASET", whole=True),
-        "NAME",
-        Col("STATUS", whole=True),
+    columns: list[str | Col] = [
+        "DATASET",
+        Col("NAME", flex=True),
+        "STATUS",
         "KIND",
         "ROWS",
         "CLASSES",

@@ -68,17 +68,17 @@ def list_jobs(
             f"{j.get('current_round', '-')}/{j.get('rounds', '-')}",
             fmt_float(j.get("accuracy")),
             fmt_float(j.get("loss")),
-            fmt_time(j.get("created_at")),
+            fmt_time(j.get("created_at"), short=not wide),
             _shown(j.get("dataset_id"), datasets, wide),
             j.get("peers"),
             fmt_time(j.get("finished_at")),
         ]
         for j in found
     ]
-    columns = [
-        Col("JOB", whole=True),
-        "NAME",
-        Col("STATE", whole=True),
+    columns: list[str | Col] = [
+        "JOB",
+        Col("NAME", flex=True),
+        "STATE",
         "ROUND",
         "ACCURACY",
         "LOSS",
@@ -160,13 +160,13 @@ def show_job(
         for t in tasks
     ]
     if rows:
-        columns = [
-            Col("TASK", whole=True),
+        columns: list[str | Col] = [
+            "TASK",
             "ROUND",
             "SHARD",
-            Col("PEER", whole=True),
+            "PEER",
             "STATE",
-            "ERROR",
+            Col("ERROR", flex=True),
         ]
         table(state.out, columns, rows, title="tasks", wide=wide)
     for t in tasks:
@@ -222,7 +222,8 @@ def events(ctx: typer.Context, job_id: str, json_out: JsonFlag = False) -> None:
         ]
         for e in items
     ]
-    table(state.out, ["SEQ", "AT", "TYPE", "DATA"], rows, empty="no events")
+    columns: list[str | Col] = ["SEQ", "AT", "TYPE", Col("DATA", flex=True)]
+    table(state.out, columns, rows, empty="no events")
 
 
 def config(ctx: typer.Context, job_id: str, json_out: JsonFlag = False) -> None:
@@ -283,7 +284,7 @@ def metrics(
         ]
         for p in reports
     ]
-    columns = [Col("PEER", whole=True), "ROUND", "EPOCH", "LOSS", "ACCURACY", "SAMPLES", "TIME"]
+    columns = ["PEER", "ROUND", "EPOCH", "LOSS", "ACCURACY", "SAMPLES", "TIME"]
     table(
         state.out, columns, epochs, title="peers' epochs", empty="no epochs reported yet", wide=wide
     )

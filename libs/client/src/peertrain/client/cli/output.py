@@ -40,11 +40,12 @@ WideFlag = Annotated[
 
 @dataclass(frozen=True)
 class Col:
-    """A table column: ``whole`` cells are never cut (ids); ``wide`` ones show only
-    with ``--wide``."""
+    """A table column: ``flex`` ones (names, messages) give way when the table is too
+    wide for the screen, their cells ending in an ellipsis, the others keep their
+    width; ``wide`` ones show only with ``--wide``."""
 
     name: str
-    whole: bool = False
+    flex: bool = False
     wide: bool = False
 
 
@@ -60,12 +61,14 @@ def fmt_float(value: Any, digits: int = 4) -> str:
     return f"{value:.{digits}f}"
 
 
-def fmt_time(value: Any) -> str:
-    """An ISO timestamp as ``YYYY-MM-DD HH:MM:SS`` (UTC as sent); ``-`` when missing."""
+def fmt_time(value: Any, *, short: bool = False) -> str:
+    """An ISO timestamp as ``YYYY-MM-DD HH:MM:SS`` (``short``: ``MM-DD HH:MM``; UTC as
+    sent); ``-`` when missing."""
     if not value:
         return "-"
     try:
-        return datetime.fromisoformat(str(value)).strftime("%Y-%m-%d %H:%M:%S")
+        shape = "%m-%d %H:%M" if short else "%Y-%m-%d %H:%M:%S"
+        return datetime.fromisoformat(str(value)).strftime(shape)
     except ValueError:
         return str(value)
 
@@ -101,8 +104,9 @@ def table(
     """Print rows under ``columns``; ``empty`` when there are none.
 
     No cell wraps: a long one ends in an ellipsis, so a table fits the screen (80
-    columns) and a word is never split over two lines; ``whole`` columns (ids) are
-    never cut. With ``wide``, every column shows and nothing is cut, however wide.
+    columns) and a word is never split over two lines; a column that is not ``flex``
+    (ids, states, numbers; a plain string) is never cut. With
+    ``wide``, every column shows and nothing is cut, however wide.
     """
     rows = list(rows)
     if not rows:
@@ -112,17 +116,30 @@ def table(
     keep = [i for i, c in enumerate(cols) if wide or not c.wide]
     cells = [[_text(row[i]) for i in keep] for row in rows]
     grid = Table(
-        title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False
+        title=title,
+        title_justify="left",
+        header_style="bold",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
     )
+    natural = [
+        max([len(cols[i].name), *(c[position].cell_len for c in cells)])
+        for position, i in enumerate(keep)
+    ]
+    flexible = [p for p, i in enumerate(keep) if cols[i].flex and not wide]
+    # Three spaces between columns (padding and the box's divider); flexible columns
+    # share what is left.
+    fixed = sum(w for p, w in enumerate(natural) if p not in flexible) + 3 * (len(keep) - 1)
+    share = max(0, console.width - fixed) // max(1, len(flexible))
     for position, i in enumerate(keep):
-        col = cols[i]
-        longest = max((c[position].cell_len for c in cells), default=0)
-        whole = wide or col.whole
+        flex = position in flexible
         grid.add_column(
-            col.name,
+            cols[i].name,
             no_wrap=True,
             overflow="ellipsis",
-            min_width=max(longest, len(col.name)) if whole else None,
+            min_width=None if flex else natural[position],
+            max_width=max(len(cols[i].name), share) if flex else None,
         )
     for row_cells in cells:
         grid.add_row(*row_cells)

@@ -62,13 +62,13 @@ def list_peers(
         return
     short = short_ids(PEER.id_of(p) for p in found)
     rows = [peer_row(p, None if wide else short.get(PEER.id_of(p))) for p in found]
-    columns = [
-        Col("PEER", whole=True),
-        "NAME",
-        Col("STATUS", whole=True),
+    columns: list[str | Col] = [
+        "PEER",
+        Col("NAME", flex=True),
+        "STATUS",
         "DEVICE",
         "MEMORY GB",
-        "LAST SEEN",
+        Col("LAST SEEN", wide=True),
         Col("SHARED", wide=True),
     ]
     table(state.out, columns, rows, empty="no peers yet", wide=wide)
