@@ -192,6 +192,7 @@ def test_sparkline() -> None:
 
 def test_model_download(api: FakeApi, cfg: Path, tmp_path: Path) -> None:
     api.route("GET", "/api/models/j/final", b"safetensors-bytes")
+    api.known("/api/jobs", "j")
     out = tmp_path / "m.safetensors"
     result = run(api, cfg, "model", "download", "j", "-o", str(out), "--format", "safetensors")
     assert result.exit_code == 0, result.output

@@ -39,6 +39,8 @@ def test_short_ids_are_the_shortest_unique_ends_of_eight_characters_or_more() ->
     clash = ["x0-12345678", "y1-12345678"]
     assert short_ids(clash) == {clash[0]: "0-12345678", clash[1]: "1-12345678"}
     assert short_ids(["j1", "j2"]) == {"j1": "j1", "j2": "j2"}
+    three = ["a-12345678", "b-12345678", "c-92345678"]
+    assert short_ids(three) == {i: i for i in three[:2]} | {three[2]: "92345678"}
 
 
 def test_an_id_is_matched_by_its_whole_a_unique_start_or_a_unique_end() -> None:
@@ -228,3 +230,11 @@ def test_watch_json_tells_every_round_even_when_several_ended_between_polls(
     assert told == list(range(1, 16))  # none skipped, none twice
     assert [line["rounds_done"] for line in lines] == list(range(1, 16))
     assert lines[-1]["state"] == "completed" and lines[5]["state"] == "running"
+
+
+def test_model_commands_take_a_short_job_id_too(api: FakeApi, tmp_path: Path) -> None:
+    _jobs(api)
+    api.route("GET", f"/api/models/{IDS[2]}", {"job_id": IDS[2], "versions": []})
+    result = run(api, tmp_path, "model", "ls", IDS[2][-8:], "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["job_id"] == IDS[2]

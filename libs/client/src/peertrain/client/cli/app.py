@@ -27,6 +27,7 @@ from peertrain.client.tokens import CONFIG_DIR_ENV, default_config_dir
 
 from . import account, datasets, jobs, models, peers
 from .predict import convert, predict
+from .shortids import JOB, resolving
 from .simulate import simulate
 from .state import CliState, client_version
 
@@ -135,6 +136,10 @@ app = typer.Typer(
 app.add_typer(peers.app, name="peers")
 app.add_typer(datasets.app, name="dataset")
 app.add_typer(jobs.app, name="job")
+# models.py resolves no short ids itself: each of its commands' JOB_ID is resolved here.
+for _info in models.app.registered_commands:
+    if _info.callback is not None:
+        _info.callback = resolving(_info.callback, job_id=JOB)
 app.add_typer(models.app, name="model")
 account.install(app)
 app.command("simulate")(simulate)

@@ -9,18 +9,20 @@ the list the server gives. A full id (a canonical UUID) is used as it is, unlist
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from peertrain.client.errors import ClientError
 from peertrain.client.sync import Client
 
+from .state import state_of
+
 __all__ = [
     "DATASET",
     "JOB",
-    "KINDS",
     "MIN_SHOWN",
     "PEER",
     "AmbiguousId",
@@ -28,9 +30,11 @@ __all__ = [
     "UnknownId",
     "match_id",
     "resolve",
+    "resolving",
     "short_ids",
 ]
 
+F = TypeVar("F", bound=Callable[..., Any])
 MIN_SHOWN = 8
 """The fewest characters a table shows of an id."""
 
@@ -62,22 +66,31 @@ class IdKind:
 JOB = IdKind("job", ("job_id", "id"), lambda pt: pt.list_jobs())
 DATASET = IdKind("dataset", ("id", "dataset_id"), lambda pt: pt.list_datasets())
 PEER = IdKind("peer", ("peer_id", "id"), lambda pt: pt.list_peers())
-KINDS = {k.noun: k for k in (JOB, DATASET, PEER)}
-"""Every kind by its noun. (Uploaded weights have no listing: their ids are taken whole.)"""
+# Uploaded weights have no listing: their ids are taken whole.
 
 
 def short_ids(ids: Iterable[str], minimum: int = MIN_SHOWN) -> dict[str, str]:
     """Each id's shortest suffix (``minimum`` characters at least) that none of the
     other ``ids`` ends with; an id shorter than that is shown whole."""
-    unique = list(dict.fromkeys(i for i in ids if i))
+    # Reversed and sorted, the ids that share the longest end with one are its neighbours.
+    backwards = sorted({i[::-1] for i in ids if i})
     shown: dict[str, str] = {}
-    for this in unique:
-        others = [o for o in unique if o != this]
-        size = min(minimum, len(this))
-        while size < len(this) and any(o.endswith(this[-size:]) for o in others):
-            size += 1
-        shown[this] = this[-size:]
+    for n, this in enumerate(backwards):
+        neighbours = backwards[max(0, n - 1) : n] + backwards[n + 1 : n + 2]
+        shared = max((_common(this, other) for other in neighbours), default=0)
+        size = min(len(this), max(minimum, shared + 1))
+        shown[this[::-1]] = this[:size][::-1]
     return shown
+
+
+def _common(a: str, b: str) -> int:
+    """How many leading characters ``a`` and ``b`` share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _is_full(text: str) -> bool:
@@ -132,3 +145,19 @@ def resolve(pt: Client, kind: IdKind, text: str, *, unknown_ok: bool = False) ->
         if unknown_ok:
             return text
         raise
+
+
+def resolving(command: F, **kinds: IdKind) -> F:
+    """``command`` with its parameters named in ``kinds`` (``job_id=JOB``) resolved
+    before it runs: for commands whose module resolves none itself."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        given = {name: kwargs[name] for name in kinds if kwargs.get(name)}
+        if given:
+            with state_of(kwargs["ctx"]).client() as pt:
+                for name, text in given.items():
+                    kwargs[name] = resolve(pt, kinds[name], str(text))
+        return command(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
