@@ -17,7 +17,7 @@ from rich.progress import (
 from rich.text import Text
 
 from .output import Col, JsonFlag, WideFlag, YesFlag, echo_json, fmt_time, key_values, table
-from .shortids import DATASET, resolve, short_ids
+from .shortids import DATASET, resolve, short_ids, shown_id
 from .state import state_of
 
 __all__ = ["app", "transfer_progress"]
@@ -44,17 +44,18 @@ def transfer_progress(state: Any) -> Progress:
     )
 
 
-def dataset_row(d: dict[str, Any], shown_id: str | None = None) -> list[Any]:
-    """One dataset as a table row (its id as ``shown_id`` when given: a short row)."""
+def dataset_row(d: dict[str, Any], shown: str | None = None, *, wide: bool = True) -> list[Any]:
+    """One dataset as a table row (its id as ``shown`` when given; dates short unless
+    ``wide``)."""
     classes = d.get("classes")
     return [
-        shown_id or DATASET.id_of(d) or "-",
+        shown or DATASET.id_of(d) or "-",
         d.get("name") or "-",
         Text(str(d.get("status") or "-"), style=_STATUS_STYLE.get(str(d.get("status")), "")),
         d.get("kind") or "-",
         d.get("rows"),
         len(classes) if isinstance(classes, list) else None,
-        fmt_time(d.get("created_at"), short=shown_id is not None),
+        fmt_time(d.get("created_at"), short=not wide),
     ]
 
 
@@ -136,7 +137,7 @@ def list_datasets(ctx: typer.Context, wide: WideFlag = False, json_out: JsonFlag
         echo_json(found)
         return
     short = short_ids(DATASET.id_of(d) for d in found)
-    rows = [dataset_row(d, None if wide else short.get(DATASET.id_of(d))) for d in found]
+    rows = [dataset_row(d, shown_id(DATASET.id_of(d), short, wide), wide=wide) for d in found]
     columns: list[str | Col] = [
         "DATASET",
         Col("NAME", flex=True),

@@ -10,7 +10,7 @@ from rich.text import Text
 from peertrain.client.errors import ApiError
 
 from .output import Col, JsonFlag, WideFlag, echo_json, fmt_float, fmt_time, key_values, table
-from .shortids import DATASET, JOB, resolve, short_ids
+from .shortids import DATASET, JOB, resolve, short_ids, shown_id
 from .state import state_of
 from .watchview import STATE_STYLE, fmt_duration
 
@@ -52,7 +52,8 @@ def list_jobs(
     """Your jobs, newest first."""
     state = state_of(ctx)
     with state.client() as pt:
-        dataset_id = resolve(pt, DATASET, dataset) if dataset else None
+        # a deleted dataset's jobs stay: its whole id still filters them
+        dataset_id = resolve(pt, DATASET, dataset, unknown_ok=True) if dataset else None
         found = pt.list_jobs(state=state_filter, dataset_id=dataset_id, name=name)
     found = [j for j in found if _kept(j, state_filter, dataset_id, name)]
     if json_out:
@@ -62,14 +63,14 @@ def list_jobs(
     datasets = short_ids(str(j.get("dataset_id") or "") for j in found)
     rows = [
         [
-            _shown(j.get("job_id"), jobs, wide),
+            shown_id(j.get("job_id"), jobs, wide),
             j.get("name") or "-",
             job_state(j.get("state")),
-            f"{j.get('current_round', '-')}/{j.get('rounds', '-')}",
+            f"{_or_dash(j.get('current_round'))}/{_or_dash(j.get('rounds'))}",
             fmt_float(j.get("accuracy")),
             fmt_float(j.get("loss")),
             fmt_time(j.get("created_at"), short=not wide),
-            _shown(j.get("dataset_id"), datasets, wide),
+            shown_id(j.get("dataset_id"), datasets, wide),
             j.get("peers"),
             fmt_time(j.get("finished_at")),
         ]
@@ -90,10 +91,8 @@ def list_jobs(
     table(state.out, columns, rows, empty="no jobs found", wide=wide)
 
 
-def _shown(value: Any, short: dict[str, str], wide: bool) -> str:
-    """An id as a table shows it: whole with ``--wide``, else its short id."""
-    text = str(value or "")
-    return (text if wide else short.get(text, text)) or "-"
+def _or_dash(value: Any) -> Any:
+    return "-" if value is None else value
 
 
 def show_job(
@@ -150,10 +149,10 @@ def show_job(
     peer_ids = short_ids(str(t.get("peer_id") or "") for t in tasks)
     rows = [
         [
-            _shown(t.get("task_id"), task_ids, wide),
+            shown_id(t.get("task_id"), task_ids, wide),
             t.get("round"),
             t.get("shard"),
-            _shown(t.get("peer_id"), peer_ids, wide),
+            shown_id(t.get("peer_id"), peer_ids, wide),
             job_state(t.get("state")),
             _first_line(t.get("error")),
         ]
@@ -274,7 +273,7 @@ def metrics(
     peer_ids = short_ids(str(p.get("peer_id") or "") for p in reports)
     epochs = [
         [
-            _shown(p.get("peer_id"), peer_ids, wide),
+            shown_id(p.get("peer_id"), peer_ids, wide),
             p.get("round"),
             f"{p.get('epoch')}/{p.get('epochs')}",
             fmt_float(p.get("loss")),

@@ -8,7 +8,7 @@ import typer
 from rich.text import Text
 
 from .output import Col, JsonFlag, WideFlag, YesFlag, echo_json, fmt_time, key_values, table
-from .shortids import PEER, resolve, short_ids
+from .shortids import PEER, resolve, short_ids, shown_id
 from .state import state_of
 
 __all__ = ["app"]
@@ -27,14 +27,14 @@ def _memory(specs: Any) -> str:
     return f"{float(ram):.1f}" if isinstance(ram, int | float) else "-"
 
 
-def peer_row(peer: dict[str, Any], shown_id: str | None = None) -> list[Any]:
-    """One peer as a table row (its id as ``shown_id`` when given)."""
+def peer_row(peer: dict[str, Any], shown: str | None = None) -> list[Any]:
+    """One peer as a table row (its id as ``shown`` when given)."""
     specs = peer.get("specs") if isinstance(peer.get("specs"), dict) else {}
     status = str(peer.get("status") or "-")
     if peer.get("disabled"):
         status += " (disabled)"
     return [
-        shown_id or PEER.id_of(peer) or "-",
+        shown or PEER.id_of(peer) or "-",
         peer.get("name") or "-",
         Text(status, style=_STATUS_STYLE.get(str(peer.get("status")), "")),
         (specs or {}).get("device") or "-",
@@ -61,7 +61,7 @@ def list_peers(
         echo_json(found)
         return
     short = short_ids(PEER.id_of(p) for p in found)
-    rows = [peer_row(p, None if wide else short.get(PEER.id_of(p))) for p in found]
+    rows = [peer_row(p, shown_id(PEER.id_of(p), short, wide)) for p in found]
     columns: list[str | Col] = [
         "PEER",
         Col("NAME", flex=True),

@@ -32,6 +32,7 @@ __all__ = [
     "resolve",
     "resolving",
     "short_ids",
+    "shown_id",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -81,6 +82,13 @@ def short_ids(ids: Iterable[str], minimum: int = MIN_SHOWN) -> dict[str, str]:
         size = min(len(this), max(minimum, shared + 1))
         shown[this[::-1]] = this[:size][::-1]
     return shown
+
+
+def shown_id(value: Any, short: Mapping[str, str], wide: bool) -> str:
+    """An id as a table shows it: whole with ``--wide``, else its short id (from
+    :func:`short_ids` over the rows shown); ``-`` when there is none."""
+    text = str(value or "")
+    return (text if wide else short.get(text, text)) or "-"
 
 
 def _common(a: str, b: str) -> int:
