@@ -69,7 +69,7 @@ def test_wrong_password(user: tuple[str, str], tmp_path: Path) -> None:
 def test_unknown_job(user: tuple[str, str], tmp_path: Path) -> None:
     name, password = user
     assert cli(tmp_path, "login", "-u", name, "--password", password).exit_code == 0
-    line = one_error_line(cli(tmp_path, "job", "show", f"no-such-job-{uuid.uuid4().hex[:6]}"))
+    line = one_error_line(cli(tmp_path, "job", "show", str(uuid.uuid4())))  # a whole id
     running = httpx.get(f"{GATEWAY}/api/jobs/x", timeout=5).status_code != 502
     if running:  # the orchestrator answers for itself
         assert "(404 " in line

@@ -212,13 +212,18 @@ def test_register_enroll_upload_train_watch_download(
 
 def test_unknown_job_is_one_line(cli: Cli, tmp_path: Path) -> None:
     job_id = f"no-such-job-{uuid.uuid4().hex[:6]}"
+    # not an id of yours, whole or short: said before anything is asked for it
+    unknown = f"no job has an id that starts or ends with '{job_id}'"
     for args in (("job", "show", job_id), ("job", "watch", job_id)):
         line = one_error_line(cli(*args))
-        assert "(404 " in line, line
+        assert unknown in line, line
     dest = tmp_path / "model.pt"
     line = one_error_line(cli("model", "download", job_id, "-o", str(dest)))
-    assert "(404 " in line, line
+    assert unknown in line, line
     assert not dest.exists()
+    whole = str(uuid.uuid4())  # a whole id goes to the server as it is
+    line = one_error_line(cli("job", "show", whole))
+    assert "(404 " in line, line
 
 
 def server_checks(cli: Cli, dataset_id: str, peers: list[str]) -> None:

@@ -9,6 +9,9 @@ from typing import Any
 import httpx
 
 Handler = Callable[[httpx.Request], httpx.Response]
+# The lists a short id is resolved against, and the key of each item's id.
+LISTS = {"/api/jobs": "job_id", "/api/datasets": "id", "/api/registry/peers": "peer_id"}
+NOT_IDS = {"schema"}
 
 
 def error(status: int, code: str, message: str) -> httpx.Response:
@@ -18,7 +21,12 @@ def error(status: int, code: str, message: str) -> httpx.Response:
 
 class FakeApi:
     """Tokens ``access-N`` / ``refresh-N``; ``expire()`` makes the current access token
-    answer 401; routes are added per test with ``route(method, path, handler_or_json)``."""
+    answer 401; routes are added per test with ``route(method, path, handler_or_json)``.
+
+    A list of :data:`LISTS` that no test routed answers one item per id its routes
+    name (``GET /api/jobs/j1`` routed: ``/api/jobs`` lists ``{"job_id": "j1"}``), plus
+    the ids ``known(list_path, *ids)`` added: what the CLI resolves short ids against.
+    """
 
     def __init__(self) -> None:
         self.generation = 1
@@ -27,6 +35,7 @@ class FakeApi:
         self.requests: list[httpx.Request] = []
         self.routes: dict[tuple[str, str], Any] = {}
         self.public: set[tuple[str, str]] = set()
+        self.extra: dict[str, list[str]] = {}
         self.transport = httpx.MockTransport(self.handle)
 
     def expire(self) -> None:
@@ -38,6 +47,18 @@ class FakeApi:
         self.routes[(method, path)] = answer if callable(answer) else (status, answer)
         if public:  # answered without a token
             self.public.add((method, path))
+
+    def known(self, path: str, *ids: str) -> None:
+        """``path``'s unrouted list also holds ``ids``."""
+        self.extra.setdefault(path, []).extend(ids)
+
+    def _listed(self, path: str) -> httpx.Response:
+        named = [
+            p[len(path) + 1 :].split("/")[0] for _, p in self.routes if p.startswith(path + "/")
+        ]
+        ids = [i for i in dict.fromkeys([*named, *self.extra.get(path, [])]) if i not in NOT_IDS]
+        items = [{LISTS[path]: i, "name": f"name-{i}"} for i in ids]
+        return httpx.Response(200, json={"items": items, "next_offset": None})
 
     def _pair(self) -> httpx.Response:
         self.generation += 1
@@ -63,6 +84,8 @@ class FakeApi:
         if path == "/api/auth/logout":
             return httpx.Response(204)
         answer = self.routes.get((request.method, path))
+        if answer is None and request.method == "GET" and path in LISTS:
+            return self._listed(path)
         if answer is None:
             return error(404, "not_found", "no such route")
         auth = request.headers.get("authorization", "")

@@ -18,6 +18,7 @@ from peertrain.client.cli import CliState, app
 from peertrain.client.cli.watchview import sparkline
 
 API = "http://api.test"
+FULL = "0192f3a4-5b6c-7d8e-9fab-0123456789ab"
 
 
 @pytest.fixture
@@ -77,11 +78,11 @@ def test_usage_errors_exit_2(api: FakeApi, cfg: Path) -> None:
 
 def test_unexpected_errors_hide_the_traceback_unless_debug(api: FakeApi, cfg: Path) -> None:
     api.route("GET", "/api/jobs", lambda r: httpx.Response(200, json=["not", "a", "mapping"]))
-    api.route("GET", "/api/jobs/x", lambda r: 1 / 0)
-    result = run(api, cfg, "job", "show", "x")
+    api.route("GET", f"/api/jobs/{FULL}", lambda r: 1 / 0)
+    result = run(api, cfg, "job", "show", FULL)  # a full id: used as it is, not listed
     assert result.exit_code == 1 and "unexpected error: ZeroDivisionError" in result.stderr
     assert "Traceback" not in result.output
-    debug = run(api, cfg, "--debug", "job", "show", "x")
+    debug = run(api, cfg, "--debug", "job", "show", FULL)
     assert isinstance(debug.exception, ZeroDivisionError)
 
 
@@ -191,6 +192,7 @@ def test_sparkline() -> None:
 
 def test_model_download(api: FakeApi, cfg: Path, tmp_path: Path) -> None:
     api.route("GET", "/api/models/j/final", b"safetensors-bytes")
+    api.known("/api/jobs", "j")
     out = tmp_path / "m.safetensors"
     result = run(api, cfg, "model", "download", "j", "-o", str(out), "--format", "safetensors")
     assert result.exit_code == 0, result.output

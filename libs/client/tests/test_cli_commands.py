@@ -199,6 +199,7 @@ def test_peers_disable_enable_and_rm(api: FakeApi, tmp_path: Path) -> None:
 
 
 def test_model_ls_shows_each_versions_holdout_metrics(api: FakeApi, tmp_path: Path) -> None:
+    api.known("/api/jobs", "j")
     versions = {
         "job_id": "j",
         "versions": [

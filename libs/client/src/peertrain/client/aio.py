@@ -337,9 +337,12 @@ class AsyncClient(BaseClient):
         result: dict[str, Any] = await self.call(calls.job_config(job_id))
         return result
 
-    async def list_jobs(self) -> list[dict[str, Any]]:
-        """Your jobs."""
-        return await self.every(calls.list_jobs())
+    async def list_jobs(
+        self, *, state: str | None = None, dataset_id: str | None = None, name: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Your jobs, newest first; only those in ``state``, on ``dataset_id``, with
+        ``name`` in their name (any case), when given."""
+        return await self.every(calls.list_jobs(state=state, dataset_id=dataset_id, name=name))
 
     async def get_job(self, job_id: str) -> dict[str, Any]:
         """One job: state, rounds, peers, tasks, ``latest`` metrics, ``error``."""

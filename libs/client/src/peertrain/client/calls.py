@@ -185,9 +185,18 @@ def job_config(job_id: str) -> Call:
     return Call("GET", f"{JOBS}/{_id(job_id)}/config")
 
 
-def list_jobs(limit: int | None = None, offset: int | None = None) -> Call:
-    """The caller's jobs, newest first; a page."""
-    return Call("GET", JOBS, params=_params(limit=limit, offset=offset))
+def list_jobs(
+    limit: int | None = None,
+    offset: int | None = None,
+    *,
+    state: str | None = None,
+    dataset_id: str | None = None,
+    name: str | None = None,
+) -> Call:
+    """The caller's jobs, newest first; a page (only those in ``state``, on
+    ``dataset_id``, with ``name`` in their name, when given)."""
+    params = _params(limit=limit, offset=offset, state=state, dataset_id=dataset_id, name=name)
+    return Call("GET", JOBS, params=params)
 
 
 def get_job(job_id: str) -> Call:

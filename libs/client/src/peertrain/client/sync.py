@@ -331,9 +331,12 @@ class Client(BaseClient):
         result: dict[str, Any] = self.call(calls.job_config(job_id))
         return result
 
-    def list_jobs(self) -> list[dict[str, Any]]:
-        """Your jobs."""
-        return self.every(calls.list_jobs())
+    def list_jobs(
+        self, *, state: str | None = None, dataset_id: str | None = None, name: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Your jobs, newest first; only those in ``state``, on ``dataset_id``, with
+        ``name`` in their name (any case), when given."""
+        return self.every(calls.list_jobs(state=state, dataset_id=dataset_id, name=name))
 
     def get_job(self, job_id: str) -> dict[str, Any]:
         """One job: state, rounds, peers, tasks, ``latest`` metrics, ``error``."""

@@ -16,7 +16,8 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from .output import JsonFlag, YesFlag, echo_json, fmt_time, key_values, table
+from .output import Col, JsonFlag, WideFlag, YesFlag, echo_json, fmt_time, key_values, table
+from .shortids import DATASET, resolve, short_ids, shown_id
 from .state import state_of
 
 __all__ = ["app", "transfer_progress"]
@@ -43,17 +44,18 @@ def transfer_progress(state: Any) -> Progress:
     )
 
 
-def dataset_row(d: dict[str, Any]) -> list[Any]:
-    """One dataset as a table row."""
+def dataset_row(d: dict[str, Any], shown: str | None = None, *, wide: bool = True) -> list[Any]:
+    """One dataset as a table row (its id as ``shown`` when given; dates short unless
+    ``wide``)."""
     classes = d.get("classes")
     return [
-        d.get("id") or d.get("dataset_id") or "-",
+        shown or DATASET.id_of(d) or "-",
         d.get("name") or "-",
         Text(str(d.get("status") or "-"), style=_STATUS_STYLE.get(str(d.get("status")), "")),
         d.get("kind") or "-",
         d.get("rows"),
         len(classes) if isinstance(classes, list) else None,
-        fmt_time(d.get("created_at")),
+        fmt_time(d.get("created_at"), short=not wide),
     ]
 
 
@@ -142,7 +144,7 @@ def print_notes(console: Any, dataset: dict[str, Any]) -> None:
 
 
 @app.command("ls")
-def list_datasets(ctx: typer.Context, json_out: JsonFlag = False) -> None:
+def list_datasets(ctx: typer.Context, wide: WideFlag = False, json_out: JsonFlag = False) -> None:
     """Your datasets, newest first."""
     state = state_of(ctx)
     with state.client() as pt:
@@ -150,8 +152,18 @@ def list_datasets(ctx: typer.Context, json_out: JsonFlag = False) -> None:
     if json_out:
         echo_json(found)
         return
-    columns = ["DATASET", "NAME", "STATUS", "KIND", "ROWS", "CLASSES", "CREATED"]
-    table(state.out, columns, [dataset_row(d) for d in found], empty="no datasets yet")
+    short = short_ids(DATASET.id_of(d) for d in found)
+    rows = [dataset_row(d, shown_id(DATASET.id_of(d), short, wide), wide=wide) for d in found]
+    columns: list[str | Col] = [
+        "DATASET",
+        Col("NAME", flex=True),
+        "STATUS",
+        "KIND",
+        "ROWS",
+        "CLASSES",
+        "CREATED",
+    ]
+    table(state.out, columns, rows, empty="no datasets yet", wide=wide)
 
 
 @app.command("show")
@@ -159,7 +171,7 @@ def show_dataset(ctx: typer.Context, dataset_id: str, json_out: JsonFlag = False
     """One dataset: status (and why it was rejected), size, schema, classes."""
     state = state_of(ctx)
     with state.client() as pt:
-        dataset = pt.get_dataset(dataset_id)
+        dataset = pt.get_dataset(resolve(pt, DATASET, dataset_id))
     if json_out:
         echo_json(dataset)
         return
@@ -188,7 +200,7 @@ def preview(ctx: typer.Context, dataset_id: str, json_out: JsonFlag = False) -> 
     """The first rows as uploaded (image datasets: their first files)."""
     state = state_of(ctx)
     with state.client() as pt:
-        found = pt.preview_dataset(dataset_id)
+        found = pt.preview_dataset(resolve(pt, DATASET, dataset_id))
     if json_out:
         echo_json(found)
         return
@@ -206,9 +218,10 @@ def remove(
 ) -> None:
     """Delete a dataset and its stored objects (jobs keep the shards they were given)."""
     state = state_of(ctx)
-    if not yes:
-        typer.confirm(f"delete dataset {dataset_id}?", abort=True, err=True)
     with state.client() as pt:
+        dataset_id = resolve(pt, DATASET, dataset_id)
+        if not yes:
+            typer.confirm(f"delete dataset {dataset_id}?", abort=True, err=True)
         pt.delete_dataset(dataset_id)
     if json_out:
         echo_json({"dataset_id": dataset_id, "deleted": True})

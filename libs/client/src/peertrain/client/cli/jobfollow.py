@@ -22,10 +22,11 @@ from peertrain.client.jobs import JobProgress
 from peertrain.client.retry import is_transient
 
 from .logview import EXIT_STATES, event_text
+from .shortids import JOB, resolve
 from .state import CliState, state_of
 from .watchview import failure_line, render_watch
 
-__all__ = ["EXIT_CANCELLED", "EXIT_FAILED", "logs", "watch", "watch_line"]
+__all__ = ["EXIT_CANCELLED", "EXIT_FAILED", "logs", "watch", "watch_line", "watch_lines"]
 
 EXIT_FAILED = 1
 EXIT_CANCELLED = 3
@@ -56,20 +57,42 @@ def _exit_for(state: CliState, job_id: str, final: str, reason: str) -> None:
         raise typer.Exit(EXIT_CANCELLED)
 
 
-def watch_line(progress: JobProgress) -> dict[str, Any]:
-    """One NDJSON line of ``job watch --json``: the job's state and its newest round."""
+def watch_line(progress: JobProgress, last_round: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One NDJSON line of ``job watch --json``: the job's state and one round (by
+    default its newest), with ``rounds_done`` the rounds ended up to that one."""
     job = progress.job
     rounds = progress.rounds
+    if last_round is None and rounds:
+        last_round = rounds[-1]
+    done = rounds.index(last_round) + 1 if last_round in rounds else len(rounds)
     return {
         "job_id": job.get("job_id"),
         "name": job.get("name"),
         "state": progress.state,
         "current_round": job.get("current_round"),
         "rounds": job.get("rounds"),
-        "rounds_done": len(rounds),
-        "last_round": rounds[-1] if rounds else None,
+        "rounds_done": done,
+        "last_round": last_round,
         "error": job.get("error"),
     }
+
+
+def watch_lines(progress: JobProgress, said: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What ``job watch --json`` prints for one poll, after the lines ``said`` so far:
+    a line for every round not told yet (however many ended since the last poll),
+    then one more when the job changed otherwise (its state, say)."""
+    told = {_round_key(line["last_round"]) for line in said if line.get("last_round")}
+    new = [r for r in progress.rounds if _round_key(r) not in told]
+    lines = [watch_line(progress, r) for r in new]
+    latest = watch_line(progress)
+    previous = lines[-1] if lines else said[-1] if said else None
+    if latest != previous:
+        lines.append(latest)
+    return lines
+
+
+def _round_key(r: dict[str, Any]) -> Any:
+    return r.get("round"), r.get("attempt")
 
 
 def watch(
@@ -79,7 +102,8 @@ def watch(
     patience: Patience = 300.0,
     json_out: JsonLines = False,
 ) -> None:
-    """Follow a job round by round until it ends (--json: a line per change).
+    """Follow a job round by round until it ends (--json: a line per round, and one
+    per other change).
 
     Exit status: 0 completed, 1 failed, 3 cancelled.
     """
@@ -88,14 +112,15 @@ def watch(
         interval = state.poll_interval
     last: JobProgress | None = None
     with state.client() as pt:
+        job_id = resolve(pt, JOB, job_id)
         polls = pt.watch_job(job_id, interval=interval, patience=patience)
         if json_out:
-            said: dict[str, Any] | None = None
+            said: list[dict[str, Any]] = []
             for progress in polls:
-                last, line = progress, watch_line(progress)
-                if line != said:
+                last = progress
+                for line in watch_lines(progress, said):
                     _ndjson(line)
-                    said = line
+                    said.append(line)
         else:
             with Live(console=state.out, auto_refresh=False) as live:
                 for progress in polls:
@@ -138,6 +163,7 @@ def logs(
     seen: set[str] = set()
     final: tuple[str, str] | None = None
     with state.client() as pt:
+        job_id = resolve(pt, JOB, job_id)
         while True:
             offset = max(0, len(seen) - _OVERLAP)
             found = _patiently(partial(pt.job_events, job_id, offset=offset), patience, interval)

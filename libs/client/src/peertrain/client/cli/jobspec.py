@@ -7,6 +7,7 @@ defaults. Pure: no I/O besides reading the config file.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,7 +17,16 @@ import yaml
 # typer 0.29 vendors click; its usage error (exit 2) is not re-exported publicly.
 from typer._click.exceptions import UsageError
 
-__all__ = ["SECTIONS", "Sets", "apply_sets", "build_spec", "init_from", "load_config", "rerun_spec"]
+__all__ = [
+    "SECTIONS",
+    "Sets",
+    "apply_sets",
+    "build_spec",
+    "init_from",
+    "load_config",
+    "merge_flags",
+    "rerun_spec",
+]
 
 # flag name -> (section, field); section "" is the top level.
 SECTIONS: dict[str, tuple[str, str]] = {
@@ -47,7 +57,8 @@ Sets = Annotated[
     list[str] | None,
     typer.Option("--set", help="KEY=VALUE, e.g. training.lr=0.01 (repeatable)."),
 ]
-"""``--set``, for :func:`apply_sets` (``job create``, ``job rerun``, ``simulate``)."""
+"""``--set``, for :func:`apply_sets` (``job rerun``; ``job create`` and ``simulate`` take
+it with their other spec options, see :mod:`.specoptions`)."""
 
 
 def load_config(path: Path) -> dict[str, Any]:
@@ -79,33 +90,19 @@ def _model_option(text: str) -> tuple[str, Any]:
     return key.strip(), value
 
 
-def build_spec(
-    base: dict[str, Any],
-    flags: dict[str, Any],
-    *,
-    peers: list[str] | None = None,
-    count: int | None = None,
-    device: str | None = None,
-    min_memory_gb: float | None = None,
-    model_opts: list[str] | None = None,
+def merge_flags(
+    base: dict[str, Any], flags: dict[str, Any], model_opts: list[str] | None = None
 ) -> dict[str, Any]:
-    """The body of ``POST /api/jobs``.
+    """``base`` (a deep copy) with the flags given applied.
 
     Parameters
     ----------
     base
-        From ``--config`` (may be empty).
+        From ``--config`` and ``--set`` (may be empty).
     flags
         ``SECTIONS`` flag name -> value; ``None`` means not given.
-    peers, count, device, min_memory_gb
-        Explicit peer ids, or a selection of ``count`` peers with filters.
     model_opts
         ``KEY=VALUE`` model fields (values parsed as JSON when they can be).
-
-    Raises
-    ------
-    UsageError
-        No dataset, no model architecture, or no peers.
     """
     spec: dict[str, Any] = json.loads(json.dumps(base))  # a deep copy
     for flag, value in flags.items():
@@ -117,6 +114,28 @@ def build_spec(
     for text in model_opts or []:
         key, value = _model_option(text)
         spec.setdefault("model", {})[key] = value
+    return spec
+
+
+def build_spec(
+    spec: dict[str, Any],
+    *,
+    peers: list[str] | None = None,
+    count: int | None = None,
+    device: str | None = None,
+    min_memory_gb: float | None = None,
+) -> dict[str, Any]:
+    """The body of ``POST /api/jobs``: ``spec`` (see :func:`merge_flags`; a deep copy)
+    with its peers, explicit ids or a selection of ``count`` peers with filters.
+
+    No model is needed: the job's default is an ``mlp``, as a simulation's.
+
+    Raises
+    ------
+    UsageError
+        No dataset, or no peers.
+    """
+    spec = json.loads(json.dumps(spec))
     if peers:
         spec["peers"] = peers
         spec.pop("selection", None)
@@ -139,14 +158,11 @@ def build_spec(
 def _check(spec: dict[str, Any]) -> None:
     if not spec.get("dataset_id"):
         raise UsageError("give the dataset: --dataset ID (or dataset_id in --config)")
-    model = spec.get("model")
-    if not isinstance(model, dict) or not model.get("arch"):
-        raise UsageError("give the model: --arch logreg|mlp|cnn (or model.arch)")
     selection = spec.get("selection")
     if not spec.get("peers") and not (isinstance(selection, dict) and selection.get("count")):
         raise UsageError("give peers: --peer ID (repeatable) or --count N")
     if not spec.get("name"):
-        spec["name"] = f"job-{str(spec['dataset_id'])[:8]}"
+        spec["name"] = f"job-{str(spec['dataset_id'])[-8:]}"
 
 
 def _value(raw: str) -> Any:
@@ -212,13 +228,14 @@ def rerun_spec(job: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
-def init_from(text: str) -> dict[str, Any]:
+def init_from(text: str, job_id_of: Callable[[str], str] = str) -> dict[str, Any]:
     """``JOB`` or ``JOB:vR`` (``JOB:R``) as the request's ``init_from``: the job's
-    newest model version, or version ``R``."""
+    newest model version, or version ``R``; ``job_id_of`` turns a short id into the
+    job's id."""
     job_id, sep, version = text.rpartition(":")
     if not sep:
-        return {"job_id": text}
+        return {"job_id": job_id_of(text)}
     number = version.removeprefix("v")
     if not job_id or not number.isdigit():
         raise typer.BadParameter(f"{text!r} is not JOB or JOB:vR", param_hint="--init-from")
-    return {"job_id": job_id, "version": int(number)}
+    return {"job_id": job_id_of(job_id), "version": int(number)}

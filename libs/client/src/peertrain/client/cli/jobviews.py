@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.text import Text
 
 from peertrain.client.errors import ApiError
 
-from .output import JsonFlag, echo_json, fmt_float, fmt_time, key_values, table
+from .output import Col, JsonFlag, WideFlag, echo_json, fmt_float, fmt_time, key_values, table
+from .shortids import DATASET, JOB, resolve, short_ids, shown_id
 from .state import state_of
 from .watchview import STATE_STYLE, fmt_duration
 
@@ -21,35 +22,87 @@ def job_state(value: Any) -> Text:
     return Text(str(value or "-"), style=STATE_STYLE.get(str(value), ""))
 
 
-def list_jobs(ctx: typer.Context, json_out: JsonFlag = False) -> None:
-    """Your jobs."""
+StateFilter = Literal["sharding", "running", "completed", "failed", "cancelled"]
+
+
+def _kept(job: dict[str, Any], state: str | None, dataset_id: str | None, name: str | None) -> bool:
+    # The server filters too; this keeps a server that ignores the query honest.
+    return (
+        (state is None or job.get("state") == state)
+        and (dataset_id is None or job.get("dataset_id") == dataset_id)
+        and (name is None or name.lower() in str(job.get("name") or "").lower())
+    )
+
+
+def list_jobs(
+    ctx: typer.Context,
+    state_filter: Annotated[
+        StateFilter | None, typer.Option("--state", help="Only jobs in this state.")
+    ] = None,
+    dataset: Annotated[
+        str | None,
+        typer.Option("--dataset", "-d", help="Only jobs on this dataset (id or short id)."),
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option("--name", help="Only jobs whose name holds this (any case).")
+    ] = None,
+    wide: WideFlag = False,
+    json_out: JsonFlag = False,
+) -> None:
+    """Your jobs, newest first."""
     state = state_of(ctx)
     with state.client() as pt:
-        found = pt.list_jobs()
+        # a deleted dataset's jobs stay: its whole id still filters them
+        dataset_id = resolve(pt, DATASET, dataset, unknown_ok=True) if dataset else None
+        found = pt.list_jobs(state=state_filter, dataset_id=dataset_id, name=name)
+    found = [j for j in found if _kept(j, state_filter, dataset_id, name)]
     if json_out:
         echo_json(found)
         return
+    jobs = short_ids(str(j.get("job_id") or "") for j in found)
+    datasets = short_ids(str(j.get("dataset_id") or "") for j in found)
     rows = [
         [
-            j.get("job_id") or "-",
+            shown_id(j.get("job_id"), jobs, wide),
             j.get("name") or "-",
             job_state(j.get("state")),
-            f"{j.get('current_round', '-')}/{j.get('rounds', '-')}",
+            f"{_or_dash(j.get('current_round'))}/{_or_dash(j.get('rounds'))}",
             fmt_float(j.get("accuracy")),
             fmt_float(j.get("loss")),
-            fmt_time(j.get("created_at")),
+            fmt_time(j.get("created_at"), short=not wide),
+            shown_id(j.get("dataset_id"), datasets, wide),
+            j.get("peers"),
+            fmt_time(j.get("finished_at")),
         ]
         for j in found
     ]
-    columns = ["JOB", "NAME", "STATE", "ROUND", "ACCURACY", "LOSS", "CREATED"]
-    table(state.out, columns, rows, empty="no jobs yet")
+    columns: list[str | Col] = [
+        "JOB",
+        Col("NAME", flex=True),
+        "STATE",
+        "ROUND",
+        "ACCURACY",
+        "LOSS",
+        "CREATED",
+        Col("DATASET", wide=True),
+        Col("PEERS", wide=True),
+        Col("FINISHED", wide=True),
+    ]
+    table(state.out, columns, rows, empty="no jobs found", wide=wide)
 
 
-def show_job(ctx: typer.Context, job_id: str, json_out: JsonFlag = False) -> None:
+def _or_dash(value: Any) -> Any:
+    return "-" if value is None else value
+
+
+def show_job(
+    ctx: typer.Context, job_id: str, wide: WideFlag = False, json_out: JsonFlag = False
+) -> None:
     """One job: state, progress, latest metrics, its model's size, its tasks (and why
     any failed)."""
     state = state_of(ctx)
     with state.client() as pt:
+        job_id = resolve(pt, JOB, job_id)
         job = pt.get_job(job_id)
         if json_out:
             echo_json(job)
@@ -92,19 +145,29 @@ def show_job(ctx: typer.Context, job_id: str, json_out: JsonFlag = False) -> Non
     if job.get("error"):
         state.out.print(Text(f"error: {job['error']}", style="red"))
     tasks = [t for t in job.get("tasks") or [] if isinstance(t, dict)]
+    task_ids = short_ids(str(t.get("task_id") or "") for t in tasks)
+    peer_ids = short_ids(str(t.get("peer_id") or "") for t in tasks)
     rows = [
         [
-            t.get("task_id"),
+            shown_id(t.get("task_id"), task_ids, wide),
             t.get("round"),
             t.get("shard"),
-            t.get("peer_id"),
+            shown_id(t.get("peer_id"), peer_ids, wide),
             job_state(t.get("state")),
             _first_line(t.get("error")),
         ]
         for t in tasks
     ]
     if rows:
-        table(state.out, ["TASK", "ROUND", "SHARD", "PEER", "STATE", "ERROR"], rows, title="tasks")
+        columns: list[str | Col] = [
+            "TASK",
+            "ROUND",
+            "SHARD",
+            "PEER",
+            "STATE",
+            Col("ERROR", flex=True),
+        ]
+        table(state.out, columns, rows, title="tasks", wide=wide)
     for t in tasks:
         if t.get("traceback"):
             state.out.print(Text(f"task {t.get('task_id')} traceback:", style="bold red"))
@@ -131,6 +194,7 @@ def cancel(ctx: typer.Context, job_id: str, json_out: JsonFlag = False) -> None:
     """Ask a job to stop; it ends `cancelled`."""
     state = state_of(ctx)
     with state.client() as pt:
+        job_id = resolve(pt, JOB, job_id)
         answer = pt.cancel_job(job_id)
     if json_out:
         echo_json(answer)
@@ -142,6 +206,7 @@ def events(ctx: typer.Context, job_id: str, json_out: JsonFlag = False) -> None:
     """A job's event history, oldest first (`job logs` tells it in words)."""
     state = state_of(ctx)
     with state.client() as pt:
+        job_id = resolve(pt, JOB, job_id)
         items = pt.job_events(job_id)
     if json_out:
         echo_json(items)
@@ -156,7 +221,8 @@ def events(ctx: typer.Context, job_id: str, json_out: JsonFlag = False) -> None:
         ]
         for e in items
     ]
-    table(state.out, ["SEQ", "AT", "TYPE", "DATA"], rows, empty="no events")
+    columns: list[str | Col] = ["SEQ", "AT", "TYPE", Col("DATA", flex=True)]
+    table(state.out, columns, rows, empty="no events")
 
 
 def config(ctx: typer.Context, job_id: str, json_out: JsonFlag = False) -> None:
@@ -165,18 +231,20 @@ def config(ctx: typer.Context, job_id: str, json_out: JsonFlag = False) -> None:
     del json_out
     state = state_of(ctx)
     with state.client() as pt:
-        echo_json(pt.job_config(job_id))
+        echo_json(pt.job_config(resolve(pt, JOB, job_id)))
 
 
 def metrics(
     ctx: typer.Context,
     job_id: str,
     peers: Annotated[bool, typer.Option("--peers", help="Also each peer's epochs.")] = False,
+    wide: WideFlag = False,
     json_out: JsonFlag = False,
 ) -> None:
     """Holdout loss and accuracy per round; with --peers, each peer's training epochs."""
     state = state_of(ctx)
     with state.client() as pt:
+        job_id = resolve(pt, JOB, job_id)
         found = pt.job_metrics(job_id)
     if json_out:
         echo_json(found)
@@ -201,9 +269,11 @@ def metrics(
     table(state.out, columns, rows, title="holdout", empty="no rounds evaluated yet")
     if not peers:
         return
+    reports = [p for p in found.get("peers") or [] if isinstance(p, dict)]
+    peer_ids = short_ids(str(p.get("peer_id") or "") for p in reports)
     epochs = [
         [
-            p.get("peer_id"),
+            shown_id(p.get("peer_id"), peer_ids, wide),
             p.get("round"),
             f"{p.get('epoch')}/{p.get('epochs')}",
             fmt_float(p.get("loss")),
@@ -211,8 +281,9 @@ def metrics(
             p.get("samples"),
             fmt_duration(p.get("duration_s")),
         ]
-        for p in found.get("peers") or []
-        if isinstance(p, dict)
+        for p in reports
     ]
     columns = ["PEER", "ROUND", "EPOCH", "LOSS", "ACCURACY", "SAMPLES", "TIME"]
-    table(state.out, columns, epochs, title="peers' epochs", empty="no epochs reported yet")
+    table(
+        state.out, columns, epochs, title="peers' epochs", empty="no epochs reported yet", wide=wide
+    )

@@ -7,7 +7,8 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from .output import JsonFlag, YesFlag, echo_json, fmt_time, key_values, table
+from .output import Col, JsonFlag, WideFlag, YesFlag, echo_json, fmt_time, key_values, table
+from .shortids import PEER, resolve, short_ids, shown_id
 from .state import state_of
 
 __all__ = ["app"]
@@ -26,14 +27,14 @@ def _memory(specs: Any) -> str:
     return f"{float(ram):.1f}" if isinstance(ram, int | float) else "-"
 
 
-def peer_row(peer: dict[str, Any]) -> list[Any]:
-    """One peer as a table row."""
+def peer_row(peer: dict[str, Any], shown: str | None = None) -> list[Any]:
+    """One peer as a table row (its id as ``shown`` when given)."""
     specs = peer.get("specs") if isinstance(peer.get("specs"), dict) else {}
     status = str(peer.get("status") or "-")
     if peer.get("disabled"):
         status += " (disabled)"
     return [
-        peer.get("peer_id") or peer.get("id") or "-",
+        shown or PEER.id_of(peer) or "-",
         peer.get("name") or "-",
         Text(status, style=_STATUS_STYLE.get(str(peer.get("status")), "")),
         (specs or {}).get("device") or "-",
@@ -49,6 +50,7 @@ def list_peers(
     status: Annotated[str | None, typer.Option(help="active, stale or offline")] = None,
     device: Annotated[str | None, typer.Option(help="cpu, cuda or mps")] = None,
     mine: Annotated[bool, typer.Option("--mine", help="Only peers you own.")] = False,
+    wide: WideFlag = False,
     json_out: JsonFlag = False,
 ) -> None:
     """Peers you may use, with their liveness and device."""
@@ -58,8 +60,18 @@ def list_peers(
     if json_out:
         echo_json(found)
         return
-    columns = ["PEER", "NAME", "STATUS", "DEVICE", "MEMORY GB", "LAST SEEN", "SHARED"]
-    table(state.out, columns, [peer_row(p) for p in found], empty="no peers yet")
+    short = short_ids(PEER.id_of(p) for p in found)
+    rows = [peer_row(p, shown_id(PEER.id_of(p), short, wide)) for p in found]
+    columns: list[str | Col] = [
+        "PEER",
+        Col("NAME", flex=True),
+        "STATUS",
+        "DEVICE",
+        "MEMORY GB",
+        Col("LAST SEEN", wide=True),
+        Col("SHARED", wide=True),
+    ]
+    table(state.out, columns, rows, empty="no peers yet", wide=wide)
 
 
 @app.command("show")
@@ -67,7 +79,7 @@ def show_peer(ctx: typer.Context, peer_id: str, json_out: JsonFlag = False) -> N
     """One peer."""
     state = state_of(ctx)
     with state.client() as pt:
-        peer = pt.get_peer(peer_id)
+        peer = pt.get_peer(resolve(pt, PEER, peer_id))
     if json_out:
         echo_json(peer)
         return
@@ -107,6 +119,7 @@ def disable(
     """Stop a peer of yours from being picked for jobs (it stays enrolled)."""
     state = state_of(ctx)
     with state.client() as pt:
+        peer_id = resolve(pt, PEER, peer_id)
         peer = pt.update_peer(peer_id, disabled=not enable)
     if json_out:
         echo_json(peer)
@@ -124,9 +137,10 @@ def remove(
     """Remove a peer of yours for good: its broker access ends at once (enroll it again
     with a new token to bring it back)."""
     state = state_of(ctx)
-    if not yes:
-        typer.confirm(f"remove peer {peer_id} for good?", abort=True, err=True)
     with state.client() as pt:
+        peer_id = resolve(pt, PEER, peer_id)
+        if not yes:
+            typer.confirm(f"remove peer {peer_id} for good?", abort=True, err=True)
         pt.remove_peer(peer_id)
     if json_out:
         echo_json({"peer_id": peer_id, "removed": True})

@@ -18,10 +18,8 @@ from rich.text import Text
 from peertrain.client.errors import ClientError
 from peertrain.client.jobs import JobProgress
 
-from .jobcreate import InitWeightsOption, ModelOption
-from .jobspec import Sets, apply_sets, load_config
-from .modelfile import model_from_file
 from .output import JsonFlag, echo_json
+from .specoptions import SpecOptions, spec_options
 from .state import state_of
 from .watchview import render_watch
 
@@ -66,13 +64,12 @@ def _progress(state: str, rounds: list[Any], total: int, peers: int) -> JobProgr
     return JobProgress(job, {"rounds": items})
 
 
+@spec_options
 def simulate(
     ctx: typer.Context,
+    spec_opts: SpecOptions,
     data: Annotated[Path, typer.Option("--data", help="The dataset: a .csv or .zip.")],
     peers: Annotated[int, typer.Option("--peers", min=1, help="Virtual peers.")],
-    config: Annotated[
-        Path | None, typer.Option("--config", help="A job file (YAML or JSON), as for job create.")
-    ] = None,
     label_column: Annotated[
         str | None, typer.Option("--label-column", help="Label column (default: the last).")
     ] = None,
@@ -108,29 +105,26 @@ def simulate(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write the final model (.pt) here.")
     ] = None,
-    model: ModelOption = None,
-    init_weights: InitWeightsOption = None,
-    sets: Sets = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Simulate a job on virtual peers in this process: no login, no stack.
 
     Runs the platform's own rules (rounds, deadlines, rejections, aggregation) and
     training on the data given; prints the per-round table as `job watch` does.
-    `--set KEY=VALUE` overrides the job file as for `job create`; `--model` names the
-    model as for `job create` (a graph file, or your own nn.Module as FILE.py:NAME,
-    checked on rows shaped like the data's); `--init-weights` starts from those weights.
-    Exit status: 0 completed, 1 failed.
+    The job options (--config, --set, the model, training, aggregation and sharding)
+    are `job create`'s, with the same defaults (a model nobody names is an mlp); a
+    module given as --model FILE.py:NAME is checked on rows shaped like the data's;
+    --init-weights starts from those weights. Exit status: 0 completed, 1 failed.
     """
     state = state_of(ctx)
     sim = _sim()
-    spec = apply_sets(load_config(config) if config is not None else {}, sets or [])
+    spec = spec_opts.spec()
     source: Any = data
-    if model is not None or missing_values is not None:
+    if spec_opts.model is not None or missing_values is not None:
         # The data first: a module is traced on a batch shaped like its rows.
         source = sim.load_data(data, label_column=label_column, missing_values=missing_values)
-    if model is not None:
-        spec["model"] = model_from_file(model, list(source.feature_spec.input_shape))
+    if spec_opts.model is not None:
+        spec_opts.with_model(spec, lambda: list(source.feature_spec.input_shape))
     try:
         job = sim.parse_job_spec(spec)
     except ValueError as exc:
@@ -155,7 +149,7 @@ def simulate(
             workers=workers,
             threads=threads,
             on_round=on_round,
-            init_weights=init_weights,
+            init_weights=spec_opts.init_weights,
         )
         if not json_out:
             live.update(render_watch(_progress(result.state, seen, total, peers)), refresh=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from peertrain.common.events import RecordedEvent
@@ -23,6 +24,7 @@ from .advance import execute, gauge
 from .context import OrchestratorContext
 
 __all__ = [
+    "JobQuery",
     "cancel_job",
     "check_job",
     "create_job",
@@ -79,9 +81,33 @@ def job_model(octx: OrchestratorContext, job: Job) -> ModelSummary:
     return model_summary(created.model, features)
 
 
-def visible_jobs(octx: OrchestratorContext, who: Principal) -> list[Job]:
-    """The caller's jobs (all of them for an admin), newest first."""
-    jobs = [j for j in octx.jobs.values() if j.visible_to(who)]
+@dataclass(frozen=True)
+class JobQuery:
+    """Which jobs a listing keeps: in ``state``, of dataset ``dataset_id``, and with
+    ``name`` in their name (case-insensitive); ``None`` keeps all."""
+
+    state: str | None = None
+    dataset_id: str | None = None
+    name: str | None = None
+
+    def matches(self, job: Job) -> bool:
+        """Whether ``job`` passes every filter given."""
+        created = job.created
+        if created is None:
+            return False
+        if self.state is not None and job.state != self.state:
+            return False
+        if self.dataset_id is not None and created.dataset_id != self.dataset_id:
+            return False
+        return self.name is None or self.name.lower() in created.name.lower()
+
+
+def visible_jobs(
+    octx: OrchestratorContext, who: Principal, query: JobQuery | None = None
+) -> list[Job]:
+    """The caller's jobs (all of them for an admin) that ``query`` keeps, newest first."""
+    keep = query or JobQuery()
+    jobs = [j for j in octx.jobs.values() if j.visible_to(who) and keep.matches(j)]
     return sorted(jobs, key=lambda j: j.created_at or datetime.now(UTC), reverse=True)
 
 

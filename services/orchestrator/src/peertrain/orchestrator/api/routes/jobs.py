@@ -16,6 +16,7 @@ from peertrain.common.specs import ModelSummary
 
 from ...domain import Job
 from ...domain.errors import JobNotFound
+from ...domain.job import JobState
 from ...models import (
     EventPublic,
     JobAccepted,
@@ -109,10 +110,18 @@ async def job_schema() -> dict[str, Any]:
     responses=errors(401, 403, why=_WHY),
 )
 async def list_jobs(
-    user: CurrentUser, orch: OrchestratorDep, paging: PagingDep
+    user: CurrentUser,
+    orch: OrchestratorDep,
+    paging: PagingDep,
+    state: Annotated[JobState | None, Query(description="Only jobs in this state")] = None,
+    dataset_id: Annotated[str | None, Query(description="Only jobs on this dataset")] = None,
+    name: Annotated[
+        str | None, Query(description="Only jobs whose name holds this (any case)")
+    ] = None,
 ) -> Page[JobSummary]:
     """One line per job: state, round, latest holdout metrics."""
-    found = paging.window(jobs.visible_jobs(orch, user))
+    query = jobs.JobQuery(state=state, dataset_id=dataset_id, name=name)
+    found = paging.window(jobs.visible_jobs(orch, user, query))
     return Page[JobSummary].of([JobSummary.of(j) for j in found], paging)
 
 
