@@ -198,7 +198,7 @@ def test_flatten_and_metric_keys() -> None:
 
 
 def _run(api: FakeApi, cfg: Path, *args: str):  # type: ignore[no-untyped-def]
-    FileTokenStore(API, cfg).save(Tokens("access-1", "refresh-1"))
+    FileTokenStore(cfg, api_url=API).save(Tokens("access-1", "refresh-1"))
     state = CliState(transport=api.transport)
     env = {"COLUMNS": "200", "PEERTRAIN_API": API, "PEERTRAIN_CONFIG_DIR": str(cfg)}
     return CliRunner().invoke(app, list(args), obj=state, env=env)

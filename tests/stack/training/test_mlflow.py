@@ -132,7 +132,7 @@ def cli_config(platform: Platform, folder: Path) -> Path:
     assert r.status_code == 200, r.text
     pair = Tokens.from_pair(r.json(), stale.username)
     platform.auth.set_tokens(pair)
-    FileTokenStore(GATEWAY, folder).save(Tokens(pair.access_token, None, pair.expires_at))
+    FileTokenStore(folder, api_url=GATEWAY).save(Tokens(pair.access_token, None, pair.expires_at))
     return folder
 
 
