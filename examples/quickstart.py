@@ -15,7 +15,7 @@ from peertrain.client import Client
 
 
 def main(csv_path: str) -> int:
-    with Client() as pt:  # $PEERTRAIN_API, else http://127.0.0.1:8080
+    with Client() as pt:  # $PEERTRAIN_API, else the API of `peertrain login`, else :8080
         pt.login(os.environ["PEERTRAIN_USER"], os.environ["PEERTRAIN_PASSWORD"])
 
         dataset_id = pt.upload_dataset(

@@ -13,3 +13,13 @@ from fakeapi import FakeApi
 @pytest.fixture
 def api() -> FakeApi:
     return FakeApi()
+
+
+@pytest.fixture(autouse=True)
+def config_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A client given no token store keeps its tokens in the config folder: never the
+    user's own, in a test; and no API from the environment."""
+    folder = tmp_path / "default-config"
+    monkeypatch.setenv("PEERTRAIN_CONFIG_DIR", str(folder))
+    monkeypatch.delenv("PEERTRAIN_API", raising=False)
+    return folder

@@ -27,8 +27,8 @@ def cfg(tmp_path: Path) -> Path:
 
 
 def run(api: FakeApi, cfg: Path, *args: str, login: bool = True):  # type: ignore[no-untyped-def]
-    if login and FileTokenStore(API, cfg).load() is None:
-        FileTokenStore(API, cfg).save(Tokens("access-1", "refresh-1"))
+    if login and FileTokenStore(cfg, api_url=API).load() is None:
+        FileTokenStore(cfg, api_url=API).save(Tokens("access-1", "refresh-1"))
     state = CliState(transport=api.transport, poll_interval=0)
     env = {"COLUMNS": "200", "PEERTRAIN_API": API, "PEERTRAIN_CONFIG_DIR": str(cfg)}
     return CliRunner().invoke(app, list(args), obj=state, env=env)
@@ -54,7 +54,7 @@ def test_wrong_password_one_line_exit_1(api: FakeApi, cfg: Path) -> None:
 
 
 def test_server_down_one_line(cfg: Path, api: FakeApi) -> None:
-    FileTokenStore("http://127.0.0.1:9", cfg).save(Tokens("a"))
+    FileTokenStore(cfg, api_url="http://127.0.0.1:9").save(Tokens("a"))
     result = CliRunner().invoke(
         app, ["--api", "http://127.0.0.1:9", "--config-dir", str(cfg), "job", "ls"]
     )

@@ -87,7 +87,7 @@ def test_the_cli_prints_the_detail_on_its_one_error_line(api: FakeApi, tmp_path:
 
 def test_a_wrong_api_says_it_cannot_reach_not_that_you_are_not_logged_in(tmp_path: Path) -> None:
     closed = "http://127.0.0.1:9"
-    assert FileTokenStore(closed, tmp_path).load() is None
+    assert FileTokenStore(tmp_path, api_url=closed).load() is None
     result = CliRunner().invoke(app, ["--api", closed, "--config-dir", str(tmp_path), "job", "ls"])
     assert result.exit_code == 1
     assert result.stderr.startswith(

@@ -1,11 +1,15 @@
 """``peertrain job export --mlflow``: what a run gets (pure), and the command against a
-fake API and MLflow's own client on a local file store (the real tracking server is
-tests/stack/training/test_mlflow.py's)."""
+fake API into each kind of tracking URI, read back with MLflow's own client: a folder
+(``file://``), a SQLite database (``sqlite:///``) and a real ``mlflow server`` on a free
+local port (``http://``; the full package, from its cached venv: deploy/local/
+mlflow-venv.sh), started for this module and stopped after. The export of a real job
+through the gateway is tests/stack/training/test_mlflow.py's."""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +19,15 @@ from typer.testing import CliRunner
 
 from peertrain.client import ClientError, FileTokenStore, Tokens
 from peertrain.client.cli import CliState, app
-from peertrain.client.tracking import MAX_PARAM_CHARS, Point, flatten, metric_key, tracked_run
+from peertrain.client.tracking import (
+    MAX_PARAM_CHARS,
+    Point,
+    flatten,
+    metric_key,
+    store_kind,
+    tracked_run,
+)
+from peertrain.common.testing import MlflowServer
 
 API = "http://api.test"
 JOB: dict[str, Any] = {
@@ -198,7 +210,7 @@ def test_flatten_and_metric_keys() -> None:
 
 
 def _run(api: FakeApi, cfg: Path, *args: str):  # type: ignore[no-untyped-def]
-    FileTokenStore(API, cfg).save(Tokens("access-1", "refresh-1"))
+    FileTokenStore(cfg, api_url=API).save(Tokens("access-1", "refresh-1"))
     state = CliState(transport=api.transport)
     env = {"COLUMNS": "200", "PEERTRAIN_API": API, "PEERTRAIN_CONFIG_DIR": str(cfg)}
     return CliRunner().invoke(app, list(args), obj=state, env=env)
@@ -226,13 +238,58 @@ def test_without_the_mlflow_client_one_line_names_the_extra(
     assert api.requests == []  # said before anything is fetched
 
 
-def test_export_logs_a_run_once(
-    api: FakeApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture(autouse=True)
+def _mlflow_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The settings the command sets for MLflow are undone after each test; none is set
+    beforehand (the command must work without the user's help)."""
+    for key in (
+        "MLFLOW_HTTP_REQUEST_MAX_RETRIES",
+        "MLFLOW_HTTP_REQUEST_TIMEOUT",
+        "MLFLOW_ALLOW_FILE_STORE",
+        "MLFLOW_TRACKING_URI",
+        "MLFLOW_REGISTRY_URI",
+    ):
+        monkeypatch.delenv(key, raising=False)
+
+
+@pytest.fixture(scope="module")
+def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MlflowServer]:
+    pytest.importorskip("mlflow")
+    server = MlflowServer.launch(tmp_path_factory.mktemp("mlflow-server"))
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["file", "sqlite", "http"])
+def tracking_uri(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    """A tracking URI of each kind, its store empty."""
+    if request.param == "file":
+        return (tmp_path / "mlruns").as_uri()
+    if request.param == "sqlite":
+        monkeypatch.chdir(tmp_path)  # a new experiment's artifacts go to ./mlruns
+        return f"sqlite:///{tmp_path / 'mlflow.db'}"
+    server: MlflowServer = request.getfixturevalue("mlflow_server")
+    return server.uri
+
+
+def test_tracking_uris_by_kind() -> None:
+    assert store_kind("http://127.0.0.1:5000") == store_kind("HTTPS://mlflow.example") == "server"
+    assert store_kind("sqlite:///mlflow.db") == "database"
+    assert store_kind("postgresql+psycopg2://u@db/mlflow") == "database"
+    assert store_kind("file:///tmp/mlruns") == store_kind("./mlruns") == "folder"
+    assert store_kind("C:\\runs") == "folder"
+    assert store_kind("databricks") == store_kind("databricks://profile") == "other"
+
+
+def test_export_logs_a_run_once(api: FakeApi, tmp_path: Path, tracking_uri: str) -> None:
     mlflow = pytest.importorskip("mlflow")
-    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # no server in a unit test
     _routes(api)
-    uri = (tmp_path / "mlruns").as_uri()
+    uri = tracking_uri
     result = _run(api, tmp_path, "job", "export", "job-1", "--mlflow", uri, "--json")
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
@@ -251,13 +308,31 @@ def test_export_logs_a_run_once(
     assert again.exit_code == 1
     assert f"already in experiment 'peertrain' as run {out['run_id']}" in again.stderr
     assert _run(api, tmp_path, "job", "export", "job-1", "--mlflow", uri, "--again").exit_code == 0
+    experiment = client.get_experiment_by_name("peertrain")
+    assert len(client.search_runs([experiment.experiment_id])) == 2
+
+
+def test_a_database_without_sqlalchemy_is_one_line_naming_the_extra(
+    api: FakeApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("mlflow")
+    _routes(api)
+    monkeypatch.setitem(sys.modules, "sqlalchemy", None)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    result = _run(api, tmp_path, "job", "export", "job-1", "--mlflow", uri)
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        f"peertrain: error: exporting to a database ({uri}) needs SQLAlchemy and Alembic"
+        " beside MLflow's client: pip install 'peertrain-client[mlflow]'"
+    )
+    assert result.stderr.count("\n") == 1
+    assert api.requests == [] and not (tmp_path / "mlflow.db").exists()
 
 
 def test_a_graph_job_is_exported_with_its_graph_and_summary_as_artifacts(
-    api: FakeApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    api: FakeApi, tmp_path: Path
 ) -> None:
     mlflow = pytest.importorskip("mlflow")
-    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
     _routes(api)
     api.route("GET", "/api/jobs/job-1", GRAPH_JOB)
     api.route("GET", "/api/jobs/job-1/model", GRAPH_SUMMARY)

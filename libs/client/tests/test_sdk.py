@@ -51,7 +51,7 @@ def test_wrong_password_is_one_clear_error(api: FakeApi) -> None:
 
 def test_a_401_refreshes_once_and_repeats_the_call(api: FakeApi, tmp_path: Path) -> None:
     api.route("GET", "/api/jobs", {"items": [{"job_id": "j1"}]})
-    store = FileTokenStore("http://api.test", tmp_path)
+    store = FileTokenStore(tmp_path, api_url="http://api.test")
     pt = Client(
         "http://api.test",
         tokens=Tokens("access-1", "refresh-1"),
@@ -284,11 +284,11 @@ async def test_async_download_checks_the_sha256_too(api: FakeApi, tmp_path: Path
 
 
 def test_token_file_is_private(tmp_path: Path) -> None:
-    store = FileTokenStore("http://api.test/", tmp_path / "cfg")
+    store = FileTokenStore(tmp_path / "cfg", api_url="http://api.test/")
     store.save(Tokens("a", "r", 0.0, "ada"))
     assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
     assert stat.S_IMODE(store.path.parent.stat().st_mode) == 0o700
-    assert FileTokenStore("http://api.test", tmp_path / "cfg").load() == Tokens(
+    assert FileTokenStore(tmp_path / "cfg", api_url="http://api.test").load() == Tokens(
         "a", "r", 0.0, "ada"
     )
     store.save(None)

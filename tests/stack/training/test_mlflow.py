@@ -2,106 +2,33 @@
 
 The server is ``mlflow server`` (the full package, from its own cached venv:
 deploy/local/mlflow-venv.sh) on a free port, with a SQLite backend store and a local
-artifact root, started here; it boots while the short MNIST job (2 peers, 2 rounds,
-shared with test_predict.py) trains. The real CLI exports the ended job in a fresh
-process, and the run is read back through MLflow's own client: the spec as params,
-holdout metrics per round (round as the step), each peer's metrics, the final model; and
-a one-round job whose model is a layer graph: its size as params, the graph as an
-artifact (never its nodes as a param).
+artifact root, started here (``peertrain.common.testing.MlflowServer``); it boots while
+the short MNIST job (2 peers, 2 rounds, shared with test_predict.py) trains. The real
+CLI exports the ended job in a fresh process, and the run is read back through MLflow's
+own client: the spec as params, holdout metrics per round (round as the step), each
+peer's metrics, the final model; and a one-round job whose model is a layer graph: its
+size as params, the graph as an artifact (never its nodes as a param).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import httpx
 import pytest
-from training_support import ROOT, Platform, create_job, finished
+from training_support import Platform, create_job, finished
 
 from peertrain.client import FileTokenStore, Tokens
-from peertrain.common.testing import GATEWAY, child_env, free_port
+from peertrain.common.testing import GATEWAY, MlflowServer, child_env
 
 pytestmark = [pytest.mark.stack]
 mlflow = pytest.importorskip("mlflow")  # the client: peertrain-client[mlflow], in the dev group
-
-
-@dataclass
-class MlflowServer:
-    """``mlflow server`` on a free port: SQLite store and artifacts under ``root``."""
-
-    root: Path
-    port: int
-    proc: subprocess.Popen[bytes]
-    log: IO[bytes]
-
-    @property
-    def uri(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @classmethod
-    def launch(cls, root: Path) -> MlflowServer:
-        """Start it (the venv is built the first time); :meth:`wait_ready` waits."""
-        venv = subprocess.run(
-            ["bash", str(ROOT / "deploy" / "local" / "mlflow-venv.sh")],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=900,
-        ).stdout.strip()
-        port = free_port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PEERTRAIN_", "MLFLOW_"))}
-        env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] = "false"  # no job runner, no workers
-        log = (root / "mlflow-server.log").open("ab")
-        args = ["--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}"]
-        args += ["--artifacts-destination", str(root / "artifacts")]
-        args += ["--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
-        proc = subprocess.Popen(
-            [f"{venv}/bin/mlflow", "server", *args],
-            env=env,
-            cwd=root,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its uvicorn child goes with it (killpg)
-        )
-        return cls(root, port, proc, log)
-
-    def tail(self) -> str:
-        text = (self.root / "mlflow-server.log").read_text(errors="replace")
-        return "\n".join(text.splitlines()[-30:])
-
-    def wait_ready(self, timeout: float = 300) -> None:
-        deadline = time.monotonic() + timeout
-        with httpx.Client(timeout=2) as http:  # one client: each costs an SSL context
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    pytest.fail(f"mlflow server exited with {self.proc.returncode}:\n{self.tail()}")
-                try:
-                    if http.get(f"{self.uri}/health").status_code == 200:
-                        return
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.5)
-        pytest.fail(f"mlflow server not ready after {timeout}s:\n{self.tail()}")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
-        self.log.close()
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +59,7 @@ def cli_config(platform: Platform, folder: Path) -> Path:
     assert r.status_code == 200, r.text
     pair = Tokens.from_pair(r.json(), stale.username)
     platform.auth.set_tokens(pair)
-    FileTokenStore(GATEWAY, folder).save(Tokens(pair.access_token, None, pair.expires_at))
+    FileTokenStore(folder, api_url=GATEWAY).save(Tokens(pair.access_token, None, pair.expires_at))
     return folder
 
 

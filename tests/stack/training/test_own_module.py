@@ -17,7 +17,7 @@ from test_contract import digits
 from torch import nn
 from training_support import Platform, every_item, finished, job_events, peers_active
 
-from peertrain.client import Client
+from peertrain.client import Client, MemoryTokenStore
 from peertrain.common.testing import GATEWAY
 from peertrain.ml.export.write import load_final
 from peertrain.ml.graph import to_graph
@@ -54,7 +54,7 @@ class DigitsNet(nn.Module):
 
 
 def _client(platform: Platform) -> Client:
-    pt = Client(GATEWAY)
+    pt = Client(GATEWAY, token_store=MemoryTokenStore())
     pt.login(platform.username, platform.password)
     return pt
 

@@ -18,7 +18,7 @@ from test_mnist import mnist
 from torch import nn
 from training_support import Platform, finished, peers_active
 
-from peertrain.client import Client
+from peertrain.client import Client, MemoryTokenStore
 from peertrain.common.blobs import BlobStore
 from peertrain.common.settings import ServiceSettings
 from peertrain.common.specs import lr_for_round, parse_training_params
@@ -121,7 +121,7 @@ async def test_an_own_residual_module_reaches_98_on_mnist_as_central_training_do
     }
 
     def create() -> str:
-        with Client(GATEWAY) as pt:
+        with Client(GATEWAY, token_store=MemoryTokenStore()) as pt:
             pt.login(platform.username, platform.password)
             return pt.create_job(spec, model=Net(), example_input=torch.zeros(2, 784))
 

@@ -2,28 +2,39 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import httpx
 
 from .auth import TokenAuth
 from .calls import AUTH, Call
+from .config import API_ENV, DEFAULT_API, resolve_api_url
 from .errors import ApiError, NotLoggedIn
 from .retry import DEFAULT_RETRY, RetryPolicy, is_safe
-from .tokens import Tokens, TokenStore
+from .tokens import FileTokenStore, MemoryTokenStore, Tokens, TokenStore
 
 __all__ = ["API_ENV", "DEFAULT_API", "BaseClient", "resolve_api_url"]
 
-API_ENV = "PEERTRAIN_API"
-DEFAULT_API = "http://127.0.0.1:8080"
 _REDIRECTS = {301, 302, 307, 308}
 MAX_REDIRECTS = 2
 
 
-def resolve_api_url(api_url: str | None = None) -> str:
-    """``api_url``, else ``$PEERTRAIN_API``, else the local gateway; no trailing slash."""
-    return (api_url or os.environ.get(API_ENV) or DEFAULT_API).rstrip("/")
+def _bound(store: FileTokenStore, api_url: str | None) -> FileTokenStore:
+    """``store``, for the tokens of ``api_url`` (the store's own API when ``None``).
+
+    Raises
+    ------
+    ValueError
+        The store was made for another API: its tokens must not go to this one.
+    """
+    if api_url is None:
+        return store
+    wanted = resolve_api_url(api_url)
+    if wanted == store.api_url:
+        return store
+    if store.bound:
+        raise ValueError(f"the token store holds the tokens of {store.api_url}, not {wanted}")
+    return store.for_api(wanted)
 
 
 class BaseClient:
@@ -32,11 +43,19 @@ class BaseClient:
     Parameters
     ----------
     api_url
-        The gateway's base URL (default: ``$PEERTRAIN_API`` or ``http://127.0.0.1:8080``).
+        The gateway's base URL. Default: ``$PEERTRAIN_API``, else the API that
+        ``peertrain login`` logged in to last (saved in ``token_store``'s config folder
+        when that is a :class:`~peertrain.client.tokens.FileTokenStore`), else
+        ``http://127.0.0.1:8080`` (:func:`~peertrain.client.config.resolve_api_url`).
     tokens
         Credentials to start with (else whatever ``token_store`` holds).
     token_store
-        Where refreshed tokens are saved (default: memory only).
+        Where the tokens are kept, refreshed tokens saved at once. Default: the CLI's
+        saved login (a :class:`~peertrain.client.tokens.FileTokenStore` in the default
+        config folder), so a client shares the session of ``peertrain login`` and
+        whatever it logs in or renews the CLI uses too; memory only when ``tokens`` is
+        given. A ``FileTokenStore`` made without an ``api_url`` keeps the tokens of this
+        client's API.
     timeout
         Seconds for connecting and for each read.
     retry
@@ -59,7 +78,13 @@ class BaseClient:
         timeout: float = 30.0,
         retry: RetryPolicy | None = None,
     ) -> None:
-        self.api_url = resolve_api_url(api_url)
+        if token_store is None:
+            token_store = MemoryTokenStore() if tokens is not None else FileTokenStore()
+        if isinstance(token_store, FileTokenStore):
+            token_store = _bound(token_store, api_url)
+            self.api_url = token_store.api_url
+        else:
+            self.api_url = resolve_api_url(api_url)
         self.timeout = timeout
         self.retry = retry or DEFAULT_RETRY
         self.auth = TokenAuth(

@@ -6,17 +6,28 @@ must save the new pair at once (presenting a spent refresh token revokes the ses
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["FileTokenStore", "MemoryTokenStore", "TokenStore", "Tokens", "default_config_dir"]
+from .config import (
+    CONFIG_DIR_ENV,
+    CREDENTIALS_FILE,
+    default_config_dir,
+    read_json,
+    resolve_api_url,
+    write_private_json,
+)
 
-CONFIG_DIR_ENV = "PEERTRAIN_CONFIG_DIR"
-_CREDENTIALS = "credentials.json"
+__all__ = [
+    "CONFIG_DIR_ENV",
+    "FileTokenStore",
+    "MemoryTokenStore",
+    "TokenStore",
+    "Tokens",
+    "default_config_dir",
+]
 
 
 @dataclass(frozen=True)
@@ -79,40 +90,45 @@ class MemoryTokenStore:
         self.tokens = tokens
 
 
-def default_config_dir() -> Path:
-    """``$PEERTRAIN_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/peertrain`` (``~/.config``)."""
-    explicit = os.environ.get(CONFIG_DIR_ENV)
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "peertrain"
-
-
 class FileTokenStore:
-    """Tokens in ``<config dir>/credentials.json`` (mode 0600), one entry per API URL.
+    """Tokens in ``<config dir>/credentials.json`` (mode 0600), one entry per API URL:
+    the file ``peertrain login`` writes, so the SDK and the CLI share one session.
 
     Parameters
     ----------
-    api_url
-        The API the tokens belong to (tokens of one deployment mean nothing to another).
     config_dir
-        Default: :func:`default_config_dir`.
+        The config folder (default: :func:`default_config_dir`), as the CLI's
+        ``--config-dir``.
+    api_url
+        The API whose tokens these are (tokens of one deployment mean nothing to
+        another). Default: the one a client given this store talks to; until one is
+        given it, the API resolved as a client would (:func:`resolve_api_url`: the API
+        ``peertrain login`` logged in to last, with this folder).
+
+    Examples
+    --------
+    >>> Client(token_store=FileTokenStore(default_config_dir()))  # doctest: +SKIP
     """
 
-    def __init__(self, api_url: str, config_dir: Path | None = None) -> None:
-        self.api_url = api_url.rstrip("/")
-        self.path = (config_dir or default_config_dir()) / _CREDENTIALS
+    def __init__(self, config_dir: Path | str | None = None, *, api_url: str | None = None) -> None:
+        if isinstance(config_dir, str) and "://" in config_dir:
+            raise ValueError(
+                f"FileTokenStore takes a config folder, not an API URL ({config_dir!r}):"
+                " FileTokenStore(config_dir, api_url=...)"
+            )
+        self.config_dir = Path(config_dir).expanduser() if config_dir else default_config_dir()
+        self.path = self.config_dir / CREDENTIALS_FILE
+        self.api_url = resolve_api_url(api_url, self.config_dir)
+        self.bound = api_url is not None
+        """Whether ``api_url`` was given (else a client binds the store to its own API)."""
 
-    def _read_all(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (FileNotFoundError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
+    def for_api(self, api_url: str) -> FileTokenStore:
+        """The same file, for the tokens of ``api_url``."""
+        return FileTokenStore(self.config_dir, api_url=api_url)
 
     def load(self) -> Tokens | None:
         """The tokens saved for this API URL."""
-        entry = self._read_all().get(self.api_url)
+        entry = read_json(self.path).get(self.api_url)
         if not isinstance(entry, dict) or not entry.get("access_token"):
             return None
         fields = Tokens.__dataclass_fields__
@@ -120,15 +136,9 @@ class FileTokenStore:
 
     def save(self, tokens: Tokens | None) -> None:
         """Write atomically, readable by the owner only (0600, folder 0700)."""
-        data = self._read_all()
+        data = read_json(self.path)
         if tokens is None:
             data.pop(self.api_url, None)
         else:
             data[self.api_url] = asdict(tokens)
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=2)
-        os.chmod(tmp, 0o600)  # an existing tmp file keeps its old mode through O_CREAT
-        os.replace(tmp, self.path)
+        write_private_json(self.path, data)

@@ -18,6 +18,10 @@ logs, decided from the API's answers alone (no MLflow here, no I/O).
   since the job began (``(round - 1) * epochs + epoch``).
 - **tags**: ``peertrain.job_id``, ``peertrain.state``, ``peertrain.dataset_id``,
   ``peertrain.final_version``, ``peertrain.api``.
+
+Where it goes, any tracking URI MLflow takes (:func:`store_kind`): a tracking server
+(``http(s)://``), a database (``sqlite:///mlflow.db``, ``postgresql://...``) or a folder
+(``file:///...`` or a path).
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from .errors import ClientError
 from .jobs import TERMINAL_STATES
@@ -38,12 +43,14 @@ __all__ = [
     "RUN_STATUS",
     "SPEC_FIELDS",
     "Point",
+    "StoreKind",
     "TrackedRun",
     "flatten",
     "metric_key",
     "peer_points",
     "round_points",
     "spec_params",
+    "store_kind",
     "tracked_run",
 ]
 
@@ -65,6 +72,28 @@ RUN_STATUS = {"completed": "FINISHED", "failed": "FAILED", "cancelled": "KILLED"
 """A job's final state as an MLflow run status."""
 
 _UNSAFE = re.compile(r"[^\w\-. :]")
+_DATABASES = frozenset({"sqlite", "postgresql", "mysql", "mssql"})
+"""The database engines MLflow stores runs in (through SQLAlchemy)."""
+_NAMED_STORES = frozenset({"databricks", "databricks-uc", "uc"})
+"""Tracking URIs that are a name, not a path."""
+
+StoreKind = Literal["server", "database", "folder", "other"]
+
+
+def store_kind(uri: str) -> StoreKind:
+    """What a tracking URI names: an MLflow tracking ``server`` (``http(s)://``), a
+    ``database`` (``sqlite:///mlflow.db``, ``postgresql+psycopg2://...``), a ``folder``
+    (``file:///...``, or a plain path), or an ``other`` store (``databricks``, ...)."""
+    if uri.lower() in _NAMED_STORES:
+        return "other"
+    scheme = urlsplit(uri).scheme.lower()
+    if scheme in ("http", "https"):
+        return "server"
+    if scheme.split("+", 1)[0] in _DATABASES:
+        return "database"
+    if scheme in ("", "file") or len(scheme) == 1:  # one letter: a Windows drive
+        return "folder"
+    return "other"
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from peertrain.client.config import remember_api_url
 from peertrain.client.errors import ClientError
 
 from .output import JsonFlag, echo_json, key_values
@@ -50,10 +51,12 @@ def login(
     ],
     json_out: JsonFlag = False,
 ) -> None:
-    """Log in; the tokens are saved (mode 0600) and renewed as they expire."""
+    """Log in; the tokens are saved (mode 0600) and renewed as they expire. The API
+    becomes the one later commands (and the SDK's ``Client()``) use when given none."""
     state = state_of(ctx)
     with state.client() as pt:
         pt.login(username, password)
+    remember_api_url(state.api, state.config_dir)
     where = state.token_store().path
     if json_out:
         echo_json({"username": username, "api": state.api, "credentials": str(where)})

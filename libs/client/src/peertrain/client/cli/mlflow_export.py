@@ -6,8 +6,14 @@ the SDK, log it with MLflow's client, and attach the final model (``model/final.
 layer graph's spec (``model/graph.json``) and the API's own answers (``job.json``,
 ``metrics.json``, ``config.json``, ``model.json``: the architecture summary).
 
-MLflow's client (``mlflow-skinny``, the extra ``peertrain-client[mlflow]``) is imported
-only when this command runs, so the rest of the CLI works without it.
+The tracking URI is any MLflow takes: a tracking server (``http(s)://``), a database
+(``sqlite:///mlflow.db``; the run's artifacts then go where MLflow puts a new
+experiment's, ``./mlruns``) or a folder (``file:///...`` or a path, which MLflow 3 keeps
+only when told to: the command tells it, as the user named one).
+
+MLflow's client (``mlflow-skinny``, with SQLAlchemy and Alembic for a database: the extra
+``peertrain-client[mlflow]``) is imported only when this command runs, so the rest of
+the CLI works without it.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import typer
 
 from peertrain.client.errors import ApiError, ClientError
 from peertrain.client.sync import Client
-from peertrain.client.tracking import JOB_ID_TAG, TrackedRun, tracked_run
+from peertrain.client.tracking import JOB_ID_TAG, TrackedRun, store_kind, tracked_run
 
 from .output import JsonFlag, echo_json
 from .state import state_of
@@ -35,12 +41,18 @@ __all__ = ["export_job"]
 
 INSTALL_HINT = "pip install 'peertrain-client[mlflow]'"
 # MLflow's HTTP client retries 7 times with a doubling backoff (minutes) before it gives
-# up on a tracking server that is not there; a user who set these keeps theirs.
-_MLFLOW_ENV = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "60"}
+# up on a tracking server that is not there; MLflow 3 refuses a folder as its store
+# unless told the user means it (the user named one). A user who set these keeps theirs.
+_MLFLOW_ENV = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "60",
+    "MLFLOW_ALLOW_FILE_STORE": "true",
+}
 
 
-def _mlflow() -> Any:
-    """The ``mlflow`` module, or one clear line saying how to get it."""
+def _mlflow(uri: str) -> Any:
+    """The ``mlflow`` module, able to write to ``uri``, or one clear line saying how to
+    get what it lacks."""
     for key, value in _MLFLOW_ENV.items():
         os.environ.setdefault(key, value)
     try:
@@ -48,6 +60,15 @@ def _mlflow() -> Any:
         import mlflow.exceptions
     except ImportError as exc:
         raise ClientError(f"exporting to MLflow needs its client: {INSTALL_HINT} ({exc})") from None
+    if store_kind(uri) == "database":
+        try:
+            import alembic  # noqa: F401
+            import sqlalchemy  # noqa: F401
+        except ImportError as exc:
+            raise ClientError(
+                f"exporting to a database ({uri}) needs SQLAlchemy and Alembic beside"
+                f" MLflow's client: {INSTALL_HINT} ({exc})"
+            ) from None
     return mlflow
 
 
@@ -164,7 +185,8 @@ def export_job(
         typer.Option(
             "--mlflow",
             metavar="TRACKING_URI",
-            help="MLflow tracking server (http://host:5000) or any tracking URI MLflow takes.",
+            help="MLflow tracking server (http://host:5000), database (sqlite:///mlflow.db)"
+            " or folder (file:///path/mlruns): any tracking URI MLflow takes.",
         ),
     ],
     experiment: Annotated[
@@ -178,7 +200,7 @@ def export_job(
 ) -> None:
     """Log an ended job to MLflow: its spec as params, per-round and per-peer metrics
     (round as the step), and the final model as an artifact. Prints the run id."""
-    mlflow = _mlflow()  # first: a missing client is said before anything is fetched
+    mlflow = _mlflow(mlflow_uri)  # first: a missing client is said before anything is fetched
     state = state_of(ctx)
     with tempfile.TemporaryDirectory(prefix="peertrain-mlflow-") as tmp:
         with state.client() as pt:

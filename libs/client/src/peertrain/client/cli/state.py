@@ -52,7 +52,7 @@ class CliState:
 
     def token_store(self) -> FileTokenStore:
         """The saved credentials for this API."""
-        return FileTokenStore(self.api, self.config_dir)
+        return FileTokenStore(self.config_dir, api_url=self.api)
 
     def client(self) -> Client:
         """A client with the saved credentials; refreshed tokens are saved back."""

@@ -28,6 +28,7 @@ from peertrain.common.settings import ServiceSettings
 
 from .body_deadline import RequestBodyDeadline
 from .context import ServiceContext
+from .docs import install_docs
 from .errors import install_error_handlers
 from .health import health_router
 from .middleware import NulPathGuard, RequestContextMiddleware
@@ -178,9 +179,10 @@ def create_app(
         version=version,
         lifespan=lifespan,
         openapi_url=f"{prefix}/openapi.json",
-        docs_url=f"{prefix}/docs",
+        docs_url=None,  # FastAPI's pages load their assets from a CDN: ours are served here
         redoc_url=None,
     )
+    install_docs(app, prefix)
     app.state.ctx = None
     install_error_handlers(app)
     app.add_middleware(NulPathGuard)

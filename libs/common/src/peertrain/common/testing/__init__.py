@@ -1,6 +1,7 @@
 """Helpers for tests and benchmarks: services as subprocesses, and the ports they need."""
 
 from .lane import GATEWAY, OFFSET, PROMETHEUS, RABBIT_API, child_env, stack_port
+from .mlflow_server import MlflowServer, MlflowServerFailed
 from .ports import (
     PLATFORM_PORTS,
     PortBusy,
@@ -21,6 +22,8 @@ __all__ = [
     "PLATFORM_PORTS",
     "PROMETHEUS",
     "RABBIT_API",
+    "MlflowServer",
+    "MlflowServerFailed",
     "PortBusy",
     "PortHolder",
     "ServiceProcess",
