@@ -362,9 +362,9 @@ def test_from_outside_only_the_gateway_and_the_peers_doors_are_open(go_tools: Go
     # Everything else: the release's own pods, and Prometheus on the metrics ports.
     for service in SERVICES:
         assert admitted(found[service], 8000) == ["external", "gateway"]
-    assert admitted(found["rabbitmq"], 15672) == ["registry"]
+    assert admitted(found["rabbitmq"], 15672) == ["rabbitmq", "registry"]
     assert admitted(found["rabbitmq"], 25672) == ["rabbitmq"]
-    assert admitted(found["rabbitmq"], 15692) == ["external"]
+    assert admitted(found["rabbitmq"], 15692) == ["external", "rabbitmq"]
     assert admitted(found["mongodb"], 27017) == sorted([*SERVICES, "mongodb", "mongodb-init"])
     assert admitted(found["minio"], 9001) == []
     for closed in ("peer", "mongodb-init", "minio-bucket"):
