@@ -53,7 +53,7 @@ for offset in "${offsets[@]}"; do
       platform=1
       echo "make test: port $port ($name) is held by the running platform (pid $pid; make up / make demo)" >&2
     elif pid=$(port_owner "$port"); then
-      cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-120)
+      cmd=$(tr '\0\n' '  ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-120)
       echo "make test: port $port ($name) is in use by pid $pid ($cmd), not the platform" >&2
     else
       echo "make test: port $port ($name) is in use by another user's process" >&2
