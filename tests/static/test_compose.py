@@ -659,6 +659,22 @@ def prod_model(go_tools: GoTools, tmp_path_factory: pytest.TempPathFactory) -> d
     return model
 
 
+def test_the_development_file_as_compose_loads_it_publishes_on_loopback_only(
+    go_tools: GoTools, tmp_path: Path
+) -> None:
+    """The merged model, as `docker compose config` has it: every published port is
+    bound to 127.0.0.1, whatever syntax the file uses for it."""
+    dump = tmp_path / "dev.json"
+    args = [str(go_tools.compose_check), "-dump", str(dump), "-f", str(COMPOSE)]
+    subprocess.run(args, capture_output=True, timeout=120, cwd=ROOT, env={"PATH": "/usr/bin:/bin"})
+    merged = json.loads(dump.read_text())["services"]
+    published = {n: svc["ports"] for n, svc in merged.items() if svc.get("ports")}
+    assert {"mongo", "rabbitmq", "minio", "gateway", "grafana"} <= set(published)
+    for name, ports in published.items():
+        for port in ports:
+            assert port.get("host_ip") == "127.0.0.1", f"{name} publishes {port} beyond loopback"
+
+
 def test_production_containers_are_read_only_limited_and_checked(
     prod_model: dict[str, Any],
 ) -> None:
