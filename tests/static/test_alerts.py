@@ -48,7 +48,8 @@ def run(promtool: str, *args: str, cwd: Path = ROOT) -> str:
 
 
 def test_promtool_accepts_the_rules(promtool: str) -> None:
-    assert "SUCCESS: 8 rules found" in run(promtool, "check", "rules", str(RULES))
+    found = f"SUCCESS: {len(alert_names())} rules found"
+    assert found in run(promtool, "check", "rules", str(RULES))
 
 
 def test_each_alert_fires_on_what_it_watches_and_only_then(promtool: str) -> None:
