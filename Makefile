@@ -84,7 +84,12 @@ check-helm:
 # problem; the exit status is non-zero when any of them failed. pytest runs in two lanes
 # at once, each on a local stack of its own (deploy/local/test.sh); PYTEST_ARGS=... runs
 # those tests in one lane. On success pytest's summary is the last line (CI reads it).
-test: venv console
+# First, before the venv and the console: refuse within a second when a port the lanes'
+# services need is taken (a platform left up by make up / make demo), saying what to stop
+# (deploy/local/test-preflight.sh). So venv and console are steps here, not prerequisites.
+test:
+	@PYTEST_ARGS="$(PYTEST_ARGS)" bash deploy/local/test-preflight.sh
+	@$(MAKE) --no-print-directory venv console
 	@PYTEST_ARGS="$(PYTEST_ARGS)" bash deploy/local/test.sh
 
 bench-eventlog: venv stack-up

@@ -10,9 +10,11 @@ PROM_DIR="$VAR_DIR/prometheus"
 PROMETHEUS_PIDFILE="$PROM_DIR/prometheus.pid"
 PROMETHEUS_PATTERN="prometheus .*--storage.tsdb.path=$PROM_DIR/data"
 
-# deploy/prometheus/prometheus.yml with every target's port moved to this stack's.
+# deploy/prometheus/prometheus.yml with every target's port moved to this stack's, and
+# the alert rules beside it (its rule_files names alerts.yml).
 prometheus_write_config() {
   mkdir -p "$PROM_DIR"
+  cp "$ROOT/deploy/prometheus/alerts.yml" "$PROM_DIR/alerts.yml"
   perl -pe 's/127\.0\.0\.1:(\d+)/"127.0.0.1:" . ($1 + $ENV{PEERTRAIN_PORT_OFFSET})/ge' \
     "$ROOT/deploy/prometheus/prometheus.yml" >"$PROM_DIR/prometheus.yml"
 }
@@ -32,7 +34,7 @@ prometheus_ready() {
   component_pid prometheus >/dev/null && http_ok "http://127.0.0.1:$PROMETHEUS_PORT/-/ready"
 }
 
-# Pick up edits of prometheus.yml on every `up` (a reload is cheap and harmless).
+# Pick up edits of prometheus.yml and alerts.yml on every `up` (a reload is cheap and harmless).
 prometheus_configure() {
   prometheus_write_config
   curl -fsS -o /dev/null --max-time 5 -X POST "http://127.0.0.1:$PROMETHEUS_PORT/-/reload"

@@ -42,6 +42,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# make test ran it already; again for a direct run of this script.
+bash "$HERE/test-preflight.sh" || exit 1
 bash "$HERE/stack.sh" up || exit 1
 if ((LANES == 2)); then
   lane1_stack=1

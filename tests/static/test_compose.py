@@ -646,6 +646,66 @@ def test_production_gateway_serves_https_with_the_deployers_certificate() -> Non
     assert "https://127.0.0.1:8443/healthz" in gateway["healthcheck"]["test"]
 
 
+@pytest.fixture(scope="module")
+def prod_model(go_tools: GoTools, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """docker-compose.yml with the production override, merged by compose's own loader."""
+    dump = tmp_path_factory.mktemp("prod") / "merged.json"
+    args = [str(go_tools.compose_check), "-dump", str(dump), "-f", str(COMPOSE), "-f", str(PROD)]
+    done = subprocess.run(
+        args, capture_output=True, text=True, timeout=120, cwd=ROOT, env={"PATH": "/usr/bin:/bin"}
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    model: dict[str, Any] = json.loads(dump.read_text())
+    return model
+
+
+def test_the_development_file_as_compose_loads_it_publishes_on_loopback_only(
+    go_tools: GoTools, tmp_path: Path
+) -> None:
+    """The merged model, as `docker compose config` has it: every published port is
+    bound to 127.0.0.1, whatever syntax the file uses for it."""
+    dump = tmp_path / "dev.json"
+    args = [str(go_tools.compose_check), "-dump", str(dump), "-f", str(COMPOSE)]
+    subprocess.run(args, capture_output=True, timeout=120, cwd=ROOT, env={"PATH": "/usr/bin:/bin"})
+    merged = json.loads(dump.read_text())["services"]
+    published = {n: svc["ports"] for n, svc in merged.items() if svc.get("ports")}
+    assert {"mongo", "rabbitmq", "minio", "gateway", "grafana"} <= set(published)
+    for name, ports in published.items():
+        for port in ports:
+            assert port.get("host_ip") == "127.0.0.1", f"{name} publishes {port} beyond loopback"
+
+
+def test_production_containers_are_read_only_limited_and_checked(
+    prod_model: dict[str, Any],
+) -> None:
+    """Every container: a read-only root filesystem with a tmpfs /tmp, CPU and memory
+    limits, and (long-running ones) the healthcheck of docker-compose.yml."""
+    merged = prod_model["services"]
+    assert set(merged) >= {*SERVICES, "gateway", "mongo", "rabbitmq", "minio", "peer"}
+    for name, svc in merged.items():
+        assert svc.get("read_only") is True, f"{name}: root filesystem is writable"
+        assert any(t.split(":")[0] == "/tmp" for t in svc.get("tmpfs") or []), name
+        limits = (svc.get("deploy") or {}).get("resources", {}).get("limits", {})
+        assert float(limits.get("cpus") or 0) > 0, f"{name}: no CPU limit"
+        assert int(limits.get("memory") or 0) > 0, f"{name}: no memory limit"
+        if labels(svc).get(ONE_SHOT_LABEL) != "true":
+            assert svc.get("healthcheck", {}).get("test"), f"{name}: no healthcheck"
+    # what the images write outside their volumes lands on a tmpfs
+    assert "/etc/nginx/conf.d:size=1m" in merged["gateway"]["tmpfs"]
+    assert merged["peer"]["deploy"]["replicas"] == 0
+    [gpu] = merged["peer-cuda"]["deploy"]["resources"]["reservations"]["devices"]
+    assert gpu["capabilities"] == ["gpu"]
+
+
+def test_the_production_env_example_names_every_required_variable() -> None:
+    """deploy/docker/production.env.example lists what the override requires, all empty."""
+    required = set(REQUIRED.findall(PROD.read_text()))
+    example = (DOCKER / "production.env.example").read_text().splitlines()
+    entries = dict(ln.split("=", 1) for ln in example if ln and not ln.startswith("#"))
+    assert set(entries) == required
+    assert all(v == "" for v in entries.values()), "the example must hold no value"
+
+
 # -- the opt-in doors for peers on other machines (docker-compose.remote-peers.yml) ------
 #
 # Loaded with base and production through the same loader; -dump gives the merged model

@@ -9,10 +9,12 @@ rendering.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
+import jsonschema_rs
 import pytest
 import yaml
 
@@ -131,12 +133,27 @@ def test_auth_believes_forwarded_addresses_from_the_proxies_in_front_of_it(
     assert "set_real_ip_from 10.244.0.0/16;" in realip and "192.168" not in realip
 
 
-def test_the_gateway_runs_nginx_unprivileged(go_tools: GoTools) -> None:
+def test_the_gateway_runs_the_image_with_the_console(go_tools: GoTools) -> None:
+    """deploy/docker/gateway.Dockerfile's image (nginx-unprivileged plus the console's
+    build), as compose runs it, at the release's tag: the console answers at /."""
     gateway = find(render(go_tools), "Deployment", "peertrain-gateway")["spec"]["template"]
     [nginx] = gateway["spec"]["containers"]
-    assert nginx["image"].startswith("nginxinc/nginx-unprivileged:")
+    app_version = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
+    assert nginx["image"] == f"peertrain/gateway:{app_version}"
     assert gateway["spec"]["securityContext"]["runAsNonRoot"] is True
     assert [p["containerPort"] for p in nginx["ports"]] == [8080]
+    conf = find(render(go_tools), "ConfigMap", "peertrain-gateway")["data"]["default.conf"]
+    assert "root /usr/share/nginx/console;" in conf
+    dockerfile = (ROOT / "deploy" / "docker" / "gateway.Dockerfile").read_text()
+    assert "COPY --from=build /console /usr/share/nginx/console" in dockerfile
+    for args, image in [
+        (("--set", "image.tag=1.2.3"), "peertrain/gateway:1.2.3"),
+        (("--set", "gateway.image.tag=1.2.4", "--set", "image.registry=r.example"), None),
+    ]:
+        [nginx] = find(render(go_tools, *args), "Deployment", "peertrain-gateway")["spec"][
+            "template"
+        ]["spec"]["containers"]
+        assert nginx["image"] == (image or "r.example/peertrain/gateway:1.2.4")
 
 
 BAD_DECODING = """\
@@ -259,3 +276,206 @@ def test_the_broker_bounds_every_queue_as_the_platform_expects(go_tools: GoTools
     assert (shell, flag) == ("sh", "-c")
     assert set_policies(script) == QUEUE_POLICIES
     assert script.rstrip().endswith("rabbitmq-diagnostics -q check_port_connectivity")
+
+
+def pod_owners(docs: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+    """Every object that runs pods: its component and its pods' labels."""
+    return {
+        d["metadata"]["labels"]["app.kubernetes.io/component"]: d["spec"]["template"]["metadata"][
+            "labels"
+        ]
+        for d in docs
+        if d["kind"] in ("Deployment", "StatefulSet", "Job")
+    }
+
+
+def policies(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """NetworkPolicy specs by the component their podSelector picks."""
+    found = {}
+    for d in docs:
+        if d["kind"] == "NetworkPolicy":
+            labels = d["spec"]["podSelector"]["matchLabels"]
+            found[labels["app.kubernetes.io/component"]] = d["spec"]
+    return found
+
+
+def admitted(spec: dict[str, Any], port: int) -> list[str] | None:
+    """Components a policy admits on ``port`` (``None``: any source; "external" for a
+    namespace or address block)."""
+    sources: list[str] = []
+    for rule in spec.get("ingress", []):
+        if port not in [p["port"] for p in rule.get("ports", [])]:
+            continue
+        if "from" not in rule:
+            return None
+        for peer in rule["from"]:
+            if "podSelector" in peer and "namespaceSelector" not in peer:
+                sources.append(peer["podSelector"]["matchLabels"]["app.kubernetes.io/component"])
+            else:
+                sources.append("external")
+    return sorted(sources)
+
+
+def reached(spec: dict[str, Any]) -> dict[int, list[str]]:
+    """Ports a policy's egress allows, each with the components it may reach there."""
+    out: dict[int, list[str]] = {}
+    for rule in spec.get("egress", []):
+        for port in rule["ports"]:
+            out.setdefault(port["port"], []).extend(
+                peer["podSelector"]["matchLabels"]["app.kubernetes.io/component"]
+                if "podSelector" in peer
+                else "external"
+                for peer in rule.get("to", [])
+            )
+    return {p: sorted(set(c)) for p, c in out.items()}
+
+
+SERVICES = ["aggregator", "auth", "dataset", "orchestrator", "registry"]
+
+
+def test_every_pod_of_the_release_has_a_network_policy(go_tools: GoTools) -> None:
+    for args in [(), ("-f", str(ROOT / "deploy" / "helm" / "values-production.yaml"))]:
+        docs = render(go_tools, *args)
+        owners = pod_owners(docs)
+        found = policies(docs)
+        assert set(owners) == set(found), set(owners) ^ set(found)
+        for component, labels in owners.items():
+            selector = next(
+                d["spec"]["podSelector"]["matchLabels"]
+                for d in docs
+                if d["kind"] == "NetworkPolicy"
+                and d["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/component"]
+                == component
+            )
+            assert selector.items() <= labels.items(), component
+            assert "Ingress" in found[component]["policyTypes"]
+    assert not policies(render(go_tools, "--set", "networkPolicy.enabled=false"))
+
+
+def test_from_outside_only_the_gateway_and_the_peers_doors_are_open(go_tools: GoTools) -> None:
+    found = policies(render(go_tools))
+    # From anywhere by default: the gateway (the ingress controller), and the peers'
+    # doors, AMQP and S3 (presigned URLs).
+    assert admitted(found["gateway"], 8080) is None
+    assert admitted(found["rabbitmq"], 5672) is None
+    assert admitted(found["minio"], 9000) is None
+    # Everything else: the release's own pods, and Prometheus on the metrics ports.
+    for service in SERVICES:
+        assert admitted(found[service], 8000) == ["external", "gateway"]
+    assert admitted(found["rabbitmq"], 15672) == ["rabbitmq", "registry"]
+    assert admitted(found["rabbitmq"], 25672) == ["rabbitmq"]
+    assert admitted(found["rabbitmq"], 15692) == ["external", "rabbitmq"]
+    assert admitted(found["mongodb"], 27017) == sorted([*SERVICES, "mongodb", "mongodb-init"])
+    assert admitted(found["minio"], 9001) == []
+    for closed in ("peer", "mongodb-init", "minio-bucket"):
+        assert found[closed].get("ingress", []) == [], closed
+    # Prometheus's namespace is the one named in the values.
+    [prometheus] = [
+        peer
+        for rule in found["auth"]["ingress"]
+        for peer in rule["from"]
+        if "namespaceSelector" in peer
+    ]
+    assert prometheus["namespaceSelector"]["matchLabels"] == {
+        "kubernetes.io/metadata.name": "monitoring"
+    }
+
+
+def test_the_peers_doors_can_be_narrowed_to_the_peers_addresses(go_tools: GoTools) -> None:
+    found = policies(
+        render(
+            go_tools,
+            "--set", "networkPolicy.peerDoorsFrom[0].ipBlock.cidr=198.51.100.0/24",
+            "--set", "networkPolicy.gatewayFrom[0].namespaceSelector.matchLabels.name=ingress",
+        )
+    )  # fmt: skip
+    assert admitted(found["rabbitmq"], 5672) == sorted([*SERVICES, "external", "peer"])
+    assert admitted(found["minio"], 9000) == sorted(
+        ["aggregator", "dataset", "orchestrator", "external", "external", "minio", "minio-bucket",
+         "peer"]
+    )  # fmt: skip
+    assert admitted(found["gateway"], 8080) == ["external", "peer"]
+
+
+def test_each_service_reaches_only_the_stores_it_uses(go_tools: GoTools) -> None:
+    """All five use MongoDB and RabbitMQ; the registry RabbitMQ's management API (peer
+    users); S3 only the services whose app keeps blobs (auth and the registry pass
+    use_blobs=False)."""
+    found = policies(render(go_tools))
+    dns = {53: ["external"]}
+    stores = {27017: ["mongodb"], 5672: ["rabbitmq"]}
+    assert reached(found["auth"]) == dns | stores
+    assert reached(found["registry"]) == dns | stores | {15672: ["rabbitmq"]}
+    for blobs in ("dataset", "orchestrator", "aggregator"):
+        assert reached(found[blobs]) == dns | stores | {9000: ["minio"]}, blobs
+    assert reached(found["gateway"]) == dns | {8000: SERVICES}
+    for service in ("auth", "registry"):
+        app = (ROOT / "services" / service / "src" / "peertrain" / service / "app.py").read_text()
+        assert "use_blobs=False" in app, service
+
+
+def values(*files: str) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+
+    def merge(into: dict[str, Any], new: dict[str, Any]) -> None:
+        for key, value in new.items():
+            if isinstance(value, dict) and isinstance(into.get(key), dict):
+                merge(into[key], value)
+            else:
+                into[key] = value
+
+    for f in files:
+        merge(merged, yaml.safe_load(Path(f).read_text()))
+    return merged
+
+
+def test_the_values_schema_validates_the_shipped_values_and_refuses_bad_ones(
+    go_tools: GoTools,
+) -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    validator = jsonschema_rs.Draft7Validator(schema)
+    default = str(CHART / "values.yaml")
+    production = str(ROOT / "deploy" / "helm" / "values-production.yaml")
+    assert validator.is_valid(values(default))
+    assert validator.is_valid(values(default, production))
+    for setting, where in [
+        ("peers.device=tpu", "/peers/device"),
+        ("rabbitmq.image.tag=latest", "/rabbitmq/image/tag"),
+        ("services.auth.replica=2", "/services/auth"),
+        ("storeAntiAffinity=maybe", "/storeAntiAffinity"),
+        ("minio.replicas=2", "/minio/replicas"),
+        ("typo=1", "'typo' not allowed"),
+    ]:
+        done = subprocess.run(
+            [str(go_tools.helm), "template", "peertrain", str(CHART), "--set", setting, *VERSION],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode != 0, setting
+        assert "don't meet the specifications of the schema" in done.stderr, done.stderr
+        assert where in done.stderr, done.stderr
+
+
+def test_the_clustered_stores_spread_over_nodes(go_tools: GoTools) -> None:
+    for args, kind in [
+        ((), "preferredDuringSchedulingIgnoredDuringExecution"),
+        (("-f", str(ROOT / "deploy" / "helm" / "values-production.yaml")),
+         "requiredDuringSchedulingIgnoredDuringExecution"),
+    ]:  # fmt: skip
+        docs = render(go_tools, *args)
+        for store in ("rabbitmq", "mongodb", "minio"):
+            pod = find(docs, "StatefulSet", f"peertrain-{store}")["spec"]["template"]
+            [term] = pod["spec"]["affinity"]["podAntiAffinity"][kind]
+            term = term.get("podAffinityTerm", term)
+            assert term["topologyKey"] == "kubernetes.io/hostname"
+            assert term["labelSelector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+
+
+def test_the_chart_ships_the_alert_rules(go_tools: GoTools) -> None:
+    rules = find(render(go_tools), "ConfigMap", "peertrain-alerts")
+    assert rules["metadata"]["labels"]["prometheus_rule"] == "1"
+    assert (
+        rules["data"]["alerts.yml"] == (ROOT / "deploy" / "prometheus" / "alerts.yml").read_text()
+    )

@@ -111,3 +111,44 @@ spec:
       requests:
         storage: {{ .storage.size }}
 {{- end -}}
+
+{{/* A clustered store's members on different nodes (storeAntiAffinity): "hard" refuses
+to schedule two on one node, "soft" prefers not to (a cluster with fewer nodes than
+members still runs). */}}
+{{- define "peertrain.antiAffinity" -}}
+podAntiAffinity:
+  {{- if eq .root.Values.storeAntiAffinity "hard" }}
+  requiredDuringSchedulingIgnoredDuringExecution:
+    - topologyKey: kubernetes.io/hostname
+      labelSelector:
+        matchLabels:
+          {{- include "peertrain.selectorLabels" . | nindent 10 }}
+  {{- else }}
+  preferredDuringSchedulingIgnoredDuringExecution:
+    - weight: 100
+      podAffinityTerm:
+        topologyKey: kubernetes.io/hostname
+        labelSelector:
+          matchLabels:
+            {{- include "peertrain.selectorLabels" . | nindent 12 }}
+  {{- end }}
+{{- end -}}
+
+{{/* NetworkPolicy peers: the release's pods of each of .components. */}}
+{{- define "peertrain.npPods" -}}
+{{- $root := .root -}}
+{{- range .components }}
+- podSelector:
+    matchLabels:
+      {{- include "peertrain.selectorLabels" (dict "root" $root "component" .) | nindent 6 }}
+{{- end }}
+{{- end -}}
+
+{{/* A NetworkPolicy egress rule: DNS (networkPolicy.dnsTo). */}}
+{{- define "peertrain.npDns" -}}
+- ports: [{port: 53, protocol: UDP}, {port: 53, protocol: TCP}]
+  {{- with .Values.networkPolicy.dnsTo }}
+  to:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end -}}
