@@ -20,6 +20,13 @@ export const datasetsView: View = async (root) => {
   );
 };
 
+/** Rows past which a table scrolls in a box of its own (a 31-column schema). */
+const OPEN_UP_TO = 12;
+
+/** A table in a box that scrolls sideways, and downwards when it is long (its head stays). */
+const tall = (head: string[], rows: Parameters<typeof table>[1], attrs: Parameters<typeof table>[2]): HTMLElement =>
+  rows.length > OPEN_UP_TO ? h("div", { class: "scroll" }, table(head, rows, attrs, false)) : table(head, rows, attrs);
+
 export const datasetView: View = async (root, [id]) => {
   const d = await get<Dataset>(`/api/datasets/${id}`);
   const preview = d.status === "validated" ? await get<Preview>(`/api/datasets/${id}/preview`).catch(() => null) : null;
@@ -36,7 +43,7 @@ export const datasetView: View = async (root, [id]) => {
     d.error ? h("p", { class: "error" }, `${d.error.code ?? "rejected"}: ${d.error.message ?? ""}`) : null,
     h("h2", {}, "Schema"),
     d.schema
-      ? table(
+      ? tall(
           ["column", "type", "missing", "details"],
           d.schema.map((c) => {
             const { name, type, missing, ...rest } = c;
@@ -54,7 +61,7 @@ export const datasetView: View = async (root, [id]) => {
         )
       : h("p", { class: "muted" }, "–"),
     h("h2", {}, "Preview"),
-    preview ? table(preview.columns, preview.rows.map((r) => r.map((c) => (c === null ? "" : String(c)))), { "data-testid": "preview" }) : h("p", { class: "muted" }, "–"),
+    preview ? tall(preview.columns, preview.rows.map((r) => r.map((c) => (c === null ? "" : String(c)))), { "data-testid": "preview" }) : h("p", { class: "muted" }, "–"),
   );
 };
 

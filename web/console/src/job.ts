@@ -266,6 +266,13 @@ export const jobView: View = async (root, [jobId], alive) => {
 
 const EVENTS_PAGE = 50;
 
+/** An event's payload: one line, cut short, that opens onto the whole of it. */
+function eventData(data: Record<string, unknown>): HTMLElement {
+  const line = JSON.stringify(data);
+  if (line.length <= 140) return h("code", {}, line);
+  return h("details", {}, h("summary", {}, h("code", {}, line.slice(0, 140) + "…")), h("pre", {}, JSON.stringify(data, null, 2)));
+}
+
 /** The job's events in log order, EVENTS_PAGE at a time (the page on screen is re-read
  * while polling: a running job's last page grows). */
 export const eventsView: View = async (root, [jobId], alive) => {
@@ -295,7 +302,14 @@ export const eventsView: View = async (root, [jobId], alive) => {
       pager,
       table(
         ["#", "time", "type", "by", "data"],
-        page.items.map((e, i) => [offset + i + 1, when(e.occurred_at), h("code", {}, e.type), e.actor ?? e.producer, h("code", {}, JSON.stringify(e.data))]),
+        page.items.map((e, i) => [
+          offset + i + 1,
+          when(e.occurred_at),
+          h("code", { class: "nowrap" }, e.type),
+          // an actor is an account or peer id: its last characters tell them apart
+          e.actor ? h("code", { title: e.actor }, `…${e.actor.slice(-8)}`) : e.producer,
+          eventData(e.data),
+        ]),
         { "data-testid": "events" },
       ),
     );
