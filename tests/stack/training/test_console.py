@@ -194,6 +194,7 @@ async def test_console_shows_a_real_jobs_curve_growing_and_downloads_its_model(
     assert result["download_head"] == "PK" and result["download_bytes"] > 1000, result
     # The jobs list showed the job arrive and change, without a reload.
     assert len(result["list_states"]) >= 2, result["list_states"]
+    assert result["hidden_paused"], result  # a hidden tab waits, a shown one polls again
     assert result["reload_kept_session"], result
     # Axes: accuracy 0 to 1, loss from 0 (to a nice tick); each peer's training curve.
     axes = result["axes"]

@@ -31,13 +31,16 @@ const routes: Array<[RegExp, View]> = [
 const app = document.getElementById("app")!;
 let generation = 0;
 
-/** Resolves once the tab is visible (at once when it is). */
+/** Resolves once the tab is visible (at once when it is). While it waits, the page's
+ * <html> carries data-polling="paused" (the browser test watches it). */
 function shown(): Promise<void> {
   if (!document.hidden) return Promise.resolve();
+  document.documentElement.dataset.polling = "paused";
   return new Promise((resolve) => {
     const on = (): void => {
       if (document.hidden) return;
       document.removeEventListener("visibilitychange", on);
+      delete document.documentElement.dataset.polling;
       resolve();
     };
     document.addEventListener("visibilitychange", on);

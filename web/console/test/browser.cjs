@@ -85,6 +85,20 @@ async function main() {
       if (text !== null && listStates[listStates.length - 1] !== text) listStates.push(text);
     }
     await shot("jobs");
+    // A hidden tab stops polling (the loop waits, marked on <html>), and a shown one goes on
+    // with a new request at once. (Headless Chromium's tab is never hidden: say it is.)
+    const setHidden = (hidden) =>
+      page.evaluate((hidden) => {
+        Object.defineProperty(document, "hidden", { value: hidden, configurable: true });
+        document.dispatchEvent(new Event("visibilitychange"));
+      }, hidden);
+    await setHidden(true);
+    await page.waitForSelector("html[data-polling=paused]");
+    const [resumed] = await Promise.all([
+      page.waitForRequest((r) => new URL(r.url()).pathname === "/api/jobs"),
+      setHidden(false),
+    ]);
+    const hiddenPaused = Boolean(resumed) && (await page.$("html[data-polling=paused]")) === null;
     await page.click(`a[href='#/jobs/${jobId}']`);
 
     // Watch the curve: data-points is how many rounds' points it draws.
@@ -233,6 +247,7 @@ async function main() {
     say({
       seen,
       list_states: listStates,
+      hidden_paused: hiddenPaused,
       reload_kept_session: reloadKept,
       axes,
       lineage: lineageText,
