@@ -174,9 +174,8 @@ export async function request(path: string, init: RequestInit = {}): Promise<Res
 
 /** A JSON POST (its answer's body, parsed). */
 export async function post<T>(path: string, body?: unknown): Promise<T> {
-  const init: RequestInit = { method: "POST" };
-  if (body !== undefined) init.headers = { "Content-Type": "application/json" };
-  if (body !== undefined) init.body = JSON.stringify(body);
+  const init: RequestInit =
+    body === undefined ? { method: "POST" } : { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) };
   return (await request(path, init)).json() as Promise<T>;
 }
 
