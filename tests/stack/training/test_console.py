@@ -1,13 +1,19 @@
 """The web console in real headless Chromium, against the real stack, through a real job.
 
-A person's path: log in with the form, open the job from the jobs list, watch its accuracy
-curve gain points round by round, download the model with the page's button; then the
-compare, peers and dataset pages. The browser is Debian's ``chromium`` driven by the npm
-package ``playwright-core`` (``web/console/test/browser.cjs``); the console is the build
-the gateway serves (``make console``). Kept cheap: a 2,000-row table, 2 peers, 3 rounds
+A person's path: log in with the form, see the job arrive on the open jobs list and change
+state there, open it, watch its accuracy curve gain points round by round (accuracy axis 0
+to 1, loss from 0), reload (still logged in), download the model with the page's button,
+rerun it under the same name and cancel the rerun, read the rerun's events, compare the
+two (the legend tells them apart by their ids' ends), have the server check a new job as
+the form is filled in, upload a 31-column table through the upload page (the page stays
+as wide as the window); then the peers and dataset pages. The browser is Debian's
+``chromium`` driven by the npm package ``playwright-core`` (``web/console/test/browser.cjs``);
+the console is the build the gateway serves (``make console``). Kept cheap: a 2,000-row
+table, 2 peers, 3 rounds
 of a small MLP (3 local epochs, so that a round lasts long enough to be seen); then one
 round of a residual MLP given as a layer graph of 170 nodes, whose architecture table must
-stay usable. The screenshot of the job page is kept (the test prints its paths).
+stay usable. The screenshots are kept (the job page's as ``console-screenshot.png``; the
+test prints every path).
 """
 
 from __future__ import annotations
@@ -62,6 +68,16 @@ def _table_csv(rows: int = 2000, seed: int = 3) -> bytes:
     return out.getvalue().encode()
 
 
+def _wide_csv(rows: int = 300, columns: int = 30, seed: int = 4) -> bytes:
+    """``columns`` numeric columns and a label: a preview far wider than the window."""
+    rng = np.random.default_rng(seed)
+    out = io.StringIO()
+    out.write(",".join(f"measurement_{i:02d}" for i in range(columns)) + ",label\n")
+    for row in rng.normal(0, 1000, (rows, columns)):
+        out.write(",".join(f"{v:.6f}" for v in row) + f",{'yes' if row[0] > 0 else 'no'}\n")
+    return out.getvalue().encode()
+
+
 def _job(dataset_id: str, peers: list[str]) -> dict[str, Any]:
     return {
         "name": "console-mlp",
@@ -103,6 +119,8 @@ async def test_console_shows_a_real_jobs_curve_growing_and_downloads_its_model(
     )
     peers = [platform.peer(f"p{i}").peer_id for i in range(2)]
     await peers_active(platform, peers)
+    wide_csv = tmp_path / "wide.csv"
+    wide_csv.write_bytes(_wide_csv())
 
     env = {
         **os.environ,
@@ -112,6 +130,7 @@ async def test_console_shows_a_real_jobs_curve_growing_and_downloads_its_model(
         "ROUNDS": str(ROUNDS),
         "OUT_DIR": str(tmp_path),
         "CHROMIUM": chromium,
+        "WIDE_CSV": str(wide_csv),
         "CONSOLE_NODE_MODULES": modules,
     }
     browser = subprocess.Popen(
@@ -132,6 +151,7 @@ async def test_console_shows_a_real_jobs_curve_growing_and_downloads_its_model(
         browser.stdin.flush()
         want = json.loads(browser.stdout.readline() or "{}")
         assert want.get("want_graph"), (tmp_path / "browser.err").read_text()[-4000:]
+        rerun = await finished(platform, want["rerun_id"])
         graph_job = {
             **_job(dataset_id, peers),
             "name": "console-graph",
@@ -159,7 +179,7 @@ async def test_console_shows_a_real_jobs_curve_growing_and_downloads_its_model(
                 "job": job_id,
                 "seen": result["seen"],
                 "screenshot": str(stable),
-                "test_screenshot": result["screenshot"],
+                "test_screenshots": result["screenshots"],
             }
         )
     )
@@ -172,6 +192,34 @@ async def test_console_shows_a_real_jobs_curve_growing_and_downloads_its_model(
     assert seen == sorted(seen) and seen[-1] == ROUNDS, seen
     assert len({n for n in seen if n > 0}) >= 2, seen
     assert result["download_head"] == "PK" and result["download_bytes"] > 1000, result
+    # The jobs list showed the job arrive and change, without a reload.
+    assert len(result["list_states"]) >= 2, result["list_states"]
+    assert result["hidden_paused"], result  # a hidden tab waits, a shown one polls again
+    assert result["reload_kept_session"], result
+    # Axes: accuracy 0 to 1, loss from 0 (to a nice tick); each peer's training curve.
+    axes = result["axes"]
+    assert (axes["curve-accuracy"]["y0"], axes["curve-accuracy"]["y1"]) == (0, 1), axes
+    assert axes["curve-loss"]["y0"] == 0 and axes["curve-loss"]["y1"] > 0, axes
+    assert axes["peer-loss"]["points"] == ROUNDS * 3, axes  # every local epoch of a peer
+    assert dataset_id in result["lineage"] and "v3" in result["lineage"], result["lineage"]
+    # The rerun: the same spec and name, cancelled from its page; its events say so.
+    assert rerun["state"] == "cancelled" and rerun["name"] == "console-mlp", rerun
+    assert rerun["model"] == job["model"] and rerun["peers"] == job["peers"], rerun
+    assert result["cancel_disabled"]
+    assert "job.created" in result["event_types"], result["event_types"]
+    assert "job.cancelled" in result["event_types"], result["event_types"]
+    # Two jobs of one name: each legend entry ends with the shortest distinct end of its id.
+    legend = result["legend"]
+    assert len(set(legend)) == 2 and all(e.startswith("console-mlp …") for e in legend), legend
+    for entry, jid in zip(legend, [job_id, result["rerun_id"]], strict=True):
+        assert jid.endswith(entry.rpartition("…")[2]), (entry, jid)
+    assert result["compare_axes"]["accuracy"] == [0, 1], result["compare_axes"]
+    assert result["compare_axes"]["loss"][0] == 0, result["compare_axes"]
+    assert result["dry_run"].startswith("valid: it would run on 2 peer"), result["dry_run"]
+    # The 31-column table: its preview scrolls in its box, the page does not.
+    wide = result["wide"]
+    assert wide["columns"] == 31 and wide["box_scrolls"], wide
+    assert wide["page_width"] <= wide["window_width"], wide
     assert result["compare_points"] == ROUNDS
     assert all(p[-8:] in result["job_peers_text"] for p in peers), result["job_peers_text"]
     assert result["config_chars"] > 0

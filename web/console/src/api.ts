@@ -1,7 +1,10 @@
-// The public API, with the user's own login. Tokens live in this module's memory only
-// (never localStorage): a reload means logging in again. The refresh token rotates (each
-// refresh spends it, and presenting a spent one revokes the session), so refreshes take
-// turns: every caller waits on the one refresh in flight, as the SDK's TokenAuth does.
+// The public API, with the user's own login. The access token lives in this module's
+// memory only. The refresh token is also kept in the tab's sessionStorage (never
+// localStorage), so that a reload stays logged in: at start, restore() trades it for a
+// fresh pair. sessionStorage belongs to one tab and ends with it; see docs/console.md for
+// why that is the safe choice here. The refresh token rotates (each refresh spends it, and
+// presenting a spent one revokes the session), so refreshes take turns: every caller
+// waits on the one refresh in flight, as the SDK's TokenAuth does.
 
 export interface Tokens {
   access: string;
@@ -20,6 +23,26 @@ export class ApiError extends Error {
   ) {
     super(message);
   }
+}
+
+/** sessionStorage key of `{refresh, username}`: the tab's session across reloads. */
+const SESSION_KEY = "peertrain.session";
+
+/** An error as one line for the page: the message, then each problem the API named
+ * (`detail`: a 422's `{loc, msg}` items, a 409's peers and problems). */
+export function explain(e: unknown): string {
+  if (!(e instanceof ApiError)) return String(e instanceof Error ? e.message : e);
+  const d = e.detail;
+  const parts: string[] = [];
+  if (Array.isArray(d)) {
+    for (const item of d) {
+      const it = item as { loc?: unknown[]; msg?: string };
+      parts.push(it && it.msg ? `${(it.loc ?? []).filter((x) => x !== "body").join(".")}: ${it.msg}` : JSON.stringify(item));
+    }
+  } else if (d && typeof d === "object") {
+    parts.push(JSON.stringify(d));
+  }
+  return `${e.message} (${e.status} ${e.code})${parts.length ? ": " + parts.join("; ") : ""}`;
 }
 
 let tokens: Tokens | null = null;
@@ -48,6 +71,36 @@ function keep(pair: { access_token: string; refresh_token: string; expires_in?: 
     expiresAt: pair.expires_in ? Date.now() + pair.expires_in * 1000 : 0,
     username,
   };
+  // Only the refresh token (the access token is never written anywhere).
+  try {
+    sessionStorage.setItem(SESSION_KEY, JSON.stringify({ refresh: pair.refresh_token, username }));
+  } catch {
+    /* storage off (a private window's quota): the session then ends with the page */
+  }
+}
+
+function forget(): void {
+  tokens = null;
+  try {
+    sessionStorage.removeItem(SESSION_KEY);
+  } catch {
+    /* nothing kept */
+  }
+}
+
+/** At start: the tab's kept session, renewed (a spent, expired or revoked refresh token
+ * is refused, and the login form shows). Resolves either way. */
+export async function restore(): Promise<void> {
+  let kept: { refresh?: unknown; username?: unknown } | null = null;
+  try {
+    kept = JSON.parse(sessionStorage.getItem(SESSION_KEY) ?? "null");
+  } catch {
+    kept = null;
+  }
+  if (!kept || typeof kept.refresh !== "string" || typeof kept.username !== "string") return;
+  // expiresAt 1: the first request would renew it; refresh() now does so at once.
+  tokens = { access: "", refresh: kept.refresh, expiresAt: 1, username: kept.username };
+  await refresh(tokens).catch(() => undefined);
 }
 
 export async function login(username: string, password: string): Promise<void> {
@@ -63,7 +116,7 @@ export async function login(username: string, password: string): Promise<void> {
 
 export async function logout(): Promise<void> {
   const t = tokens;
-  tokens = null;
+  forget();
   changed();
   if (t) {
     await fetch("/api/auth/logout", {
@@ -85,7 +138,7 @@ function refresh(spent: Tokens): Promise<void> {
         body: JSON.stringify({ refresh_token: spent.refresh }),
       });
       if (!r.ok) {
-        tokens = null; // refused: the session is over, log in again
+        forget(); // refused: the session is over, log in again
         changed();
         throw await errorOf(r);
       }
@@ -116,6 +169,25 @@ export async function request(path: string, init: RequestInit = {}): Promise<Res
     }
     if (!r.ok) throw await errorOf(r);
     return r;
+  }
+}
+
+/** A JSON POST (its answer's body, parsed). */
+export async function post<T>(path: string, body?: unknown): Promise<T> {
+  const init: RequestInit =
+    body === undefined ? { method: "POST" } : { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) };
+  return (await request(path, init)).json() as Promise<T>;
+}
+
+/** A current access token (renewed first when it is about to run out), for a request
+ * fetch() cannot make: an XMLHttpRequest that reports its upload's progress. */
+export async function bearer(): Promise<string> {
+  for (;;) {
+    if (refreshing) await refreshing;
+    const t = tokens;
+    if (!t) throw new ApiError(401, "not_logged_in", "log in first");
+    if (!t.expiresAt || Date.now() + 30_000 < t.expiresAt) return t.access;
+    await refresh(t);
   }
 }
 

@@ -38,7 +38,7 @@ export async function architecture(jobId: string): Promise<HTMLElement> {
       "details",
       { open: m.layers.length <= OPEN_UP_TO, "data-testid": "architecture-details" },
       h("summary", {}, `Layers (${m.layers.length})`),
-      h("div", { class: "scroll" }, table(["name", "op", "output shape", "parameters"], rows, { "data-testid": "architecture-layers" })),
+      h("div", { class: "scroll" }, table(["name", "op", "output shape", "parameters"], rows, { "data-testid": "architecture-layers" }, false)),
     ),
   );
 }

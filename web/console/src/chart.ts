@@ -1,6 +1,8 @@
 // Line charts drawn as SVG by hand: one or more series of (x, y) points on shared axes.
-// The chart element carries data-points (the most rounds any series has a point for) so
-// that a test can watch a curve grow.
+// The y axis runs between "nice" ticks (steps of 1, 2 or 5 times a power of ten), from a
+// fixed end where the quantity has one (accuracy: 0 to 1; loss: from 0). The chart element
+// carries data-points (the most rounds any series has a point for) so that a test can
+// watch a curve grow, and data-y0/data-y1 (the y axis' ends).
 
 const NS = "http://www.w3.org/2000/svg";
 export const COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4b5563"];
@@ -17,15 +19,40 @@ function svg(tag: string, attrs: Record<string, string | number>, text?: string)
   return el;
 }
 
-function ticks(lo: number, hi: number, n: number): number[] {
-  if (hi === lo) return [lo];
-  return Array.from({ length: n + 1 }, (_, i) => lo + ((hi - lo) * i) / n);
+/** The step of about `n` intervals over `span`: 1, 2 or 5 times a power of ten. */
+export function niceStep(span: number, n: number): number {
+  const raw = span / n;
+  const k = 10 ** Math.floor(Math.log10(raw));
+  const f = raw / k;
+  return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * k;
 }
+
+/** Ticks at multiples of a nice step, from the one at or below `lo` to the one at or above
+ * `hi`, and how many decimals their labels need. */
+export function niceTicks(lo: number, hi: number, n = 5): { ticks: number[]; digits: number } {
+  if (!(hi > lo)) [lo, hi] = [lo - 0.5, hi + 0.5];
+  const step = niceStep(hi - lo, n);
+  const digits = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
+  const first = Math.floor(lo / step + 1e-9), last = Math.ceil(hi / step - 1e-9);
+  const ticks = Array.from({ length: last - first + 1 }, (_, i) => Number(((first + i) * step).toFixed(digits)));
+  return { ticks, digits };
+}
+
+/** How a point's x reads in its tooltip (whole rounds as they are). */
+const xText = (x: number): string => (Number.isInteger(x) ? String(x) : x.toFixed(2));
 
 export function lineChart(
   title: string,
   series: Series[],
-  opts: { width?: number; height?: number; xLabel?: string; testid?: string } = {},
+  opts: {
+    width?: number;
+    height?: number;
+    xLabel?: string;
+    testid?: string;
+    /** Fixed ends of the y axis (accuracy: 0 and 1; loss: 0); the data decides the rest. */
+    yMin?: number;
+    yMax?: number;
+  } = {},
 ): HTMLElement {
   const W = opts.width ?? 520, H = opts.height ?? 260;
   const m = { l: 52, r: 12, t: 24, b: 34 };
@@ -43,19 +70,21 @@ export function lineChart(
     root.append(svg("text", { x: W / 2, y: H / 2, "text-anchor": "middle" }, "no points yet"));
     return box;
   }
-  let [x0, x1] = [Math.min(...all.map((p) => p[0])), Math.max(...all.map((p) => p[0]))];
-  let [y0, y1] = [Math.min(...all.map((p) => p[1])), Math.max(...all.map((p) => p[1]))];
+  // Whole rounds at the x axis' ends (a peer's epochs fall between them).
+  let [x0, x1] = [Math.floor(Math.min(...all.map((p) => p[0]))), Math.ceil(Math.max(...all.map((p) => p[0])))];
   if (x0 === x1) [x0, x1] = [x0 - 1, x1 + 1];
-  if (y0 === y1) [y0, y1] = [y0 - 0.5, y1 + 0.5];
-  const pad = (y1 - y0) * 0.05;
-  [y0, y1] = [y0 - pad, y1 + pad];
+  const ys = all.map((p) => p[1]);
+  const { ticks: yTicks, digits } = niceTicks(opts.yMin ?? Math.min(...ys), opts.yMax ?? Math.max(...ys), 5);
+  const [y0, y1] = [yTicks[0], yTicks[yTicks.length - 1]];
+  box.dataset.y0 = String(y0);
+  box.dataset.y1 = String(y1);
   const X = (x: number) => m.l + ((x - x0) / (x1 - x0)) * (W - m.l - m.r);
   const Y = (y: number) => H - m.b - ((y - y0) / (y1 - y0)) * (H - m.t - m.b);
-  for (const y of ticks(y0, y1, 4)) {
+  for (const y of yTicks) {
     root.append(svg("line", { x1: m.l, x2: W - m.r, y1: Y(y), y2: Y(y), stroke: "#eef0f3" }));
-    root.append(svg("text", { x: m.l - 6, y: Y(y) + 4, "text-anchor": "end" }, y.toFixed(3)));
+    root.append(svg("text", { x: m.l - 6, y: Y(y) + 4, "text-anchor": "end" }, y.toFixed(digits)));
   }
-  const xs = x1 - x0 <= 12 ? Array.from({ length: x1 - x0 + 1 }, (_, i) => x0 + i) : ticks(x0, x1, 6).map(Math.round);
+  const xs = x1 - x0 <= 12 ? Array.from({ length: x1 - x0 + 1 }, (_, i) => x0 + i) : niceTicks(x0, x1, 6).ticks.filter((x) => x >= x0 && x <= x1);
   for (const x of xs) root.append(svg("text", { x: X(x), y: H - m.b + 16, "text-anchor": "middle" }, String(x)));
   root.append(svg("text", { x: (W + m.l) / 2, y: H - 4, "text-anchor": "middle" }, opts.xLabel ?? "round"));
   root.append(svg("line", { x1: m.l, x2: m.l, y1: m.t, y2: H - m.b, stroke: "#aab" }));
@@ -66,13 +95,14 @@ export function lineChart(
     root.append(svg("path", { d, fill: "none", stroke: color, "stroke-width": 2 }));
     for (const p of s.points) {
       const dot = svg("circle", { cx: X(p[0]), cy: Y(p[1]), r: 3.5, fill: color });
-      dot.append(svg("title", {}, `${s.name}: round ${p[0]}, ${p[1].toFixed(4)}`));
+      dot.append(svg("title", {}, `${s.name}: ${opts.xLabel ?? "round"} ${xText(p[0])}, ${p[1].toFixed(4)}`));
       root.append(dot);
     }
   });
   if (series.length > 1) {
     const legend = document.createElement("div");
     legend.className = "legend";
+    legend.dataset.testid = "legend";
     series.forEach((s, i) => {
       const item = document.createElement("span");
       const sw = document.createElement("i");

@@ -21,14 +21,21 @@ export function append(el: Element, children: Child[]): void {
   }
 }
 
-export function table(head: string[], rows: Child[][], attrs: Attrs = {}): HTMLElement {
-  return h(
+/** A table (attrs on the <table>), in a box of its own that scrolls sideways when the
+ * table is wider than the page (a 31-column preview): the page never is. `boxed` false:
+ * the bare table, for a caller whose own box scrolls (the architecture's). */
+export function table(head: string[], rows: Child[][], attrs: Attrs = {}, boxed = true): HTMLElement {
+  const el = h(
     "table",
     attrs,
     h("thead", {}, h("tr", {}, ...head.map((c) => h("th", {}, c)))),
     h("tbody", {}, ...rows.map((r) => h("tr", {}, ...r.map((c) => h("td", {}, c))))),
   );
+  return boxed ? h("div", { class: "wide" }, el) : el;
 }
+
+/** A command to type, shown as code (never with markup around it). */
+export const cmd = (text: string): HTMLElement => h("code", { class: "cmd" }, text);
 
 export const fmt = (x: number | null | undefined, digits = 4): string =>
   x === null || x === undefined ? "–" : x.toFixed(digits);

@@ -1,11 +1,13 @@
-// The console's shell: log-in form, navigation and a hash router (#/jobs, #/jobs/<id>,
-// #/compare/<id>,<id>, #/peers, #/datasets, #/datasets/<id>). A view that returns a tick
-// function is refreshed by polling it every POLL_MS while it is on screen, until the tick
-// answers false (a finished job).
-import { ApiError, loggedIn, login, logout, onAuthChange } from "./api";
-import { datasetView, datasetsView } from "./datasets";
+// The console's shell: log-in form, navigation and a hash router (#/jobs, #/jobs/new,
+// #/jobs/<id>, #/jobs/<id>/events, #/compare/<id>,<id>, #/peers, #/datasets,
+// #/datasets/new, #/datasets/<id>). A view that returns a tick function is refreshed by
+// polling it every POLL_MS while it is on screen, until the tick answers false (a
+// finished job); a hidden tab does not poll (it picks up again when shown).
+import { ApiError, loggedIn, login, logout, onAuthChange, restore } from "./api";
+import { datasetView, datasetsView, uploadView } from "./datasets";
 import { h } from "./dom";
-import { jobView } from "./job";
+import { eventsView, jobView } from "./job";
+import { newJobView } from "./jobform";
 import { compareView, jobsView } from "./jobs";
 import { peersView } from "./peers";
 
@@ -15,9 +17,12 @@ export type View = (root: HTMLElement, params: string[], alive: () => boolean) =
 // ?poll_ms= (100..10000) changes the period: the browser test polls fast to see each round.
 const POLL_MS = Math.min(10_000, Math.max(100, Number(new URLSearchParams(location.search).get("poll_ms")) || 1000));
 const routes: Array<[RegExp, View]> = [
+  [/^#\/jobs\/new$/, newJobView],
+  [/^#\/jobs\/([^/]+)\/events$/, eventsView],
   [/^#\/jobs\/([^/]+)$/, jobView],
   [/^#\/compare\/([^/]+)$/, compareView],
   [/^#\/peers$/, peersView],
+  [/^#\/datasets\/new$/, uploadView],
   [/^#\/datasets\/([^/]+)$/, datasetView],
   [/^#\/datasets$/, datasetsView],
   [/^#\/jobs$/, jobsView],
@@ -25,6 +30,22 @@ const routes: Array<[RegExp, View]> = [
 
 const app = document.getElementById("app")!;
 let generation = 0;
+
+/** Resolves once the tab is visible (at once when it is). While it waits, the page's
+ * <html> carries data-polling="paused" (the browser test watches it). */
+function shown(): Promise<void> {
+  if (!document.hidden) return Promise.resolve();
+  document.documentElement.dataset.polling = "paused";
+  return new Promise((resolve) => {
+    const on = (): void => {
+      if (document.hidden) return;
+      document.removeEventListener("visibilitychange", on);
+      delete document.documentElement.dataset.polling;
+      resolve();
+    };
+    document.addEventListener("visibilitychange", on);
+  });
+}
 
 function showError(e: unknown): void {
   const msg = e instanceof ApiError ? `${e.message} (${e.status} ${e.code})` : String(e);
@@ -76,6 +97,7 @@ async function route(): Promise<void> {
     const tick = await view(app, hash.match(re)!.slice(1).map(decodeURIComponent), alive);
     while (tick && alive()) {
       await new Promise((r) => setTimeout(r, POLL_MS));
+      await shown();
       if (!alive()) break;
       try {
         if ((await tick()) === false) break;
@@ -92,6 +114,10 @@ async function route(): Promise<void> {
   }
 }
 
-onAuthChange(() => void route());
-window.addEventListener("hashchange", () => void route());
-void route();
+// A reload keeps the tab's session (api.restore); the page waits for it before routing.
+app.replaceChildren(h("p", { class: "muted" }, "…"));
+void restore().then(() => {
+  onAuthChange(() => void route());
+  window.addEventListener("hashchange", () => void route());
+  void route();
+});

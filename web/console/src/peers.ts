@@ -1,6 +1,6 @@
 // Peers the user may see: status, device, last seen.
 import { all } from "./api";
-import { h, stateEl, table, when } from "./dom";
+import { cmd, h, stateEl, table, when } from "./dom";
 import { Peer } from "./types";
 import type { View } from "./main";
 
@@ -30,7 +30,17 @@ export const peersView: View = async (root, _params, alive) => {
             ]),
             { "data-testid": "peers" },
           )
-        : h("p", { class: "muted" }, "No peers yet: `peertrain peers enroll-token`, then run peertrain-peer."),
+        : h(
+            "p",
+            { class: "muted", "data-testid": "peers-empty" },
+            "No peers yet: ",
+            cmd("peertrain peers enroll-token"),
+            " prints a token; on the peer's machine, ",
+            cmd(`peertrain-peer enroll --api ${location.origin} --token <token>`),
+            " then ",
+            cmd("peertrain-peer run"),
+            ".",
+          ),
     );
   };
   await tick();

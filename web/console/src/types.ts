@@ -28,6 +28,12 @@ export interface Task {
 }
 export interface JobDetail extends JobLine {
   peers: string[];
+  model: Record<string, unknown>;
+  training: Record<string, unknown>;
+  aggregation: Record<string, unknown>;
+  sharding: { strategy?: string; alpha?: number; seed?: number };
+  init_from: { job_id: string; version: number } | null;
+  init_weights: { weights_id: string } | null;
   round: { round: number; attempt: number; state: string } | null;
   tasks: Task[];
   final_version: number | null;
@@ -112,4 +118,21 @@ export interface ModelSummary {
   parameters: number;
   activations: number;
   layers: LayerSummary[];
+}
+/** One event of a job's lineage (`GET /api/jobs/{id}/events`). */
+export interface JobEvent {
+  id: string;
+  type: string;
+  occurred_at: string;
+  stream: string;
+  seq: number;
+  position: number;
+  producer: string;
+  actor: string | null;
+  data: Record<string, unknown>;
+}
+/** One page of a list. */
+export interface Page<T> {
+  items: T[];
+  next_offset: number | null;
 }
