@@ -170,9 +170,9 @@ def root(
 ) -> None:
     """Global options."""
     state = ctx.obj if isinstance(ctx.obj, CliState) else CliState()
-    state.api = resolve_api_url(api)
-    state.debug = debug
     state.config_dir = config_dir or default_config_dir()
+    state.api = resolve_api_url(api, state.config_dir)  # the folder's saved API
+    state.debug = debug
     ctx.obj = state
 
 

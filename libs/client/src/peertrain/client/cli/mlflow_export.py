@@ -35,6 +35,7 @@ from peertrain.client.sync import Client
 from peertrain.client.tracking import JOB_ID_TAG, TrackedRun, store_kind, tracked_run
 
 from .output import JsonFlag, echo_json
+from .shortids import JOB, resolve
 from .state import state_of
 
 __all__ = ["export_job"]
@@ -204,6 +205,7 @@ def export_job(
     state = state_of(ctx)
     with tempfile.TemporaryDirectory(prefix="peertrain-mlflow-") as tmp:
         with state.client() as pt:
+            job_id = resolve(pt, JOB, job_id)  # a short id, as every command takes
             run, files = _read_job(pt, job_id, state.api, Path(tmp))
         with _mlflow_errors(mlflow, mlflow_uri):
             client = mlflow.MlflowClient(tracking_uri=mlflow_uri)
