@@ -27,8 +27,8 @@ IDS = [
 
 
 def run_at(api: FakeApi, cfg: Path, width: int, *args: str):  # type: ignore[no-untyped-def]
-    if FileTokenStore(API, cfg).load() is None:
-        FileTokenStore(API, cfg).save(Tokens("access-1", "refresh-1"))
+    if FileTokenStore(cfg, api_url=API).load() is None:
+        FileTokenStore(cfg, api_url=API).save(Tokens("access-1", "refresh-1"))
     state = CliState(transport=api.transport, poll_interval=0)
     env = {"COLUMNS": str(width), "PEERTRAIN_API": API, "PEERTRAIN_CONFIG_DIR": str(cfg)}
     return CliRunner().invoke(app, list(args), obj=state, env=env)

@@ -19,7 +19,8 @@ API = "http://api.test"
 
 
 def run(api: FakeApi, cfg: Path, *args: str):  # type: ignore[no-untyped-def]
-    FileTokenStore(API, cfg).save(Tokens("access-1", "refresh-1"))
+    FileTokenStore(cfg, api_url=API).save(Tokens("access-1", "refresh-1"))
+    api.known("/api/jobs", "j")  # the job the short id "j" resolves to
     state = CliState(transport=api.transport, poll_interval=0)
     env = {"COLUMNS": "200", "PEERTRAIN_API": API, "PEERTRAIN_CONFIG_DIR": str(cfg)}
     return CliRunner().invoke(app, list(args), obj=state, env=env)
