@@ -21,6 +21,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -192,6 +193,9 @@ async def test_console_shows_a_real_jobs_curve_growing_and_downloads_its_model(
     assert seen == sorted(seen) and seen[-1] == ROUNDS, seen
     assert len({n for n in seen if n > 0}) >= 2, seen
     assert result["download_head"] == "PK" and result["download_bytes"] > 1000, result
+    # the best version: a file named after its version, its sha256 checked in the page
+    assert re.fullmatch(r".+-v\d+\.pt", result["best_name"]) and result["best_bytes"] > 1000, result
+    assert "sha256 checked" in result["best_status"], result
     # The jobs list showed the job arrive and change, without a reload.
     assert len(result["list_states"]) >= 2, result["list_states"]
     assert result["hidden_paused"], result  # a hidden tab waits, a shown one polls again

@@ -131,17 +131,27 @@ function lineage(job: JobDetail, metrics: JobMetrics, children: Array<{ job: Job
   );
 }
 
-async function download(jobId: string, format: "pt" | "safetensors", status: HTMLElement): Promise<void> {
+/** A model file: the final one, or version `version` (a number, or "best"); its bytes
+ * are checked against the server's SHA-256 (`X-Content-SHA256`) before it is saved. */
+async function download(jobId: string, format: "pt" | "safetensors", status: HTMLElement, version?: number | "best"): Promise<void> {
   status.textContent = "downloading…";
   try {
-    const blob = await (await request(`/api/models/${jobId}/final?format=${format}`)).blob();
+    const path = version === undefined ? `/api/models/${jobId}/final` : `/api/models/${jobId}/versions/${version}`;
+    const r = await request(`${path}?format=${format}`);
+    const blob = await r.blob();
+    const expected = r.headers.get("X-Content-SHA256");
+    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", await blob.arrayBuffer()));
+    const actual = Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+    if (expected && expected !== actual) throw new Error(`the download is corrupt (sha256 ${actual}, the server says ${expected}); nothing saved`);
+    const got = r.headers.get("X-Model-Version");
+    const name = version === undefined ? `${jobId}.${format}` : `${jobId}-v${got ?? version}.${format}`;
     const url = URL.createObjectURL(blob);
-    const a = h("a", { href: url, download: `${jobId}.${format}` });
+    const a = h("a", { href: url, download: name });
     document.body.append(a);
     a.click();
     a.remove();
     setTimeout(() => URL.revokeObjectURL(url), 60_000);
-    status.textContent = `${format}: ${blob.size.toLocaleString()} bytes`;
+    status.textContent = `${name}: ${blob.size.toLocaleString()} bytes, sha256 checked`;
   } catch (e) {
     status.textContent = (e as Error).message;
   }
@@ -202,9 +212,13 @@ export const jobView: View = async (root, [jobId], alive) => {
     const pts = [...initial, ...metrics.rounds.map((r) => [r.round, r.loss, r.accuracy] as const)];
     const failed = job.tasks.filter((t) => t.state === "failed" || t.state === "rejected");
     const finalReady = job.final_version !== null;
-    const buttons = (["pt", "safetensors"] as const).map((f) =>
-      h("button", { disabled: !finalReady, "data-testid": `download-${f}`, onclick: () => download(jobId, f, dlStatus) }, `Download ${f}`),
-    );
+    const buttons = [
+      ...(["pt", "safetensors"] as const).map((f) =>
+        h("button", { disabled: !finalReady, "data-testid": `download-${f}`, onclick: () => download(jobId, f, dlStatus) }, `Download ${f}`),
+      ),
+      // any job's best version so far: also of a cancelled or failed job
+      h("button", { disabled: !metrics.rounds.length, "data-testid": "download-best", onclick: () => download(jobId, "pt", dlStatus, "best") }, "Download best .pt"),
+    ];
     put(
       head,
       h("h1", {}, job.name, " ", stateEl(job.state)),

@@ -155,6 +155,12 @@ async function main() {
     const model = path.join(OUT, "model.pt");
     await download.saveAs(model);
     const head = fs.readFileSync(model).subarray(0, 2).toString("latin1");
+    // The best version, by its own button: named after the version the server sent.
+    const [best] = await Promise.all([page.waitForEvent("download"), page.click("[data-testid=download-best]")]);
+    const bestName = best.suggestedFilename();
+    const bestModel = path.join(OUT, bestName);
+    await best.saveAs(bestModel);
+    const bestStatus = await page.textContent("[data-testid=download-status]");
 
     // Rerun under the very same name, then cancel the rerun from its page.
     await page.fill("[data-testid=rerun-name]", await page.evaluate(() => document.querySelector("h1").firstChild.textContent));
@@ -263,6 +269,9 @@ async function main() {
       graph: { ...graph, closed_at_first: closedAtFirst },
       screenshot,
       download_bytes: fs.statSync(model).size,
+      best_name: bestName,
+      best_bytes: fs.statSync(bestModel).size,
+      best_status: bestStatus,
       download_head: head,
       model,
       compare_points: comparePoints,
