@@ -31,9 +31,13 @@ RUN uv venv /opt/venv --python /usr/local/bin/python3 \
 
 FROM python:${PYTHON}
 ARG PEER_DEVICE=cpu
+# NVIDIA_DRIVER_CAPABILITIES: what the NVIDIA container toolkit mounts from the host's
+# driver when the container gets GPUs (--gpus; nvidia/cuda images set the same); the
+# CPU image gets none and ignores it.
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 \
     PEERTRAIN_PEER_CONFIG_DIR=/var/lib/peertrain/peer \
-    PEERTRAIN_PEER_DEVICE=${PEER_DEVICE}
+    PEERTRAIN_PEER_DEVICE=${PEER_DEVICE} \
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility
 RUN groupadd --gid 10001 peertrain \
  && useradd --create-home --uid 10001 --gid 10001 peertrain \
  && mkdir -p /var/lib/peertrain/peer /var/lib/peertrain/identities \
