@@ -14,13 +14,14 @@ MYPYPATH := $(subst $(space),:,$(MYPY_SRCS))
 PYTEST_ARGS ?=
 
 .PHONY: help venv console stack-up stack-down stack-status services-up services-down \
-	services-status up down redrive lint format typecheck test check-helm bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-models bench-idle bench-flower bench-sim demo chaos
+	services-status up down dist redrive lint format typecheck test check-helm bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-models bench-idle bench-flower bench-sim demo chaos
 
 help:
 	@echo "make test            venv + local stack + ruff + mypy + pytest (PYTEST_ARGS=...)"
 	@echo "make up / down       local stack and every service built so far"
 	@echo "make console         the web console's static files (served by the gateway at /)"
 	@echo "make stack-up | stack-down | stack-status"
+	@echo "make dist            the peer's and the CLI's wheels, and their pins, in dist/"
 	@echo "make check-helm      helm lint + template (default, production) + strict k8s.io/api decoding"
 	@echo "make chaos           seeded fault schedule while jobs run (CHAOS_SEED=N)"
 	@echo "make lint | format | typecheck | bench-{eventlog,auth,sharding,heartbeats,aggregate,rounds,models,idle,flower,sim} | demo"
@@ -58,6 +59,12 @@ down:
 	@bash deploy/local/services.sh down
 	@bash deploy/local/stack.sh down
 	@$(ENV) if [[ -d $$VAR_DIR-lane100 ]]; then PEERTRAIN_PORT_OFFSET=100 bash deploy/local/stack.sh down; fi
+
+# Versioned wheels of the peer (peertrain-peer, -ml, -common) and of the CLI/SDK
+# (peertrain-client), with the lock's pins of each one's packages, in dist/
+# (deploy/local/dist.sh; tests/install installs them into clean venvs).
+dist:
+	@bash deploy/local/dist.sh
 
 # Dead-lettered messages back into their queues once the cause is fixed (QUEUES="a b"
 # for some; default every non-empty <queue>.dlq).

@@ -23,22 +23,24 @@ from .claims import (
 )
 from .disabled import DisabledUsers
 from .errors import InsufficientRole, InvalidToken, UnknownSigningKey
-from .keyset import KeySet
 from .messages import TOKEN_HEADER, peer_headers, token_from_headers, verify_message
-from .settings import SecuritySettings
-from .state import SECURITY_EVENT_TYPES, Security
-from .verifier import TokenVerifier
 
 if TYPE_CHECKING:
     from .deps import *  # noqa: F403
     from .install import *  # noqa: F403
+    from .keyset import *  # noqa: F403
+    from .settings import *  # noqa: F403
+    from .state import *  # noqa: F403
     from .telemetry import *  # noqa: F403
+    from .verifier import *  # noqa: F403
 
-# The service side (FastAPI dependencies, installing security into a service, the peer
-# message handler) imports FastAPI, FastStream and the service skeleton. A peer needs
-# only ``peer_headers``, so those modules load on first use of a name they export: a
-# peer starts 0.8 CPU-s sooner.
-_SERVICE_SIDE = ("deps", "install", "telemetry")
+# The service side (settings, key set, verifier, the security state over the event log,
+# FastAPI dependencies, installing security into a service, the peer message handler)
+# imports pydantic-settings, python-jose, PyMongo, FastAPI and FastStream: packages of
+# peertrain-common's ``service`` extra, which a peer does not install. A peer needs only
+# ``peer_headers``, so those modules load on first use of a name they export, lightest
+# first: a peer starts 0.8 CPU-s sooner and imports none of them.
+_SERVICE_SIDE = ("settings", "keyset", "verifier", "state", "deps", "install", "telemetry")
 
 
 def __getattr__(name: str) -> Any:

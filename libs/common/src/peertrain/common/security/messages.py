@@ -9,11 +9,15 @@ subscriber (never a retry: a bad token does not get better).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .claims import ROLE_PEER, Principal
 from .errors import InsufficientRole, InvalidToken
-from .state import Security
+
+if TYPE_CHECKING:
+    # The service side's state (event log, key set): a peer imports this module for
+    # :func:`peer_headers` alone.
+    from .state import Security
 
 __all__ = ["TOKEN_HEADER", "peer_headers", "token_from_headers", "verify_message"]
 
