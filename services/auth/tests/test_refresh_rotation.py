@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from peertrain.auth.domain.refresh import Family, Verdict, judge
+from peertrain.auth.domain.refresh import RACE_GRACE, Family, Verdict, judge
 from peertrain.auth.domain.tokens import (
     digest,
     new_enrollment_token,
@@ -61,3 +61,13 @@ def test_opaque_secrets_are_long_random_and_stored_as_digests() -> None:
     assert len(secret) > 40 and new_peer_secret() != secret
     assert digest(secret) == digest(secret) and len(digest(secret)) == 64
     assert secret not in digest(secret)
+
+
+def test_the_token_just_replaced_is_a_lost_race_for_a_moment_then_reuse() -> None:
+    """Concurrent refreshes with one token: the losers are refused without revoking the
+    winner's family; the same token presented after the grace is reuse."""
+    just = family(rotated_at=NOW - RACE_GRACE / 2)
+    assert judge(just, digest("t2"), NOW) is Verdict.RACED  # the token t3 replaced
+    assert judge(just, digest("t1"), NOW) is Verdict.REUSE  # an older one: reuse
+    assert judge(family(rotated_at=NOW - RACE_GRACE), digest("t2"), NOW) is Verdict.REUSE
+    assert judge(family(), digest("t2"), NOW) is Verdict.REUSE  # no rotation time known

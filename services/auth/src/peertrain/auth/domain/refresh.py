@@ -3,16 +3,25 @@
 A login starts a *family*; each refresh replaces the family's current token with a new
 one and remembers the old digest. Presenting a remembered (already used) token means
 it was copied: the whole family is revoked (OAuth 2.0 Security BCP, section 4.14).
+
+Except within :data:`RACE_GRACE` of its rotation: the token just replaced, presented
+again that soon, is a concurrent refresh by the same client (two tabs, a retry) that
+lost the race, and is refused without revoking the family, so the winner's new tokens
+stay good (the "reuse interval" of common identity providers). It gets no tokens; a
+copy presented later is reuse as before.
 """
 
 from __future__ import annotations
 
 import hmac
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import Enum
 
-__all__ = ["Family", "Verdict", "judge"]
+__all__ = ["RACE_GRACE", "Family", "Verdict", "judge"]
+
+RACE_GRACE = timedelta(seconds=10)
+"""How long after a rotation the replaced token is a lost race, not reuse."""
 
 
 class Verdict(Enum):
@@ -22,6 +31,8 @@ class Verdict(Enum):
     """It is the family's current token: issue a new pair."""
     REUSE = "reuse"
     """It was already used: revoke the family and record the event."""
+    RACED = "raced"
+    """It was replaced moments ago by a concurrent refresh: refuse, revoke nothing."""
     REVOKED = "revoked"
     """The family was revoked (logout, reuse, disabled user)."""
     EXPIRED = "expired"
@@ -40,6 +51,7 @@ class Family:
     expires_at: datetime
     previous: tuple[str, ...] = field(default=())
     revoked: bool = False
+    rotated_at: datetime | None = None
 
 
 def judge(family: Family | None, presented: str, now: datetime) -> Verdict:
@@ -53,5 +65,9 @@ def judge(family: Family | None, presented: str, now: datetime) -> Verdict:
     if hmac.compare_digest(family.current, presented):
         return Verdict.ROTATE
     if any(hmac.compare_digest(old, presented) for old in family.previous):
+        last = family.previous[-1]
+        recent = family.rotated_at is not None and now - family.rotated_at < RACE_GRACE
+        if recent and hmac.compare_digest(last, presented):
+            return Verdict.RACED
         return Verdict.REUSE
     return Verdict.INVALID

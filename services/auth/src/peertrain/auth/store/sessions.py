@@ -36,6 +36,7 @@ def _family(doc: Doc) -> Family:
         expires_at=doc["expires_at"],
         previous=tuple(doc.get("previous", ())),
         revoked=doc.get("revoked_at") is not None,
+        rotated_at=doc.get("rotated_at"),
     )
 
 

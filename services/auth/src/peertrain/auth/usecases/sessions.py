@@ -110,7 +110,8 @@ async def refresh(auth: AuthContext, token: str) -> IssuedTokens:
                 subject=user.id, roles=user.roles, username=user.username
             )
             return IssuedTokens(issued.access_token, issued.expires_in, refresh_token=new_token)
-        # Someone rotated this very token a moment ago: judge again (it is now reuse).
+        # Someone rotated this very token a moment ago: judge again (a lost race, within
+        # the grace; reuse, after it).
     raise InvalidRefreshToken()
 
 
