@@ -141,6 +141,45 @@ async def test_a_first_load_folds_the_other_streams_named_but_versions_its_own(
 
 
 @dataclass
+class Seen:
+    """A state folded from two streams that knows how far it got in each."""
+
+    notes: list[str] = field(default_factory=list)
+    seqs: dict[str, int] = field(default_factory=dict)
+
+
+def _see(state: Seen, event: RecordedEvent) -> Seen:
+    if event.seq <= state.seqs.get(event.stream, 0):
+        return state  # folded already
+    assert isinstance(event.data, DiagnosticPinged)
+    state.notes.append(event.data.note)
+    state.seqs[event.stream] = event.seq
+    return state
+
+
+async def test_after_a_conflict_every_source_is_read_on_in_log_order(memory_log: Any) -> None:
+    # Another writer's event on the own stream follows one on the other stream that this
+    # instance has not folded yet: reading on folds both, in the order the log has them
+    # (a round's accepted update before its close), not the own stream's first.
+    fold = Fold(
+        initial=lambda _s: Seen(),
+        apply=_see,
+        streams=lambda s: (s, f"model:{s[4:]}"),
+        folded=lambda state, source: state.seqs.get(source, 0),
+    )
+    memory_log.write("job:1", [ping("opened")])
+    repo = Repository(memory_log, fold, producer="test")
+    assert (await repo.load("job:1")).state.notes == ["opened"]
+    memory_log.write("model:1", [ping("accepted")])
+    memory_log.write("job:1", [ping("closed")])
+    saved = await repo.execute("job:1", lambda _: [DiagnosticPinged(note="reported")])
+    assert saved.state.notes == ["opened", "accepted", "closed", "reported"]
+    assert saved.state.seqs == {"job:1": 3, "model:1": 1} and saved.loaded.version == 3
+    # nothing new: reading on folds nothing twice
+    assert (await repo.load("job:1", refresh=True)).state.notes == saved.state.notes
+
+
+@dataclass
 class Counter:
     """A mutable state: ``apply`` changes it in place."""
 

@@ -419,12 +419,18 @@ def closed_round(octx: OrchestratorContext) -> list[RecordedEvent]:
     return events
 
 
+def use_log(octx: OrchestratorContext, log: Any) -> None:
+    """Point the instance (and its repository) at another log."""
+    octx.ctx.log = log  # type: ignore[misc]
+    octx.repository.log = log
+
+
 async def test_catch_up_folds_the_jobs_streams_in_log_order() -> None:
     # An instance that folded the job up to its task, then reads on from the log: the
     # update accepted before the round closed counts in that round.
     octx = context()
     log_events = closed_round(octx)
-    octx.ctx.log = Streams(log_events)  # type: ignore[misc]
+    use_log(octx, Streams(log_events))
     job = await catch_up(octx, "j1")
     assert job is not None
     rnd = job.rounds[(1, 1)]
@@ -498,7 +504,7 @@ async def test_a_slow_read_of_a_job_never_delays_lease_renewal() -> None:
     octx = context()
     log_events = closed_round(octx)  # folded up to the task; the log holds more
     slow = SlowStreams(log_events)
-    octx.ctx.log = slow  # type: ignore[misc]
+    use_log(octx, slow)
     leases = Renewals()
     octx.leases = cast(Any, leases)
     owner = Principal("u1", frozenset({ROLE_USER}), "jti", 0, 0)
@@ -514,7 +520,7 @@ async def test_a_slow_read_of_a_job_never_delays_lease_renewal() -> None:
 
 async def test_a_read_during_a_decision_folds_into_a_copy_and_leaves_the_job_alone() -> None:
     octx = context()
-    octx.ctx.log = Streams(closed_round(octx))  # type: ignore[misc]
+    use_log(octx, Streams(closed_round(octx)))
     job = octx.jobs["j1"]
     async with octx.lock:  # a decision is in flight (between its reads and its append)
         seen = await read_on(octx, job)

@@ -69,6 +69,17 @@ def mnist_job(dataset_id: str, peers: list[str], **training: Any) -> dict[str, A
     }
 
 
+def unhappy(rounds: list[dict[str, Any]], events: list[dict[str, Any]]) -> str:
+    """What a round short of updates went through: its peers per round, and every
+    event off the happy path (a lost task, a refusal, a peer leaving, a close's reason)."""
+    odd = ("task.lost", "task.failed", "update.rejected", "peer.excluded", "round.failed")
+    lines = [f"peers per round: {[r['peers'] for r in rounds]}"]
+    for e in events:
+        if e["type"] in odd or (e["type"] == "round.closed" and e["data"]["reason"] != "complete"):
+            lines.append(f"{e['type']}: {json.dumps(e['data'])[:400]}")
+    return "\n".join(lines)
+
+
 async def mnist(platform: Platform) -> str:
     return await dataset(
         platform,
@@ -106,10 +117,10 @@ async def test_mnist_on_four_peers_reaches_093_and_final_pt_reproduces_it(
     assert job["latest"]["accuracy"] == pytest.approx(accuracy)
     # every peer reported its epochs; every round aggregated all four shards
     assert {m["peer_id"] for m in metrics["peers"]} == set(peers)
-    assert all(r["peers"] == 4 for r in rounds)
+    events = await job_events(http, job_id)
+    assert all(r["peers"] == 4 for r in rounds), unhappy(rounds, events)
 
     # the lineage: the job's events tell the whole story
-    events = await job_events(http, job_id)
     types = [e["type"] for e in events]
     for kind in (
         "job.created",

@@ -25,6 +25,7 @@ MODEL_FOLD: Fold[JobState] = Fold(
     initial=lambda stream: JobState(stream.partition(":")[2]),
     apply=_apply,
     streams=lambda stream: (job_stream(stream.partition(":")[2]), stream),
+    folded=lambda state, _job_stream: state.job_seq,
 )
-"""A job as the aggregator sees it, keyed by ``model:<id>``: a first load reads the job
-stream, then the model stream."""
+"""A job as the aggregator sees it, keyed by ``model:<id>``: the job stream and the model
+stream, read (and read on) together, in log order."""

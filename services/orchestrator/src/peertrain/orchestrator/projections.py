@@ -9,10 +9,9 @@ whole log at start-up (:func:`replay`), so replaying and consuming may overlap f
 from __future__ import annotations
 
 import copy
-import heapq
 from datetime import datetime
 
-from peertrain.common.eventlog import Cached
+from peertrain.common.eventlog import Cached, Loaded
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.datasets import (
     DATASET_DELETED,
@@ -21,9 +20,8 @@ from peertrain.common.events.datasets import (
     DATASET_SHARDING_FAILED,
     DATASET_UPLOADED,
     DATASET_VALIDATED,
-    sharding_stream,
 )
-from peertrain.common.events.models import MODEL_EVENT_TYPES, UpdateAccepted, model_stream
+from peertrain.common.events.models import MODEL_EVENT_TYPES, UpdateAccepted
 from peertrain.common.events.peers import PEER_EVENT_TYPES
 from peertrain.common.events.training import JOB_EVENT_TYPES, job_stream
 from peertrain.common.events.weights import WEIGHTS_EVENT_TYPES
@@ -114,23 +112,16 @@ async def catch_up(octx: OrchestratorContext, job_id: str) -> Job | None:
     if job is None:  # a first load folds every stream of the job, in log order
         job = (await octx.repository.load(stream)).state
         return job if job.created is not None else None
-    reads = await _unfolded(octx, job)
-    for event in heapq.merge(*reads, key=lambda e: e.position):
+    for event in await _unfolded(octx, job):
         job.apply(event)
     octx.repository.cache.put(stream, Cached(job, job.version))  # read on: not stale
     return None if job.created is None else job
 
 
-async def _unfolded(octx: OrchestratorContext, job: Job) -> list[list[RecordedEvent]]:
-    """What the job's streams hold past what ``job`` has folded, stream by stream."""
-    job_id = job.job_id
-    reads = [
-        await octx.log.read_stream(job_stream(job_id), after_seq=job.version),
-        await octx.log.read_stream(model_stream(job_id), after_seq=job.model_seq),
-    ]
-    if job.sharded is None and job.sharding_failed is None:
-        reads.append(await octx.log.read_stream(sharding_stream(job_id)))
-    return reads
+async def _unfolded(octx: OrchestratorContext, job: Job) -> list[RecordedEvent]:
+    """What the job's streams hold past what ``job`` has folded, in log order."""
+    stream = job_stream(job.job_id)
+    return await octx.repository.unfolded(Loaded(stream, job, job.version))
 
 
 async def read_on(octx: OrchestratorContext, job: Job) -> Job:
@@ -144,12 +135,12 @@ async def read_on(octx: OrchestratorContext, job: Job) -> Job:
     nothing can be between its reads and its append), else into a copy, which the
     reader gets: a decision never sees its job change under it.
     """
-    reads = await _unfolded(octx, job)
-    if not any(reads):
+    unfolded = await _unfolded(octx, job)
+    if not unfolded:
         return job
     current = octx.jobs.get(job.job_id, job)
     target = copy.deepcopy(current) if octx.lock.locked() else current
-    for event in heapq.merge(*reads, key=lambda e: e.position):
+    for event in unfolded:
         target.apply(event)
     if target is current:
         octx.repository.cache.put(job_stream(job.job_id), Cached(current, current.version))

@@ -36,16 +36,36 @@ class Fold(Generic[S]):
         The streams a first load reads, in order, for an aggregate that also folds
         other streams than its own (the orchestrator's job folds its model and sharding
         streams). Default: the stream alone. Only the stream's own events count for its
-        version; the others are the caller's to keep current afterwards.
+        version.
+    folded
+        For a fold of several streams: how far a state has folded one of its other
+        source streams (the ``seq`` to read on after), or ``None`` when it needs nothing
+        more of it. Reading on (after a conflict, or a stale entry) then reads every
+        source from there and folds them all in log order, as a first load does: a fold
+        may depend on that order (an update accepted before its round closed). Without
+        it, reading on reads the own stream alone.
     """
 
     initial: Callable[[str], S]
     apply: Callable[[S, RecordedEvent], S]
     streams: Callable[[str], Sequence[str]] | None = None
+    folded: Callable[[S, str], int | None] | None = None
 
     def sources(self, stream: str) -> Sequence[str]:
         """The streams to read for a first load of ``stream``."""
         return (stream,) if self.streams is None else self.streams(stream)
+
+    def read_on(self, loaded: Loaded[S]) -> list[tuple[str, int]]:
+        """The streams to read on from for ``loaded``, each with the ``seq`` to read
+        after: its own stream from its version, the others from where ``folded`` says."""
+        on = [(loaded.stream, loaded.version)]
+        if self.folded is None:
+            return on
+        for source in self.sources(loaded.stream):
+            after = None if source == loaded.stream else self.folded(loaded.state, source)
+            if after is not None:
+                on.append((source, after))
+        return on
 
 
 def _seq(_version: int, event: RecordedEvent) -> int:

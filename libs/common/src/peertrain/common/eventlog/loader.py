@@ -138,7 +138,7 @@ class Loader(Generic[S]):
         """
         state, version, own, found = self.fold.initial(stream), 0, [], False
         sources = [await self.log.read_stream(source) for source in self.fold.sources(stream)]
-        for event in heapq.merge(*sources, key=lambda e: e.position):
+        for event in heapq.merge(*sources, key=_position):
             state, found = self.fold.apply(state, event), True
             if event.stream == stream:
                 version = event.seq
@@ -154,9 +154,17 @@ class Loader(Generic[S]):
             self.cache.put(stream, Cached(state, version))
         return Loaded(stream, state, version)
 
+    async def unfolded(self, loaded: Loaded[S]) -> list[RecordedEvent]:
+        """What the log holds past ``loaded``, across its source streams (see
+        :attr:`Fold.folded`), in log order (by position)."""
+        reads = [
+            await self.log.read_stream(source, after_seq=after)
+            for source, after in self.fold.read_on(loaded)
+        ]
+        return reads[0] if len(reads) == 1 else list(heapq.merge(*reads, key=_position))
+
     async def _refresh(self, loaded: Loaded[S]) -> Loaded[S]:
-        events = await self.log.read_stream(loaded.stream, after_seq=loaded.version)
-        return self._merge(loaded, events)
+        return self._merge(loaded, await self.unfolded(loaded))
 
     def _merge(self, basis: Loaded[S], events: Sequence[RecordedEvent]) -> Loaded[S]:
         """Fold events read from the log onto the freshest of ``basis`` and the cached
@@ -173,9 +181,16 @@ class Loader(Generic[S]):
         """``basis`` with the events that follow it; ``False`` if one was missing."""
         state, version = basis.state, basis.version
         for event in events:
+            if event.stream != basis.stream:  # another source: its fold skips what it has
+                state = self.fold.apply(state, event)
+                continue
             if event.seq <= version:
                 continue  # already folded (an idempotent re-append answers what it stored)
             if event.seq != version + 1:
                 return Loaded(basis.stream, state, version), False
             state, version = self.fold.apply(state, event), event.seq
         return Loaded(basis.stream, state, version), True
+
+
+def _position(event: RecordedEvent) -> int:
+    return event.position

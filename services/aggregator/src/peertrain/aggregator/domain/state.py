@@ -95,12 +95,13 @@ class JobState:
     # -- folding ----------------------------------------------------------------------
 
     def apply(self, event: RecordedEvent) -> None:
-        """Fold one event of either stream (in stream order)."""
+        """Fold one event of either stream (in stream order); a job event already folded
+        is skipped (the model stream's are the repository's to skip: its version)."""
         if event.stream.startswith("model:"):
             self.model_seq = max(self.model_seq, event.seq)
             self._apply_model(event)
-        else:
-            self.job_seq = max(self.job_seq, event.seq)
+        elif event.seq > self.job_seq:
+            self.job_seq = event.seq
             self._apply_job(event)
 
     def _apply_job(self, event: RecordedEvent) -> None:

@@ -45,6 +45,13 @@ def _apply(job: Job, event: RecordedEvent) -> Job:
     return job
 
 
+def _folded(job: Job, source: str) -> int | None:
+    if source.startswith("model:"):
+        return job.model_seq
+    # the sharding stream's outcome is all a job keeps of it
+    return None if job.sharded is not None or job.sharding_failed is not None else 0
+
+
 JOB_FOLD: Fold[Job] = Fold(
     initial=lambda stream: Job(_job_id(stream)),
     apply=_apply,
@@ -53,9 +60,10 @@ JOB_FOLD: Fold[Job] = Fold(
         model_stream(_job_id(stream)),
         sharding_stream(_job_id(stream)),
     ),
+    folded=_folded,
 )
-"""A ``job:<id>`` stream folded into its :class:`Job`; a first load also folds the
-job's model and sharding streams."""
+"""A ``job:<id>`` stream folded into its :class:`Job`, with the job's model and sharding
+streams (read on together, in log order: see ``Fold.folded``)."""
 
 
 class JobsCache:
