@@ -12,7 +12,7 @@ Modes:
 ``shape``
     The honest delta with one tensor one row too long.
 ``norm``
-    The honest delta times 100.
+    The honest delta scaled to an L2 norm of 10**7 (over any bound a job has).
 ``flip``
     The honest delta times -20 (the ``storm`` peer's update, with nothing else).
 ``silent``
@@ -86,12 +86,20 @@ class ShapeTrainer(Trainer):
         return state_to_bytes(delta)
 
 
+HUGE_NORM = 1e7
+"""What ``norm`` scales the honest delta to: over the bound sized for any model (three
+times the root of its number of values) up to 10**13 values, and over every bound a
+test job sets."""
+
+
 class NormTrainer(Trainer):
-    """Uploads the honest delta times 100."""
+    """Uploads the honest delta scaled to an L2 norm of :data:`HUGE_NORM`."""
 
     def make_update_bytes(self, task: TaskMessage, result: TrainResult) -> bytes:
+        floats = [v.double() for v in result.delta.values() if v.is_floating_point()]
+        scale = HUGE_NORM / max(float(sum((v * v).sum() for v in floats)) ** 0.5, 1e-12)
         return state_to_bytes(
-            {k: v * 100 if v.is_floating_point() else v for k, v in result.delta.items()}
+            {k: v * scale if v.is_floating_point() else v for k, v in result.delta.items()}
         )
 
 
