@@ -1,27 +1,22 @@
 """The peer's and the CLI's wheels (``make dist``), installed into clean virtual envs.
 
 What a volunteer installs must hold only what a peer uses: peertrain-common without its
-``service`` extra, so none of FastAPI, uvicorn, FastStream, PyMongo, aiobotocore. Each
-install is the wheels ``deploy/local/dist.sh`` builds plus the lock's pins of their
-third-party packages (its ``pylock.*.toml``), from the uv cache the workspace's venv was
-built from: offline, hard-linked, seconds (torch is never downloaded again).
-``uv pip check`` then shows that the wheels' own requirements are met by that set, so a
-``pip install`` of the wheels from an index asks for nothing more.
+``service`` extra, so none of FastAPI, uvicorn, FastStream, PyMongo, aiobotocore. How the
+installs are made: ``wheels.py``. The installed peer and CLI at work against the stack,
+from another machine's network: ``tests/stack/test_remote_peer.py``.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).parent))
+
+from wheels import ROOT, Dist, Installed, build_dist, install_client, install_peer
 
 # Distributions of peertrain-common's `service` extra (and what they bring along).
 SERVICE_SIDE = frozenset(
@@ -45,93 +40,23 @@ SERVICE_MODULES = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Dist:
-    """The built wheels and pins, and the uv that installs them."""
-
-    folder: Path
-    uv: str
-    env: dict[str, str]
-
-
-@dataclass(frozen=True)
-class Installed:
-    """A clean venv holding one install."""
-
-    venv: Path
-    packages: dict[str, str]  # name -> version, as `uv pip list` gives them
-
-    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(self.venv / "bin" / args[0]), *args[1:]],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=self.venv,  # not the checkout: nothing of the workspace on sys.path
-            env={k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}},
-        )
-
-
 def _version(pyproject: str) -> str:
     return str(tomllib.loads((ROOT / pyproject).read_text())["project"]["version"])
 
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
-    """``deploy/local/dist.sh`` into a fresh folder (offline: from the uv cache)."""
-    folder = tmp_path_factory.mktemp("dist")
-    done = subprocess.run(
-        [
-            "bash",
-            "-c",
-            '. deploy/local/env.sh && bash deploy/local/dist.sh "$1" >&2'
-            ' && echo "$UV" && echo "$UV_CACHE_DIR"',
-            "dist",
-            str(folder),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "UV_OFFLINE": "1"},
-    )
-    assert done.returncode == 0, done.stderr
-    uv, cache = done.stdout.split()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "VIRTUAL_ENV"))}
-    # Hard links from the cache: torch and its CUDA libraries are GBs, copying them is not.
-    env |= {"UV_CACHE_DIR": cache, "UV_OFFLINE": "1", "UV_LINK_MODE": "hardlink"}
-    return Dist(folder, uv, env)
-
-
-def _install(dist: Dist, venv: Path, pins: str, wheels: list[str]) -> Installed:
-    def uv(*args: str) -> str:
-        done = subprocess.run(
-            [dist.uv, *args], capture_output=True, text=True, timeout=300, env=dist.env
-        )
-        assert done.returncode == 0, f"uv {' '.join(args)}:\n{done.stderr}"
-        return done.stdout
-
-    uv("venv", "--quiet", "--python", sys.executable, str(venv))
-    python = ("--python", str(venv / "bin" / "python"))
-    uv("pip", "install", "--quiet", *python, "-r", str(dist.folder / pins))
-    found = sorted(str(p) for w in wheels for p in dist.folder.glob(f"{w}-*.whl"))
-    assert len(found) == len(wheels), found
-    uv("pip", "install", "--quiet", *python, "--no-deps", *found)
-    uv("pip", "check", "--quiet", *python)  # every wheel's requirements are met
-    listed = json.loads(uv("pip", "list", *python, "--format", "json"))
-    return Installed(venv, {p["name"]: p["version"] for p in listed})
+    return build_dist(tmp_path_factory.mktemp("dist"))
 
 
 @pytest.fixture(scope="module")
 def peer(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Installed:
-    wheels = ["peertrain_common", "peertrain_ml", "peertrain_peer"]
-    return _install(dist, tmp_path_factory.mktemp("peer") / "venv", "pylock.peer.toml", wheels)
+    return install_peer(dist, tmp_path_factory.mktemp("peer") / "venv")
 
 
 @pytest.fixture(scope="module")
 def client(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Installed:
-    venv = tmp_path_factory.mktemp("client") / "venv"
-    return _install(dist, venv, "pylock.client.toml", ["peertrain_client"])
+    return install_client(dist, tmp_path_factory.mktemp("client") / "venv")
 
 
 def test_peer_install_holds_the_versioned_wheels_and_no_service_side_package(

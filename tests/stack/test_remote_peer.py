@@ -8,6 +8,11 @@ from a throwaway CA that the peer trusts (``SSL_CERT_FILE``). The peer enrolls t
 the public HTTPS address, gets the broker's AMQPS address from the registry and the
 presigned HTTPS URLs from the orchestrator, and trains beside a peer on this machine.
 The public listeners are closed again afterwards (RabbitMQ restarted, nginx reloaded).
+
+What runs on the other machine is what a volunteer and a researcher install: the wheels
+``make dist`` builds, each in a clean venv (``tests/install/wheels.py``). The installed
+``peertrain-peer`` enrolls and trains; the installed ``peertrain`` logs in, uploads the
+data, creates the job, watches it and downloads its model, all through the public door.
 """
 
 from __future__ import annotations
@@ -26,24 +31,24 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
 from peertrain.common.testing import OFFSET, stack_port
 from peertrain.peer.testing import PeerProcess
 
 sys.path.insert(0, str(Path(__file__).parent / "training"))
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1] / "install"))
 
 from remote_machine import NetNamespace, TlsFiles, make_tls
 from training_support import (
     Platform,
-    create_job,
-    dataset,
-    finished,
     job_events,
     peers_active,
     run_platform,
     start_peer,
 )
+from wheels import Installed, build_dist, install_client, install_peer
 
 pytestmark = [pytest.mark.stack]
 
@@ -174,6 +179,38 @@ def platform(
     )
 
 
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Installed, Installed]:
+    """The peer's and the CLI's wheels, each installed into a clean venv."""
+    dist = build_dist(tmp_path_factory.mktemp("dist"))
+    peer = install_peer(dist, tmp_path_factory.mktemp("peer-install") / "venv")
+    client = install_client(dist, tmp_path_factory.mktemp("cli-install") / "venv")
+    return peer, client
+
+
+class FarCli:
+    """The installed ``peertrain`` inside the namespace, through the public HTTPS door."""
+
+    def __init__(self, ns: NetNamespace, client: Installed, api: str, env: dict[str, str]):
+        self.command = [*ns.wrap(), client.program("peertrain"), "--api", api]
+        self.env = client.env(env)
+
+    def __call__(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*self.command, *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def ok(self, *args: str, timeout: float = 120) -> str:
+        done = self(*args, timeout=timeout)
+        assert done.returncode == 0, f"peertrain {' '.join(args)}: {done.stdout}\n{done.stderr}"
+        return done.stdout
+
+
 def _table_csv(rows: int = 400, seed: int = 11) -> bytes:
     """Three well separated classes in four numeric columns."""
     rng = np.random.default_rng(seed)
@@ -201,8 +238,10 @@ def _inside(ns: NetNamespace, script: str, *args: str, env: dict[str, str]) -> d
     return result
 
 
-async def test_a_peer_in_its_own_network_namespace_trains_through_the_public_address(
-    remote: tuple[NetNamespace, TlsFiles], platform: Platform
+async def test_installed_peer_and_cli_in_their_own_network_namespace_train_a_job(
+    remote: tuple[NetNamespace, TlsFiles],
+    platform: Platform,
+    installed: tuple[Installed, Installed],
 ) -> None:
     ns, tls = remote
     address = ns.host_address
@@ -233,6 +272,7 @@ async def test_a_peer_in_its_own_network_namespace_trains_through_the_public_add
         "s3 put": 403,
     }, refused
 
+    peer_install, client_install = installed
     far = PeerProcess.enroll(
         f"https://{address}:{HTTPS}",
         platform.enroll(),
@@ -241,6 +281,7 @@ async def test_a_peer_in_its_own_network_namespace_trains_through_the_public_add
         name=f"far-{uuid.uuid4().hex[:6]}",
         wrap=ns.wrap(),
         machine_env=trust,
+        program=[peer_install.program("peertrain-peer")],
     )
     platform.peers["far"] = far  # stopped, and its broker user removed, with the platform
     start_peer(far, mode=None, env=None, threads=1)
@@ -248,23 +289,56 @@ async def test_a_peer_in_its_own_network_namespace_trains_through_the_public_add
     await peers_active(platform, [far.peer_id, near.peer_id])
     assert far.status()["broker"] == f"amqps://{address}:{AMQPS}/", far.tail()
 
-    dataset_id = await dataset(
-        platform, "remote-table", "table.csv", _table_csv(), label_column="kind"
+    # the researcher, on that machine too, with the installed CLI
+    cli = FarCli(
+        ns,
+        client_install,
+        f"https://{address}:{HTTPS}",
+        {
+            **trust,
+            "PEERTRAIN_CONFIG_DIR": str(platform.base / "cli-far"),
+            "PEERTRAIN_PASSWORD": platform.password,
+            "COLUMNS": "200",
+        },
     )
-    body = {
-        "name": "remote-peer",
-        "dataset_id": dataset_id,
-        "peers": [far.peer_id, near.peer_id],
-        "model": {"arch": "mlp", "hidden": [8]},
-        "training": {"rounds": ROUNDS, "local_epochs": 1, "batch_size": 16, "lr": 0.05, "seed": 3},
-        "aggregation": {"strategy": "fedavg", "min_peers": 2, "round_deadline_s": 300},
-    }
-    job_id = await create_job(platform, body)
-    job = await finished(platform, job_id, timeout=600)
+    cli.ok("login", "-u", platform.username)
+    table = platform.base / "table.csv"
+    table.write_bytes(_table_csv())
+    dataset_id = cli.ok(
+        "dataset", "upload", str(table), "--name", "remote-table", "--label-column", "kind",
+        "--wait", timeout=300,
+    ).strip()  # fmt: skip
+    job_args = [
+        "job", "create", "--name", "remote-peer", "--dataset", dataset_id,
+        "--peer", far.peer_id, "--peer", near.peer_id, "--arch", "mlp",
+        "--model-opt", "hidden=[8]", "--rounds", str(ROUNDS), "--local-epochs", "1",
+        "--batch-size", "16", "--lr", "0.05", "--seed", "3", "--strategy", "fedavg",
+        "--min-peers", "2", "--round-deadline", "300", "--json",
+    ]  # fmt: skip
+    job_id = _created(cli, job_args)
+    watch = cli("job", "watch", job_id, "--interval", "1", timeout=600)
+    assert watch.returncode == 0, (watch.stdout, watch.stderr, far.tail())
+    job = json.loads(cli.ok("job", "show", job_id, "--json"))
     assert job["state"] == "completed", (job, far.tail())
+    model = platform.base / "remote-model.pt"
+    cli.ok("model", "download", job_id, "-o", str(model))
+    final = torch.load(model, weights_only=True)
+    assert final["spec"]["arch"] == "mlp" and final["state_dict"], list(final)
     async with platform.client() as http:
         events = await job_events(http, job_id)
     accepted = {
         (e["data"]["round"], e["data"]["peer_id"]) for e in events if e["type"] == "update.accepted"
     }
     assert accepted == {(r, p) for r in range(1, ROUNDS + 1) for p in (far.peer_id, near.peer_id)}
+
+
+def _created(cli: FarCli, args: list[str]) -> str:
+    """``job create``, again while the orchestrator has not yet seen the peers online."""
+    deadline = time.monotonic() + 60
+    while True:
+        done = cli(*args)
+        if done.returncode == 0:
+            return str(json.loads(done.stdout)["job_id"])
+        assert "peers_unavailable" in done.stderr, done.stderr
+        assert time.monotonic() < deadline, done.stderr
+        time.sleep(1)

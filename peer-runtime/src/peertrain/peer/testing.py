@@ -7,7 +7,9 @@
     peer.kill()                            # SIGKILL; peer.stop() is SIGTERM
 
 A peer on "another machine" runs each of its commands behind ``wrap`` (``ip netns exec
-NS``) with ``machine_env`` (its trust store: ``SSL_CERT_FILE``) added.
+NS``) with ``machine_env`` (its trust store: ``SSL_CERT_FILE``) added. An installed peer
+(a wheel in a venv of its own) is run by its ``program`` (``.../bin/peertrain-peer``),
+with nothing of the workspace on its path.
 """
 
 from __future__ import annotations
@@ -26,14 +28,21 @@ from typing import IO, Any
 __all__ = ["PeerProcess"]
 
 
-def _env(extra: dict[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PEERTRAIN_")}
+_WORKSPACE = ("PYTHONPATH", "VIRTUAL_ENV")
+"""What points a Python process at the workspace's sources (deploy/local/env.sh)."""
+
+_MODULE = (sys.executable, "-m", "peertrain.peer")
+"""The workspace's peer: this interpreter and the package's module."""
+
+
+def _env(extra: dict[str, str], *, installed: bool = False) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("PEERTRAIN_") and not (installed and k in _WORKSPACE)
+    }
     env.update(extra)
     return env
-
-
-def _peer_cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "peertrain.peer", *args]
 
 
 @dataclass
@@ -48,6 +57,8 @@ class PeerProcess:
     """A command prefix for every command of this peer (``ip netns exec NS``)."""
     machine_env: dict[str, str] = field(default_factory=dict)
     """Variables every command of this peer gets."""
+    program: tuple[str, ...] = _MODULE
+    """The peer's command: the workspace's module, or an installed ``peertrain-peer``."""
     proc: subprocess.Popen[bytes] | None = None
     _log: IO[bytes] | None = field(default=None, repr=False)
 
@@ -62,15 +73,14 @@ class PeerProcess:
         name: str,
         wrap: Sequence[str] = (),
         machine_env: Mapping[str, str] | None = None,
+        program: Sequence[str] = _MODULE,
     ) -> PeerProcess:
-        """``peertrain-peer enroll`` into ``config_dir``."""
-        machine = dict(machine_env or {})
+        """``peertrain-peer enroll`` into ``config_dir`` (``program`` runs it)."""
+        peer = cls(config_dir, log_dir, "", name, tuple(wrap), dict(machine_env or {}))
+        peer.program = tuple(program)
         done = subprocess.run(  # noqa: S603 (our own interpreter and module)
-            [
-                *wrap,
-                *_peer_cli("enroll", "--api", api, "--token", enrollment_token, "--name", name),
-            ],
-            env=_env({**machine, "PEERTRAIN_PEER_CONFIG_DIR": str(config_dir)}),
+            peer._command("enroll", "--api", api, "--token", enrollment_token, "--name", name),
+            env=peer._env({"PEERTRAIN_PEER_CONFIG_DIR": str(config_dir)}),
             capture_output=True,
             text=True,
             timeout=60,
@@ -79,8 +89,15 @@ class PeerProcess:
         if done.returncode != 0:
             raise RuntimeError(f"enroll failed: {done.stdout}\n{done.stderr}")
         data = json.loads(done.stdout.strip().splitlines()[-1])
-        log_path = log_dir / f"peer-{name}.log"
-        return cls(config_dir, log_path, data["peer_id"], data["name"], tuple(wrap), machine)
+        peer.log_path = log_dir / f"peer-{name}.log"
+        peer.peer_id, peer.name = data["peer_id"], data["name"]
+        return peer
+
+    def _command(self, *args: str) -> list[str]:
+        return [*self.wrap, *self.program, *args]
+
+    def _env(self, extra: Mapping[str, str]) -> dict[str, str]:
+        return _env({**self.machine_env, **extra}, installed=self.program != _MODULE)
 
     def start(
         self,
@@ -99,20 +116,20 @@ class PeerProcess:
         """
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("ab")
-        env = _env(
+        env = self._env(
             {
-                **self.machine_env,
                 "PEERTRAIN_PEER_CONFIG_DIR": str(self.config_dir),
                 "PEERTRAIN_PEER_RECONNECT_MAX_S": str(reconnect_max_s),
                 **(env or {}),
             }
         )
         if script is None:
-            command = _peer_cli("run", *args, "--interval", str(interval_s))
+            command = self._command("run", *args, "--interval", str(interval_s))
         else:
-            command = [sys.executable, str(script), *args, "--interval", str(interval_s)]
+            own = [sys.executable, str(script), *args, "--interval", str(interval_s)]
+            command = [*self.wrap, *own]
         self.proc = subprocess.Popen(  # noqa: S603 (our own interpreter, a test's script)
-            [*self.wrap, *command],
+            command,
             env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -151,8 +168,8 @@ class PeerProcess:
     def status(self) -> dict[str, Any]:
         """``peertrain-peer status --json``."""
         done = subprocess.run(  # noqa: S603 (our own interpreter and module)
-            [*self.wrap, *_peer_cli("status", "--json")],
-            env=_env({**self.machine_env, "PEERTRAIN_PEER_CONFIG_DIR": str(self.config_dir)}),
+            self._command("status", "--json"),
+            env=self._env({"PEERTRAIN_PEER_CONFIG_DIR": str(self.config_dir)}),
             capture_output=True,
             text=True,
             timeout=60,
