@@ -62,13 +62,14 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "stack" / "training"))
 
-from platform_jobs import by_round, event_time, peer_compute, running_platform, training_arrays
+from platform_jobs import by_round, event_time, peer_compute, running_platform
 from rss import MiB, RssSampler
 from training_support import (
     Platform,
     colour_images_zip,
     dataset,
     finished,
+    job_arrays,
     job_events,
     peers_active,
     wait_for,
@@ -325,7 +326,7 @@ async def bench(p: Platform) -> dict[str, Any]:
         log(f"4 peers: {figures}")
 
         log("baseline: the same epochs in this process")
-        x, y, _, _ = await training_arrays(p, job["config"])
+        x, y, _, _ = await job_arrays(p, job["config"])
         epochs = await asyncio.to_thread(baseline_epochs, x, y, ROUNDS)
 
         wide_rss_mb: float | None = None

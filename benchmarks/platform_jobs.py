@@ -9,7 +9,6 @@ folder first on ``sys.path``).
 from __future__ import annotations
 
 import contextlib
-import io
 import sys
 import tempfile
 import uuid
@@ -18,23 +17,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "stack" / "training"))
 
 from training_support import Platform, run_platform
-
-from peertrain.common.blobs import BlobStore
-from peertrain.common.settings import ServiceSettings
-from peertrain.ml.training import Inputs
 
 __all__ = [
     "by_round",
     "event_time",
     "peer_compute",
     "running_platform",
-    "training_arrays",
 ]
 
 
@@ -85,25 +76,3 @@ def peer_compute(metrics: dict[str, Any]) -> dict[int, dict[str, float]]:
         per_peer = compute.setdefault(m["round"], {})
         per_peer[m["peer_id"]] = per_peer.get(m["peer_id"], 0.0) + m["duration_s"]
     return compute
-
-
-async def training_arrays(
-    p: Platform, config: dict[str, Any]
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """A job's training data (the union of its shards, in shard order) and its holdout,
-    as the peers and the aggregator read them: ``x, y, holdout_x, holdout_y``; images
-    kept as pixels are standardised as they standardise them (no augmentation)."""
-    settings = ServiceSettings(s3_bucket=p.bucket)
-
-    async def npz(blobs: BlobStore, key: str) -> tuple[torch.Tensor, torch.Tensor]:
-        with np.load(io.BytesIO(await blobs.get_bytes(key)), allow_pickle=False) as f:
-            return torch.from_numpy(f["X"]), torch.from_numpy(f["y"])
-
-    async with BlobStore(settings.blob_store_config()) as blobs:
-        parts = [await npz(blobs, s["key"]) for s in config["shards"]]
-        hx, hy = await npz(blobs, config["holdout"]["key"])
-    x = torch.cat([a for a, _ in parts])
-    inputs = Inputs.of(config["feature_spec"])
-    if inputs is not None:
-        x, hx = inputs(x), inputs(hx)
-    return x, torch.cat([b for _, b in parts]), hx, hy

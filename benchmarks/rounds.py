@@ -45,13 +45,14 @@ from sklearn.datasets import load_digits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "stack" / "training"))
 
-from platform_jobs import by_round, event_time, peer_compute, running_platform, training_arrays
+from platform_jobs import by_round, event_time, peer_compute, running_platform
 from pymongo import AsyncMongoClient
 from training_support import (
     Platform,
     create_job,
     dataset,
     finished,
+    job_arrays,
     job_events,
     peers_active,
 )
@@ -158,7 +159,7 @@ async def prefill_log(p: Platform, count: int) -> float:
 
 
 async def centralized(p: Platform, config: dict[str, Any]) -> float | None:
-    x, y, hx, hy = await training_arrays(p, config)
+    x, y, hx, hy = await job_arrays(p, config)
     start = time.perf_counter()
     model = build_model(MODEL, config["feature_spec"], seed=TRAINING["seed"])
     for epoch in range(ROUNDS):

@@ -82,8 +82,15 @@ tail_log() {
 # boot in parallel with the others.
 cmd_up() {
   install_missing
-  local c failed=0
-  for c in "${COMPONENTS[@]}"; do launch "$c" || failed=1; done
+  local c failed=0 refused=()
+  for c in "${COMPONENTS[@]}"; do launch "$c" || refused+=("$c"); done
+  # A component that could not launch (its port held by another program, say) will not
+  # come up by waiting: say so now, not after every component's readiness timeout
+  # (what was launched stops with `make down`).
+  if ((${#refused[@]})); then
+    log "stack: could not launch ${refused[*]} (why: above); not waiting for the rest"
+    return 1
+  fi
   for c in "${COMPONENTS[@]}"; do await "$c" || failed=1; done
   ((failed == 0)) || { log "stack: some components failed to start"; return 1; }
   log "stack: up ($SECONDS s)"

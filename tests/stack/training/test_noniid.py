@@ -15,25 +15,21 @@ for a figure the simulation gives bit for bit (both runs print 0.8812).
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 from typing import Any
 
-import numpy as np
 import pytest
-import torch
 from training_support import (
     Platform,
     create_job,
     dataset,
     finished,
+    job_arrays,
     letters_csv,
     peers_active,
 )
 
 import peertrain.sim as sim
-from peertrain.common.blobs import BlobStore
-from peertrain.common.settings import ServiceSettings
 from peertrain.ml.training import evaluate, train_local
 from peertrain.ml.zoo import build_model
 
@@ -84,19 +80,9 @@ def job(dataset_id: str, peers: list[str], strategy: str) -> dict[str, Any]:
     }
 
 
-async def _npz(blobs: BlobStore, key: str) -> tuple[torch.Tensor, torch.Tensor]:
-    with np.load(io.BytesIO(await blobs.get_bytes(key)), allow_pickle=False) as npz:
-        return torch.from_numpy(npz["X"]), torch.from_numpy(npz["y"])
-
-
 async def centralised(platform: Platform, config: dict[str, Any]) -> float:
     """The same model and budget in one process, on the union of the job's shards."""
-    settings = ServiceSettings(s3_bucket=platform.bucket)
-    async with BlobStore(settings.blob_store_config()) as blobs:
-        parts = [await _npz(blobs, s["key"]) for s in config["shards"]]
-        hx, hy = await _npz(blobs, config["holdout"]["key"])
-    x = torch.cat([p[0] for p in parts])
-    y = torch.cat([p[1] for p in parts])
+    x, y, hx, hy = await job_arrays(platform, config)
     model = build_model(MODEL, config["feature_spec"], seed=TRAINING["seed"])
     params = {**TRAINING, "local_epochs": TRAINING["rounds"] * TRAINING["local_epochs"]}
     train_local(model, x, y, params, seed=TRAINING["seed"], device="cpu", threads=1)

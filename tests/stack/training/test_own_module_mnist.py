@@ -7,20 +7,16 @@ the same training rows, the same optimiser and schedule), measured on the same h
 from __future__ import annotations
 
 import asyncio
-import io
 from typing import Any
 
-import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from test_mnist import mnist
 from torch import nn
-from training_support import Platform, finished, peers_active
+from training_support import Platform, finished, job_arrays, peers_active
 
 from peertrain.client import Client, MemoryTokenStore
-from peertrain.common.blobs import BlobStore
-from peertrain.common.settings import ServiceSettings
 from peertrain.common.specs import lr_for_round, parse_training_params
 from peertrain.common.testing import GATEWAY
 
@@ -72,16 +68,6 @@ class Net(nn.Module):
         return self.fc(self.drop(x))
 
 
-async def _arrays(bucket: str, keys: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
-    xs, ys = [], []
-    async with BlobStore(ServiceSettings(s3_bucket=bucket).blob_store_config()) as blobs:
-        for key in keys:
-            with np.load(io.BytesIO(await blobs.get_bytes(key)), allow_pickle=False) as npz:
-                xs.append(torch.from_numpy(npz["X"]))
-                ys.append(torch.from_numpy(npz["y"]))
-    return torch.cat(xs), torch.cat(ys).long()
-
-
 def _central(x: torch.Tensor, y: torch.Tensor, hx: torch.Tensor, hy: torch.Tensor) -> float:
     """The same module, budget, optimiser and schedule in one process (plain torch)."""
     torch.manual_seed(0)
@@ -131,8 +117,7 @@ async def test_an_own_residual_module_reaches_98_on_mnist_as_central_training_do
     rounds = (await http.get(f"/api/jobs/{job_id}/metrics")).json()["rounds"]
     federated = rounds[-1]["accuracy"]
     config = (await http.get(f"/api/jobs/{job_id}/config")).json()
-    x, y = await _arrays(platform.bucket, [s["key"] for s in config["shards"]])
-    hx, hy = await _arrays(platform.bucket, [config["holdout"]["key"]])
+    x, y, hx, hy = await job_arrays(platform, config)
     central = await asyncio.to_thread(_central, x, y, hx, hy)
     shown = [round(r["accuracy"], 4) for r in rounds]
     assert federated >= 0.98, (shown, central)

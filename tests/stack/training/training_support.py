@@ -33,6 +33,7 @@ from safetensors.torch import load as load_safetensors
 
 from peertrain.auth.testing import shared_auth_service
 from peertrain.client import TokenAuth, Tokens
+from peertrain.common.blobs import BlobStore
 from peertrain.common.settings import ServiceSettings
 from peertrain.common.testing import (
     GATEWAY,
@@ -44,6 +45,7 @@ from peertrain.common.testing import (
     scraped,
 )
 from peertrain.dataset.testing import running_dataset_service
+from peertrain.ml.training import Inputs, read_samples
 from peertrain.orchestrator.testing import orchestrator_process
 from peertrain.peer.testing import PeerProcess
 from peertrain.registry.testing import registry_process
@@ -413,6 +415,23 @@ async def every_item(http: httpx.AsyncClient, url: str, **params: Any) -> list[A
         found += page["items"]
         offset = page["next_offset"]
     return found
+
+
+async def job_arrays(
+    p: Platform, config: dict[str, Any]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A job's training data (the union of its shards, in shard order) and its holdout,
+    as the peers and the aggregator read them (``read_samples``): ``x, y, holdout_x,
+    holdout_y``; images kept as pixels are standardised as they standardise them (no
+    augmentation). For the central baselines of tests and benchmarks."""
+    async with BlobStore(ServiceSettings(s3_bucket=p.bucket).blob_store_config()) as blobs:
+        parts = [read_samples(await blobs.get_bytes(s["key"])) for s in config["shards"]]
+        hx, hy = read_samples(await blobs.get_bytes(config["holdout"]["key"]))
+    x = torch.cat([a for a, _ in parts])
+    inputs = Inputs.of(config["feature_spec"])
+    if inputs is not None:
+        x, hx = inputs(x), inputs(hx)
+    return x, torch.cat([b for _, b in parts]), hx, hy
 
 
 async def job_events(http: httpx.AsyncClient, job_id: str) -> list[dict[str, Any]]:
