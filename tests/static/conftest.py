@@ -29,15 +29,15 @@ class GoTools:
     k8s_check: Path
 
 
-@pytest.fixture(scope="session")
-def go_tools() -> GoTools:
-    """Build what is missing (a no-op once cached) and say where the tools are."""
+def _tools(*variables: str) -> list[str]:
+    """Install what is missing (a no-op once cached); the values of env.sh's
+    ``variables`` that say where the tools are."""
+    echo = " && ".join(f'echo "${v}"' for v in variables)
     done = subprocess.run(
         [
             "bash",
             "-c",
-            ". deploy/local/env.sh && bash deploy/local/install.sh tools >&2"
-            ' && echo "$HELM_BIN" && echo "$CHECKERS_DIR"',
+            f". deploy/local/env.sh && bash deploy/local/install.sh tools >&2 && {echo}",
         ],
         cwd=ROOT,
         capture_output=True,
@@ -46,7 +46,13 @@ def go_tools() -> GoTools:
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    helm, checkers = done.stdout.split()
+    return done.stdout.split()
+
+
+@pytest.fixture(scope="session")
+def go_tools() -> GoTools:
+    """Build what is missing and say where the tools are."""
+    helm, checkers = _tools("HELM_BIN", "CHECKERS_DIR")
     return GoTools(
         helm=Path(helm),
         compose_check=Path(checkers) / "compose-check",
@@ -56,22 +62,9 @@ def go_tools() -> GoTools:
 
 @pytest.fixture(scope="session")
 def hadolint() -> Path:
-    """hadolint, installed when missing (a no-op once cached)."""
-    done = subprocess.run(
-        [
-            "bash",
-            "-c",
-            ". deploy/local/env.sh && bash deploy/local/install.sh tools >&2"
-            ' && echo "$HADOLINT_BIN"',
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return Path(done.stdout.strip())
+    """hadolint, installed when missing."""
+    (path,) = _tools("HADOLINT_BIN")
+    return Path(path)
 
 
 _SET_POLICY = re.compile(

@@ -75,6 +75,15 @@ def peertrain(config_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def export(platform: Platform, server: MlflowServer, job_id: str, tmp: Path) -> dict[str, Any]:
+    """``peertrain job export JOB --mlflow URI --json`` as the platform's user; its output."""
+    config_dir = cli_config(platform, tmp / "cli")
+    done = peertrain(config_dir, "job", "export", job_id, "--mlflow", server.uri, "--json")
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n{server.tail()}"
+    out: dict[str, Any] = json.loads(done.stdout)
+    return out
+
+
 async def test_export_logs_spec_round_and_peer_metrics_and_the_model_to_mlflow(
     mlflow_and_job: tuple[MlflowServer, str], platform: Platform, http: Any, tmp_path: Path
 ) -> None:
@@ -84,10 +93,7 @@ async def test_export_logs_spec_round_and_peer_metrics_and_the_model_to_mlflow(
     final = await http.get(f"/api/models/{job_id}/final", params={"format": "pt"})
     assert final.status_code == 200, final.text
 
-    config_dir = cli_config(platform, tmp_path / "cli")
-    done = peertrain(config_dir, "job", "export", job_id, "--mlflow", server.uri, "--json")
-    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n{server.tail()}"
-    out = json.loads(done.stdout)
+    out = export(platform, server, job_id, tmp_path)
 
     client = mlflow.MlflowClient(tracking_uri=server.uri)
     run = client.get_run(out["run_id"])
@@ -153,10 +159,7 @@ async def test_a_graph_job_exports_its_size_as_params_and_its_graph_as_an_artifa
     job_id = await create_job(platform, body)
     assert (await finished(platform, job_id))["state"] == "completed"
 
-    config_dir = cli_config(platform, tmp_path / "cli")
-    done = peertrain(config_dir, "job", "export", job_id, "--mlflow", server.uri, "--json")
-    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n{server.tail()}"
-    out = json.loads(done.stdout)
+    out = export(platform, server, job_id, tmp_path)
     assert {"model/graph.json", "model.json", "model/final.pt"} <= set(out["artifacts"])
     client = mlflow.MlflowClient(tracking_uri=server.uri)
     params = client.get_run(out["run_id"]).data.params
