@@ -3,7 +3,7 @@
 import { all, ApiError, bearer, explain, get } from "./api";
 import { cmd, h, put, stateEl, table, when } from "./dom";
 import { Dataset, Preview } from "./types";
-import type { View } from "./main";
+import type { View } from "./view";
 
 export const datasetsView: View = async (root) => {
   const found = await all<Dataset>("/api/datasets");

@@ -6,7 +6,7 @@ import { architecture } from "./architecture";
 import { lineChart, Series } from "./chart";
 import { fmt, h, put, stateEl, table, when } from "./dom";
 import { FINISHED, JobDetail, JobEvent, JobMetrics, JobSummary, Page, Peer, PeerEpoch } from "./types";
-import type { View } from "./main";
+import type { View } from "./view";
 
 /** The creation body of a job like `job`: same dataset, peers, model, training,
  * aggregation, sharding and starting model (as `peertrain job rerun`, jobspec.rerun_spec). */

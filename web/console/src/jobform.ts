@@ -7,7 +7,7 @@
 import { all, explain, get, post } from "./api";
 import { cmd, h, put } from "./dom";
 import { Dataset, Peer } from "./types";
-import type { View } from "./main";
+import type { View } from "./view";
 
 interface Schema {
   type?: string;
