@@ -5,6 +5,7 @@
 // why that is the safe choice here. The refresh token rotates (each refresh spends it, and
 // presenting a spent one revokes the session), so refreshes take turns: every caller
 // waits on the one refresh in flight, as the SDK's TokenAuth does.
+import type { Page } from "./types";
 
 export interface Tokens {
   access: string;
@@ -201,7 +202,7 @@ export async function all<T>(path: string): Promise<T[]> {
   let offset: number | null = 0;
   const sep = path.includes("?") ? "&" : "?";
   while (offset !== null) {
-    const page: { items: T[]; next_offset: number | null } = await get(`${path}${sep}limit=100&offset=${offset}`);
+    const page: Page<T> = await get(`${path}${sep}limit=100&offset=${offset}`);
     items.push(...page.items);
     offset = page.next_offset;
   }

@@ -130,7 +130,7 @@ export const uploadView: View = async (root, _params, alive) => {
       for (;;) {
         const d = await get<Dataset>(`/api/datasets/${id}`);
         if (!alive()) return;
-        if (d.status !== "uploaded" && d.status !== "validating") break;
+        if (d.status !== "validating") break;
         await new Promise((r) => setTimeout(r, 500));
       }
       location.hash = `#/datasets/${id}`;
