@@ -2,7 +2,7 @@
 // and first rows.
 import { all, ApiError, bearer, explain, get } from "./api";
 import { cmd, h, put, stateEl, table, when } from "./dom";
-import { Dataset, Preview } from "./types";
+import { Dataset, DatasetAccepted, ErrorResponse, Preview } from "./types";
 import type { View } from "./view";
 
 export const datasetsView: View = async (root) => {
@@ -75,7 +75,8 @@ function send(form: FormData, token: string, progress: (sent: number, total: num
     xhr.upload.addEventListener("progress", (ev) => ev.lengthComputable && progress(ev.loaded, ev.total));
     xhr.addEventListener("error", () => reject(new Error("the upload failed (network)")));
     xhr.addEventListener("load", () => {
-      let body: { dataset_id?: string; error?: { code: string; message: string; detail?: unknown } } = {};
+      // the upload's answer (201) or the one error shape, or neither (a proxy's page)
+      let body: Partial<DatasetAccepted & ErrorResponse> = {};
       try {
         body = JSON.parse(xhr.responseText);
       } catch {
