@@ -13,13 +13,14 @@ space := $(subst ,, )
 MYPYPATH := $(subst $(space),:,$(MYPY_SRCS))
 PYTEST_ARGS ?=
 
-.PHONY: help venv console stack-up stack-down stack-status services-up services-down \
+.PHONY: help venv console openapi stack-up stack-down stack-status services-up services-down \
 	services-status up down dist redrive lint format typecheck test check-helm bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-models bench-idle bench-flower bench-sim demo chaos
 
 help:
 	@echo "make test            venv + local stack + ruff + mypy + pytest (PYTEST_ARGS=...)"
 	@echo "make up / down       local stack and every service built so far"
 	@echo "make console         the web console's static files (served by the gateway at /)"
+	@echo "make openapi         docs/openapi/*.json and the console's types from them (after an API change)"
 	@echo "make stack-up | stack-down | stack-status"
 	@echo "make dist            the peer's and the CLI's wheels, and their pins, in dist/"
 	@echo "make check-helm      helm lint + template (default, production) + strict k8s.io/api decoding"
@@ -33,6 +34,12 @@ venv:
 # the lock file and an esbuild build, both cached outside the clone (deploy/local/console.sh).
 console:
 	@bash deploy/local/console.sh >/dev/null
+
+# After changing a service's HTTP models: docs/openapi/<service>.json (deploy/openapi.py),
+# then the console's types generated from them (web/console/src/openapi, types.mjs).
+openapi: venv
+	@$(ENV) python deploy/openapi.py
+	@bash deploy/local/console.sh types
 
 stack-up:
 	@bash deploy/local/stack.sh up

@@ -15,6 +15,7 @@ WORKDIR /src
 COPY web/console/package.json web/console/package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY web/console/tsconfig.json web/console/build.mjs ./
+# src/openapi (the API's types) is committed; make console checks it against docs/openapi.
 COPY web/console/src src
 RUN node_modules/.bin/tsc -p tsconfig.json && node build.mjs /console
 

@@ -2,9 +2,13 @@
 # Build (first time) or reuse (later) the web console's static files (web/console).
 # `npm ci` installs the lock file's packages from the npm registry into the cache, keyed on
 # package-lock.json (CONSOLE_NODE_MODULES); the build lands in CONSOLE_DIST, keyed on the
-# lock and the console's sources, so clones and CI runs with the same sources build once.
+# lock, the console's sources and the OpenAPI documents (docs/openapi), so clones and CI
+# runs with the same sources build once.
 # Nothing is downloaded at run time: the gateway serves CONSOLE_DIST as plain files.
 # Prints the build folder.
+#   console.sh          build: the API types must be current, tsc checks, esbuild bundles
+#   console.sh types    write the console's API types (web/console/src/openapi) from
+#                       docs/openapi (`make openapi` runs deploy/openapi.py, then this)
 . "$(dirname "$0")/env.sh"
 
 if ! command -v npm >/dev/null; then
@@ -12,7 +16,8 @@ if ! command -v npm >/dev/null; then
   mkdir -p "$PEERTRAIN_CACHE/logs"
   apt_install nodejs npm
 fi
-if [[ ! -f $CONSOLE_DIST/index.html ]]; then
+
+install_modules() {
   modules_dir=$(dirname "$CONSOLE_NODE_MODULES")
   if [[ ! -d $CONSOLE_NODE_MODULES ]]; then
     log "console: npm ci into $modules_dir (one-time per package-lock.json)"
@@ -22,12 +27,33 @@ if [[ ! -f $CONSOLE_DIST/index.html ]]; then
     mkdir -p "$(dirname "$modules_dir")"
     rm -rf "$modules_dir" && mv "$tmp" "$modules_dir"
   fi
-  # build.mjs resolves esbuild from its own folder: build from a copy beside node_modules.
+}
+
+# The scripts resolve their packages from their own folder: run them from a copy beside
+# node_modules (the sources, the scripts and a link to the cached node_modules).
+make_workdir() {
   work=$(mktemp -d "$PEERTRAIN_CACHE/console-build.XXXXXX")
-  cp -r "$ROOT/web/console/build.mjs" "$ROOT/web/console/tsconfig.json" "$ROOT/web/console/src" "$work/"
+  cp -r "$ROOT/web/console/build.mjs" "$ROOT/web/console/types.mjs" "$ROOT/web/console/tsconfig.json" \
+    "$ROOT/web/console/src" "$work/"
   ln -s "$CONSOLE_NODE_MODULES" "$work/node_modules"
-  # tsc checks the types (esbuild only strips them), then esbuild bundles.
-  (cd "$work" && node_modules/.bin/tsc -p tsconfig.json && node build.mjs "$CONSOLE_DIST.tmp") >&2 ||
+}
+
+if [[ ${1:-} == types ]]; then
+  install_modules
+  make_workdir
+  (cd "$work" && node types.mjs "$ROOT/docs/openapi" "$ROOT/web/console/src/openapi") >&2 ||
+    { rm -rf "$work"; exit 1; }
+  rm -rf "$work"
+  exit 0
+fi
+
+if [[ ! -f $CONSOLE_DIST/index.html ]]; then
+  install_modules
+  make_workdir
+  # The API types first (generated from docs/openapi: stale ones fail here, saying what
+  # to run); tsc checks the types (esbuild only strips them), then esbuild bundles.
+  (cd "$work" && node types.mjs --check "$ROOT/docs/openapi" src/openapi &&
+    node_modules/.bin/tsc -p tsconfig.json && node build.mjs "$CONSOLE_DIST.tmp") >&2 ||
     { rm -rf "$work" "$CONSOLE_DIST.tmp"; log "console: build failed (see above)"; exit 1; }
   rm -rf "$work" "$CONSOLE_DIST"
   mv "$CONSOLE_DIST.tmp" "$CONSOLE_DIST"

@@ -113,10 +113,12 @@ checkers_key() {
 export CHECKERS_DIR="$PEERTRAIN_CACHE/bin/peertrain-check-$(checkers_key)"
 
 # The web console (web/console): node_modules keyed on package-lock.json, the built
-# static files on the lock and the console's sources; deploy/local/console.sh fills them,
-# the local gateway serves CONSOLE_DIST at /.
+# static files on the lock, the console's sources and the OpenAPI documents its types are
+# checked against (docs/openapi); deploy/local/console.sh fills them, the local gateway
+# serves CONSOLE_DIST at /.
 console_key() {
-  (cd "$ROOT/web/console" && find package.json package-lock.json tsconfig.json build.mjs src -type f | LC_ALL=C sort |
+  (cd "$ROOT" && find web/console/package.json web/console/package-lock.json web/console/tsconfig.json \
+    web/console/build.mjs web/console/types.mjs web/console/src docs/openapi -type f | LC_ALL=C sort |
     xargs sha256sum) | sha256sum | cut -c1-16
 }
 export CONSOLE_NODE_MODULES="$PEERTRAIN_CACHE/console/node_modules-$(sha256sum "$ROOT/web/console/package-lock.json" | cut -c1-16)/node_modules"

@@ -5,6 +5,7 @@
 // why that is the safe choice here. The refresh token rotates (each refresh spends it, and
 // presenting a spent one revokes the session), so refreshes take turns: every caller
 // waits on the one refresh in flight, as the SDK's TokenAuth does.
+import type { ErrorResponse, Page, TokenPair } from "./types";
 
 export interface Tokens {
   access: string;
@@ -55,7 +56,8 @@ const changed = (): void => listeners.forEach((fn) => fn());
 
 async function errorOf(r: Response): Promise<ApiError> {
   try {
-    const body = await r.json();
+    // any JSON may come back (a proxy's error page): the one shape is only what it should be
+    const body = (await r.json()) as Partial<ErrorResponse> | null;
     const e = body?.error;
     if (e) return new ApiError(r.status, e.code, e.message, e.detail);
   } catch {
@@ -64,7 +66,7 @@ async function errorOf(r: Response): Promise<ApiError> {
   return new ApiError(r.status, "http_" + r.status, r.statusText || "request failed");
 }
 
-function keep(pair: { access_token: string; refresh_token: string; expires_in?: number }, username: string): void {
+function keep(pair: TokenPair, username: string): void {
   tokens = {
     access: pair.access_token,
     refresh: pair.refresh_token,
@@ -201,7 +203,7 @@ export async function all<T>(path: string): Promise<T[]> {
   let offset: number | null = 0;
   const sep = path.includes("?") ? "&" : "?";
   while (offset !== null) {
-    const page: { items: T[]; next_offset: number | null } = await get(`${path}${sep}limit=100&offset=${offset}`);
+    const page: Page<T> = await get(`${path}${sep}limit=100&offset=${offset}`);
     items.push(...page.items);
     offset = page.next_offset;
   }

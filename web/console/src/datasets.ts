@@ -2,8 +2,8 @@
 // and first rows.
 import { all, ApiError, bearer, explain, get } from "./api";
 import { cmd, h, put, stateEl, table, when } from "./dom";
-import { Dataset, Preview } from "./types";
-import type { View } from "./main";
+import { Dataset, DatasetAccepted, ErrorResponse, Preview } from "./types";
+import type { View } from "./view";
 
 export const datasetsView: View = async (root) => {
   const found = await all<Dataset>("/api/datasets");
@@ -75,7 +75,8 @@ function send(form: FormData, token: string, progress: (sent: number, total: num
     xhr.upload.addEventListener("progress", (ev) => ev.lengthComputable && progress(ev.loaded, ev.total));
     xhr.addEventListener("error", () => reject(new Error("the upload failed (network)")));
     xhr.addEventListener("load", () => {
-      let body: { dataset_id?: string; error?: { code: string; message: string; detail?: unknown } } = {};
+      // the upload's answer (201) or the one error shape, or neither (a proxy's page)
+      let body: Partial<DatasetAccepted & ErrorResponse> = {};
       try {
         body = JSON.parse(xhr.responseText);
       } catch {
@@ -130,7 +131,7 @@ export const uploadView: View = async (root, _params, alive) => {
       for (;;) {
         const d = await get<Dataset>(`/api/datasets/${id}`);
         if (!alive()) return;
-        if (d.status !== "uploaded" && d.status !== "validating") break;
+        if (d.status !== "validating") break;
         await new Promise((r) => setTimeout(r, 500));
       }
       location.hash = `#/datasets/${id}`;

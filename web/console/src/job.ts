@@ -5,8 +5,8 @@ import { all, ApiError, explain, get, post, request } from "./api";
 import { architecture } from "./architecture";
 import { lineChart, Series } from "./chart";
 import { fmt, h, put, stateEl, table, when } from "./dom";
-import { FINISHED, JobDetail, JobEvent, JobMetrics, JobSummary, Page, Peer, PeerEpoch } from "./types";
-import type { View } from "./main";
+import { FINISHED, JobAccepted, JobDetail, JobEvent, JobMetrics, JobSummary, Page, Peer, PeerEpoch } from "./types";
+import type { View } from "./view";
 
 /** The creation body of a job like `job`: same dataset, peers, model, training,
  * aggregation, sharding and starting model (as `peertrain job rerun`, jobspec.rerun_spec). */
@@ -50,7 +50,7 @@ function actions(jobId: string, current: () => JobDetail | null): { el: HTMLElem
     msg.textContent = "";
     rerun.disabled = true;
     try {
-      const made = await post<{ job_id: string }>("/api/jobs", rerunSpec(job, name.value.trim() || `${job.name}-rerun`));
+      const made = await post<JobAccepted>("/api/jobs", rerunSpec(job, name.value.trim() || `${job.name}-rerun`));
       location.hash = `#/jobs/${made.job_id}`;
     } catch (e) {
       msg.textContent = explain(e);
@@ -293,7 +293,7 @@ export const eventsView: View = async (root, [jobId], alive) => {
   let offset = 0;
   let shown = "";
   const body = h("div");
-  const job = await get<JobSummary>(`/api/jobs/${jobId}`);
+  const job = await get<JobDetail>(`/api/jobs/${jobId}`);
   put(root, h("h1", {}, "Events of ", h("a", { href: `#/jobs/${jobId}` }, job.name)), body);
   const draw = async (force = false): Promise<void> => {
     const page = await get<Page<JobEvent>>(`/api/jobs/${jobId}/events?limit=${EVENTS_PAGE}&offset=${offset}`);

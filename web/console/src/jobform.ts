@@ -6,9 +6,11 @@
 // created) and the problems show beside the form.
 import { all, explain, get, post } from "./api";
 import { cmd, h, put } from "./dom";
-import { Dataset, Peer } from "./types";
-import type { View } from "./main";
+import { Dataset, JobAccepted, JobChecked, Peer } from "./types";
+import type { View } from "./view";
 
+/** The part of JSON Schema the form reads. Hand-written: `GET /api/jobs/schema` answers
+ * the job request's JSON Schema, which the OpenAPI document types as any object. */
 interface Schema {
   type?: string;
   enum?: unknown[];
@@ -202,7 +204,7 @@ export const newJobView: View = async (root) => {
       return;
     }
     try {
-      const ok = await post<{ peers: string[] }>("/api/jobs?dry_run=true", body);
+      const ok = await post<JobChecked>("/api/jobs?dry_run=true", body);
       if (mine !== checking) return;
       verdict.className = "ok";
       verdict.textContent = `valid: it would run on ${ok.peers.length} peer(s)`;
@@ -240,7 +242,7 @@ export const newJobView: View = async (root) => {
     ev.preventDefault();
     create.disabled = true;
     try {
-      const made = await post<{ job_id: string }>("/api/jobs", spec());
+      const made = await post<JobAccepted>("/api/jobs", spec());
       location.hash = `#/jobs/${made.job_id}`;
     } catch (e) {
       verdict.className = "error";

@@ -4,7 +4,7 @@ import { all, get } from "./api";
 import { lineChart, Series } from "./chart";
 import { cmd, fmt, h, stateEl, table, when } from "./dom";
 import { FINISHED, JobMetrics, JobSummary } from "./types";
-import type { View } from "./main";
+import type { View } from "./view";
 
 /** Which jobs the compare button takes (kept across the list's refreshes). */
 const picked = new Set<string>();

@@ -10,9 +10,7 @@ import { eventsView, jobView } from "./job";
 import { newJobView } from "./jobform";
 import { compareView, jobsView } from "./jobs";
 import { peersView } from "./peers";
-
-export type Tick = () => Promise<boolean | void>;
-export type View = (root: HTMLElement, params: string[], alive: () => boolean) => Promise<Tick | void>;
+import type { View } from "./view";
 
 // ?poll_ms= (100..10000) changes the period: the browser test polls fast to see each round.
 const POLL_MS = Math.min(10_000, Math.max(100, Number(new URLSearchParams(location.search).get("poll_ms")) || 1000));

@@ -2,7 +2,7 @@
 import { all } from "./api";
 import { cmd, h, stateEl, table, when } from "./dom";
 import { Peer } from "./types";
-import type { View } from "./main";
+import type { View } from "./view";
 
 const device = (p: Peer): string => {
   const s = p.specs;
