@@ -41,7 +41,7 @@ the book and writes to the store (:mod:`.holding`, beside the simulation's
 """
 
 from .book import MEMBER, Lease, LeaseBook, preferred
-from .clock import Clock
+from .clock import LeaseClock
 from .holding import Holding, Leases, SoleInstance, leases_for
 from .memory import MemoryLeaseStore
 from .mongo import MongoLeaseStore
@@ -50,10 +50,10 @@ from .store import LeaseStore
 
 __all__ = [
     "MEMBER",
-    "Clock",
     "Holding",
     "Lease",
     "LeaseBook",
+    "LeaseClock",
     "LeaseSettings",
     "LeaseStore",
     "Leases",

@@ -223,7 +223,8 @@ class LeaseBook:
         self._member_since = {m: self._member_since.get(m, since) for m in self._members}
         leases = {d.key: d for d in docs if not d.membership}
         self._others = {k: d.until for k, d in leases.items() if d.holder != self.holder}
-        lost, handovers = [], []
+        lost: list[str] = []
+        handovers: list[tuple[str, str]] = []
         for key in list(self._held):
             lease = leases.get(key)
             if lease is None or lease.holder != self.holder:

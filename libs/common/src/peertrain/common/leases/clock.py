@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
-__all__ = ["Clock"]
+__all__ = ["LeaseClock"]
 
 
-class Clock:
+class LeaseClock:
     """Monotonic time for what this instance counts on, wall-clock UTC for what the
     lease documents say (tests may subclass)."""
 

@@ -11,7 +11,7 @@ from typing import Any, Literal, Protocol
 import structlog
 
 from .book import MEMBER, Lease, LeaseBook
-from .clock import Clock
+from .clock import LeaseClock
 from .mongo import MongoLeaseStore
 from .settings import LeaseSettings
 from .store import LeaseStore
@@ -103,12 +103,12 @@ class Leases:
     """
 
     def __init__(
-        self, store: LeaseStore, holder: str, ttl_s: float, *, clock: Clock | None = None
+        self, store: LeaseStore, holder: str, ttl_s: float, *, clock: LeaseClock | None = None
     ) -> None:
         self.store = store
         self.holder = holder
         self.ttl_s = ttl_s
-        self.clock = clock or Clock()
+        self.clock = clock or LeaseClock()
         self.book = LeaseBook(holder, ttl_s)
 
     @property
