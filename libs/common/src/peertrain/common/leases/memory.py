@@ -14,7 +14,9 @@ __all__ = ["MemoryLeaseStore"]
 class MemoryLeaseStore:
     """The :class:`~.store.LeaseStore` in two dicts. Every call yields to the event loop
     once, like a round trip to a server (instances sharing the store interleave), then
-    acts at once: atomic, as the server's unique inserts and token-guarded writes are."""
+    acts. Inserts are atomic (unique ids); a token-guarded write is, as on FerretDB, a
+    read then a write with a turn of the event loop between (two callers can both find
+    the token they expect: only the claims keep a takeover or a sweep from acting twice)."""
 
     def __init__(self) -> None:
         self.leases: dict[str, Lease] = {}
@@ -41,6 +43,9 @@ class MemoryLeaseStore:
         await asyncio.sleep(0)
         current = self.leases.get(old.key)
         if current is None or current.token != old.token:
+            return False
+        await asyncio.sleep(0)  # the write, by id
+        if old.key not in self.leases:
             return False
         self.leases[old.key] = new
         return True
@@ -75,7 +80,8 @@ class MemoryLeaseStore:
         await asyncio.sleep(0)
         current = self.leases.get(lease.key)
         if current is not None and current.token == lease.token:
-            del self.leases[lease.key]
+            await asyncio.sleep(0)  # the write, by id
+            self.leases.pop(lease.key, None)
 
     async def supersede(self, claim_id: str, at: datetime) -> bool:
         await asyncio.sleep(0)
