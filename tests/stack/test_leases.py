@@ -14,7 +14,7 @@ import pytest
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.mongo_client import AsyncMongoClient
 
-from peertrain.common.leases import Leases, preferred
+from peertrain.common.leases import Leases, MongoLeaseStore, preferred
 
 TTL = 1.5
 
@@ -32,7 +32,7 @@ async def table(
 async def test_one_holder_at_a_time_and_takeover_after_expiry(
     table: AsyncCollection[dict[str, Any]],
 ) -> None:
-    a, b = Leases(table, "a", TTL), Leases(table, "b", TTL)
+    a, b = Leases(MongoLeaseStore(table), "a", TTL), Leases(MongoLeaseStore(table), "b", TTL)
     assert await a.claim("job-1", force=True)
     assert not await b.claim("job-1", force=True)  # held, not expired
     assert a.holds("job-1") and not b.holds("job-1")
@@ -50,7 +50,7 @@ async def test_live_members_share_the_jobs_and_a_stopped_ones_jobs_move(
     table: AsyncCollection[dict[str, Any]],
 ) -> None:
     jobs = [f"job-{i}" for i in range(24)]
-    a, b = Leases(table, "a", TTL), Leases(table, "b", TTL)
+    a, b = Leases(MongoLeaseStore(table), "a", TTL), Leases(MongoLeaseStore(table), "b", TTL)
     await a.keep(jobs)  # a alone: it takes every job
     assert sorted(a.held) == sorted(jobs)
     shares = {m: {j for j in jobs if preferred(j, {"a", "b"}) == m} for m in "ab"}
@@ -81,7 +81,7 @@ async def test_live_members_share_the_jobs_and_a_stopped_ones_jobs_move(
 async def test_release_all_lets_others_take_over_at_once(
     table: AsyncCollection[dict[str, Any]],
 ) -> None:
-    a, b = Leases(table, "a", 60), Leases(table, "b", 60)
+    a, b = Leases(MongoLeaseStore(table), "a", 60), Leases(MongoLeaseStore(table), "b", 60)
     await a.keep([])
     await b.keep([])
     jobs = [f"job-{i}" for i in range(8)]
@@ -97,7 +97,7 @@ async def test_release_all_lets_others_take_over_at_once(
 async def test_a_dead_holders_lease_of_an_ended_job_is_swept(
     table: AsyncCollection[dict[str, Any]],
 ) -> None:
-    a, b = Leases(table, "a", TTL), Leases(table, "b", TTL)
+    a, b = Leases(MongoLeaseStore(table), "a", TTL), Leases(MongoLeaseStore(table), "b", TTL)
     assert await a.claim("job-ended", force=True)
     await b.keep([])  # the job ended; a dies before it lets go: nobody claims it again
     assert await table.find_one({"_id": "job-ended"}) is not None  # not expired yet
@@ -114,7 +114,7 @@ async def test_instances_racing_for_one_lease_get_one_holder(
 ) -> None:
     """FerretDB runs a conditional update as a query then a write: instances that all
     read a lease as expired could all take it. Taking one is a unique insert."""
-    racers = [Leases(table, f"i{n}", 60) for n in range(12)]
+    racers = [Leases(MongoLeaseStore(table), f"i{n}", 60) for n in range(12)]
     for trial in range(4):
         free, expired = f"free-{trial}", f"expired-{trial}"
         long_ago = datetime.now(UTC) - timedelta(seconds=30)
