@@ -1,4 +1,4 @@
-"""``python -m peertrain.auth.testing probe ...``."""
+"""``python -m peertrain.testkit.auth probe ...``."""
 
 from .probe import main
 
