@@ -6,9 +6,10 @@ SHELL := /bin/bash
 
 ENV := . deploy/local/env.sh &&
 PY_DIRS := libs services peer-runtime tests benchmarks
-# mypy: libs/common strict (pyproject's per-module override), plus the services. With
-# explicit_package_bases, module names come from MYPYPATH: one entry per src folder.
-MYPY_SRCS := libs/common/src $(wildcard libs/ml/src) libs/client/src libs/sim/src peer-runtime/src $(sort $(wildcard services/*/src))
+# mypy: libs/common, libs/ml and libs/testkit strict (pyproject's per-module override),
+# plus the services. With explicit_package_bases, module names come from MYPYPATH: one
+# entry per src folder.
+MYPY_SRCS := libs/common/src $(wildcard libs/ml/src) libs/client/src libs/sim/src libs/testkit/src peer-runtime/src $(sort $(wildcard services/*/src))
 space := $(subst ,, )
 MYPYPATH := $(subst $(space),:,$(MYPY_SRCS))
 PYTEST_ARGS ?=

@@ -32,13 +32,6 @@ from pymongo import MongoClient
 from peertrain.auth.config import AuthSettings
 from peertrain.auth.domain.keys import generate_key
 from peertrain.auth.domain.tokens import access_claims
-from peertrain.auth.testing import (
-    GATEWAY_URL,
-    auth_process,
-    auth_queue_prefix,
-    delete_auth_queues,
-    port_in_use,
-)
 from peertrain.common.security import (
     ACCESS_TOKEN_TYPE,
     DEFAULT_AUDIENCE,
@@ -46,6 +39,13 @@ from peertrain.common.security import (
     DisabledUsers,
     KeySet,
     TokenVerifier,
+)
+from peertrain.testkit.auth import (
+    GATEWAY_URL,
+    auth_process,
+    auth_queue_prefix,
+    delete_auth_queues,
+    port_in_use,
 )
 
 

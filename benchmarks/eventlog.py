@@ -29,7 +29,7 @@ from peertrain.common.eventlog import EventLog
 from peertrain.common.events import NewEvent, RecordedEvent
 from peertrain.common.events.diagnostics import DIAGNOSTIC_PINGED, DiagnosticPinged
 from peertrain.common.settings import ServiceSettings
-from peertrain.common.testing.prefill import prefill, stderr_progress
+from peertrain.testkit.common.prefill import prefill, stderr_progress
 
 EVENTS = int(os.environ.get("BENCH_EVENTS", "20000"))
 PREFILL = int(os.environ.get("BENCH_PREFILL", "1000000"))

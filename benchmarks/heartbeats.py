@@ -63,8 +63,8 @@ from heartbeat_fleet import (
 from peertrain.auth.domain.keys import generate_key
 from peertrain.common.ids import new_id
 from peertrain.common.settings import ServiceSettings
-from peertrain.common.testing import free_port
-from peertrain.registry.testing import registry_process
+from peertrain.testkit.common import free_port
+from peertrain.testkit.registry import registry_process
 
 ROOT = Path(__file__).resolve().parents[1]
 AMQP = ServiceSettings().amqp_url.get_secret_value()

@@ -26,7 +26,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from peertrain.common.testing import PLATFORM_PORTS, platform_services, port_holder
+from peertrain.testkit.common import PLATFORM_PORTS, platform_services, port_holder
 
 ROOT = Path(__file__).resolve().parents[1]
 STACK = ["rabbitmq", "postgres", "ferretdb", "minio", "gateway", "prometheus"]

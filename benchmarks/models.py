@@ -77,7 +77,7 @@ from training_support import (
 )
 
 from peertrain.client import ApiError, AsyncClient
-from peertrain.common.testing import GATEWAY
+from peertrain.testkit.common import GATEWAY
 
 MB = 1_000_000
 CLASSES = 10

@@ -6,7 +6,7 @@ local epoch, 30 rounds, FedAvg, through the gateway on the local stack with ever
 service running as a process (the end-to-end tests' platform). The job runs twice: on
 the log as the platform left it, then after the log was pre-filled with
 ``BENCH_PREFILL`` events (default 1,000,000; ``0`` skips the second job; see
-``peertrain.common.testing.prefill``).
+``peertrain.testkit.common.prefill``).
 
 From each job's own event timestamps:
 
@@ -58,9 +58,9 @@ from training_support import (
 )
 
 from peertrain.common.settings import ServiceSettings
-from peertrain.common.testing.prefill import prefill, stderr_progress
 from peertrain.ml.training import evaluate, train_local
 from peertrain.ml.zoo import build_model
+from peertrain.testkit.common.prefill import prefill, stderr_progress
 
 TARGET = 0.95
 ROUNDS = 30

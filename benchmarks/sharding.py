@@ -44,7 +44,6 @@ import pyarrow.parquet as pq
 from pymongo import AsyncMongoClient
 from rss import MiB, RssSampler
 
-from peertrain.auth.testing import shared_auth_service
 from peertrain.client import TokenAuth, Tokens
 from peertrain.common.bus import OutboxRelay, make_broker
 from peertrain.common.eventlog import EventLog
@@ -53,8 +52,9 @@ from peertrain.common.events.datasets import DatasetSharded, sharding_stream
 from peertrain.common.events.training import JobCreated, ShardingSpec, job_stream
 from peertrain.common.settings import ServiceSettings
 from peertrain.common.specs import SHARDING_STRATEGIES
-from peertrain.common.testing import port_holder
-from peertrain.dataset.testing import GATEWAY_URL, running_dataset_service
+from peertrain.testkit.auth import shared_auth_service
+from peertrain.testkit.common import port_holder
+from peertrain.testkit.dataset import GATEWAY_URL, running_dataset_service
 
 ROOT = Path(__file__).resolve().parents[1]
 AUTH_URL = "http://127.0.0.1:8080/api/auth"

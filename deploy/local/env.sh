@@ -135,7 +135,7 @@ export PATH="$UV_PROJECT_ENVIRONMENT/bin:$PATH"
 # The venv is shared by every checkout (CI clones, worktrees) with the same lock, and
 # its editable installs point at whichever checkout synced last. This checkout's own
 # sources come first on the path, so each checkout always runs its own code.
-PEERTRAIN_SRC="$ROOT/libs/common/src:$ROOT/libs/ml/src:$ROOT/libs/client/src:$ROOT/libs/sim/src:$ROOT/peer-runtime/src"
+PEERTRAIN_SRC="$ROOT/libs/common/src:$ROOT/libs/ml/src:$ROOT/libs/client/src:$ROOT/libs/sim/src:$ROOT/libs/testkit/src:$ROOT/peer-runtime/src"
 for _src in "$ROOT"/services/*/src; do PEERTRAIN_SRC="$PEERTRAIN_SRC:$_src"; done
 export PYTHONPATH="$PEERTRAIN_SRC${PYTHONPATH:+:$PYTHONPATH}"
 unset _src

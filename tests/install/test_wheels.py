@@ -67,6 +67,7 @@ def test_peer_install_holds_the_versioned_wheels_and_no_service_side_package(
     assert peer.packages["peertrain-common"] == _version("libs/common/pyproject.toml")
     assert {"torch", "safetensors", "numpy", "httpx", "aio-pika"} <= set(peer.packages)
     assert SERVICE_SIDE & set(peer.packages) == set()
+    assert "peertrain-testkit" not in peer.packages
 
 
 def test_installed_peer_cli_runs(peer: Installed) -> None:
@@ -79,20 +80,27 @@ def test_installed_peer_cli_runs(peer: Installed) -> None:
 def test_no_module_of_the_installed_peer_imports_a_service_side_package(
     peer: Installed,
 ) -> None:
-    """Every module of peertrain.peer and peertrain.ml imports, and loads none of them."""
+    """Every module of peertrain.peer and peertrain.ml imports, and loads none of them;
+    none of them is test support (that is peertrain-testkit, which no wheel holds)."""
     script = (
         "import importlib, pkgutil, sys\n"
         "import peertrain.ml, peertrain.peer\n"
+        "walked = []\n"
         "for pkg in (peertrain.peer, peertrain.ml):\n"
         "    for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + '.'):\n"
         "        importlib.import_module(m.name)\n"
+        "        walked.append(m.name)\n"
         "print(' '.join(sorted({n.split('.')[0] for n in sys.modules})))\n"
+        "print(' '.join(walked))\n"
     )
     done = peer.run("python", "-c", script)
     assert done.returncode == 0, done.stderr
-    loaded = set(done.stdout.split())
+    tops, walked = done.stdout.splitlines()
+    loaded = set(tops.split())
     assert {"peertrain", "torch", "aio_pika"} <= loaded
     assert SERVICE_MODULES & loaded == set()
+    assert "peertrain.peer.runtime" in walked.split()
+    assert [m for m in walked.split() if "testing" in m.split(".")] == []
 
 
 def test_client_install_holds_the_cli_without_service_side_packages_or_torch(

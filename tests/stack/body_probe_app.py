@@ -14,7 +14,7 @@ from fastapi import APIRouter
 
 from peertrain.common.app import create_app
 from peertrain.common.settings import ServiceSettings
-from peertrain.common.testing import PLATFORM_PORTS
+from peertrain.testkit.common import PLATFORM_PORTS
 
 router = APIRouter()
 

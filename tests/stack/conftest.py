@@ -27,7 +27,7 @@ from peertrain.common.eventlog import EventLog
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.diagnostics import DIAGNOSTIC_PINGED
 from peertrain.common.settings import ServiceSettings
-from peertrain.common.testing import RABBIT_API
+from peertrain.testkit.common import RABBIT_API
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

@@ -2,7 +2,7 @@
 peers' updates, validation, evaluation, export, and the HTTP API through the gateway.
 
 The aggregator runs as a subprocess (``python -m peertrain.aggregator``) with a bucket
-and queues of its own (see ``peertrain.aggregator.testing``). The test plays the
+and queues of its own (see ``peertrain.testkit.aggregator``). The test plays the
 orchestrator (appending ``job:<id>`` events, published by a relay run here) and the
 peers (uploading updates to the bucket and announcing them on the telemetry exchange
 with a real peer token from the auth service).
@@ -26,9 +26,7 @@ import pytest
 import torch
 
 from peertrain.aggregator.config import AggregatorSettings
-from peertrain.aggregator.testing import GATEWAY_URL, running_aggregator_service
 from peertrain.aggregator.usecases.numerics import RoundWork
-from peertrain.auth.testing import AuthUnderTest, shared_auth_service
 from peertrain.common.blobs import BlobStore
 from peertrain.common.bus import TELEMETRY, OutboxRelay, make_broker
 from peertrain.common.eventlog import EventLog
@@ -56,8 +54,10 @@ from peertrain.common.events.training import (
 )
 from peertrain.common.security import peer_headers
 from peertrain.common.settings import ServiceSettings
-from peertrain.common.testing import GATEWAY
 from peertrain.ml.weights import state_from_bytes, state_to_bytes
+from peertrain.testkit.aggregator import GATEWAY_URL, running_aggregator_service
+from peertrain.testkit.auth import AuthUnderTest, shared_auth_service
+from peertrain.testkit.common import GATEWAY
 
 pytestmark = pytest.mark.stack
 

@@ -1,7 +1,7 @@
 """The auth service on the real stack, through the gateway (http://127.0.0.1:8080).
 
 The service runs as a subprocess (``python -m peertrain.auth``) on port 8001 with a
-database of this test session's own; see ``peertrain.auth.testing``.
+database of this test session's own; see ``peertrain.testkit.auth``.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ import pytest
 from jose import jwk, jwt
 
 from peertrain.auth.domain.keys import generate_key
-from peertrain.auth.testing import AuthUnderTest, shared_auth_service
 from peertrain.common.eventlog import EventLog
 from peertrain.common.events.auth import AUTH_REFRESH_REUSE_DETECTED, RefreshReuseDetected
 from peertrain.common.events.peers import PEER_ENROLLED, PeerEnrolled
 from peertrain.common.events.users import USER_REGISTERED
+from peertrain.testkit.auth import AuthUnderTest, shared_auth_service
 
 ERROR_KEYS = {"code", "message", "detail"}
 

@@ -22,14 +22,14 @@ import pytest
 from pymongo import AsyncMongoClient
 
 from peertrain.auth.domain.keys import generate_key
-from peertrain.auth.testing import PROBE_PREFIX, AuthUnderTest, probe_process, shared_auth_service
 from peertrain.common.bus import EVENTS
 from peertrain.common.eventlog import EventLog
 from peertrain.common.events import NewEvent
 from peertrain.common.events.auth import AUTH_KEYS_ROTATED, AUTH_KEYS_STREAM, KeysRotated
 from peertrain.common.events.codec import to_message
 from peertrain.common.settings import ServiceSettings
-from peertrain.common.testing import RABBIT_API
+from peertrain.testkit.auth import PROBE_PREFIX, AuthUnderTest, probe_process, shared_auth_service
+from peertrain.testkit.common import RABBIT_API
 
 
 @pytest.fixture(scope="module")

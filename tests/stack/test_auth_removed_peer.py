@@ -16,8 +16,6 @@ import aio_pika
 import httpx
 import pytest
 
-from peertrain.aggregator.testing import running_aggregator_service
-from peertrain.auth.testing import AuthUnderTest, shared_auth_service
 from peertrain.common.bus import TELEMETRY, OutboxRelay, make_broker
 from peertrain.common.eventlog import EventLog
 from peertrain.common.events import NewEvent
@@ -25,7 +23,9 @@ from peertrain.common.events.peers import PeerRemoved, peer_stream
 from peertrain.common.events.tasks import UpdateAnnounced
 from peertrain.common.security import peer_headers
 from peertrain.common.settings import ServiceSettings
-from peertrain.common.testing import ServiceProcess
+from peertrain.testkit.aggregator import running_aggregator_service
+from peertrain.testkit.auth import AuthUnderTest, shared_auth_service
+from peertrain.testkit.common import ServiceProcess
 
 SHA = "0" * 64
 

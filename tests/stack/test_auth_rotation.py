@@ -1,6 +1,6 @@
 """Tokens verified by *another* service, across key rotation and user disabling.
 
-The other service is the probe (``python -m peertrain.auth.testing probe``): built with
+The other service is the probe (``python -m peertrain.testkit.auth probe``): built with
 ``create_app`` + ``install_security`` like every PeerTrain service, it never calls auth;
 it learns keys and disabled users from events and from the log.
 """
@@ -23,7 +23,6 @@ from peertrain.auth.config import AuthSettings
 from peertrain.auth.domain.hashing import Argon2Params, PasswordHasher
 from peertrain.auth.domain.passwords import PasswordPolicy
 from peertrain.auth.store import KeyStore, PeerStore, SessionStore, ThrottleStore, UserStore
-from peertrain.auth.testing import PROBE_PREFIX, AuthUnderTest, probe_process, shared_auth_service
 from peertrain.auth.usecases import AuthContext
 from peertrain.auth.usecases import keys as key_cases
 from peertrain.common.eventlog import EventLog
@@ -36,7 +35,8 @@ from peertrain.common.security import (
     peer_headers,
     verify_message,
 )
-from peertrain.common.testing import RABBIT_API
+from peertrain.testkit.auth import PROBE_PREFIX, AuthUnderTest, probe_process, shared_auth_service
+from peertrain.testkit.common import RABBIT_API
 
 
 @pytest.fixture(scope="module")

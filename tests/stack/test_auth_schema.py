@@ -20,7 +20,7 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from peertrain.auth.testing import AuthUnderTest, shared_auth_service
+from peertrain.testkit.auth import AuthUnderTest, shared_auth_service
 
 EXAMPLES = 25
 

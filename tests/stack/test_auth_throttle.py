@@ -24,7 +24,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from peertrain.auth.config import AuthSettings
-from peertrain.auth.testing import AuthUnderTest, shared_auth_service
+from peertrain.testkit.auth import AuthUnderTest, shared_auth_service
 
 ERROR_KEYS = {"code", "message", "detail"}
 USER_LIMIT = AuthSettings.model_fields["login_max_failures"].default

@@ -46,8 +46,8 @@ from training_support import (
 
 from peertrain.common.eventlog import EventLog
 from peertrain.common.events.peers import PeerWentOffline, peer_stream
-from peertrain.common.testing import PLATFORM_PORTS
-from peertrain.peer.testing import PeerProcess
+from peertrain.testkit.common import PLATFORM_PORTS
+from peertrain.testkit.peer import PeerProcess
 
 pytestmark = [pytest.mark.stack, pytest.mark.slow]
 

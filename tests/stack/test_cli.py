@@ -15,9 +15,9 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from peertrain.auth.testing import AuthUnderTest, free_port, shared_auth_service
 from peertrain.client.cli import app
-from peertrain.common.testing import GATEWAY
+from peertrain.testkit.auth import AuthUnderTest, free_port, shared_auth_service
+from peertrain.testkit.common import GATEWAY
 
 pytestmark = pytest.mark.stack
 

@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).parent / "training"))
 
 from training_support import GATEWAY, Platform, run_platform, start_peer
 
-from peertrain.common.testing import child_env
-from peertrain.peer.testing import PeerProcess
+from peertrain.testkit.common import child_env
+from peertrain.testkit.peer import PeerProcess
 
 pytestmark = pytest.mark.stack
 

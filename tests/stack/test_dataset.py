@@ -3,7 +3,7 @@ preview, listing, sharding for a job, deletion.
 
 The auth service (port 8001) issues the tokens; the dataset service (port 8003) runs
 as a subprocess with a bucket, queues and scratch folder of this run's own (see
-``peertrain.dataset.testing``). ``job.created`` is appended the way the orchestrator
+``peertrain.testkit.dataset``). ``job.created`` is appended the way the orchestrator
 will, and published by an outbox relay run here.
 """
 
@@ -22,7 +22,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from peertrain.auth.testing import AuthUnderTest, shared_auth_service
 from peertrain.common.blobs import BlobStore
 from peertrain.common.bus import EVENTS, OutboxRelay, make_broker
 from peertrain.common.eventlog import EventLog
@@ -36,9 +35,10 @@ from peertrain.common.events.datasets import (
     sharding_stream,
 )
 from peertrain.common.events.training import JOB_CREATED, JobCreated, ShardingSpec, job_stream
-from peertrain.common.testing import GATEWAY
 from peertrain.dataset.config import DatasetSettings
-from peertrain.dataset.testing import GATEWAY_URL, DatasetService, running_dataset_service
+from peertrain.testkit.auth import AuthUnderTest, shared_auth_service
+from peertrain.testkit.common import GATEWAY
+from peertrain.testkit.dataset import GATEWAY_URL, DatasetService, running_dataset_service
 
 AUTH_URL = f"{GATEWAY}/api/auth"
 

@@ -18,11 +18,11 @@ import httpx
 import numpy as np
 import pytest
 
-from peertrain.auth.testing import AuthUnderTest, shared_auth_service
 from peertrain.common.blobs import BlobStore
-from peertrain.common.testing import GATEWAY
 from peertrain.dataset.config import DatasetSettings
-from peertrain.dataset.testing import GATEWAY_URL, DatasetService, running_dataset_service
+from peertrain.testkit.auth import AuthUnderTest, shared_auth_service
+from peertrain.testkit.common import GATEWAY
+from peertrain.testkit.dataset import GATEWAY_URL, DatasetService, running_dataset_service
 
 AUTH_URL = f"{GATEWAY}/api/auth"
 CAP = 16 * 1024 * 1024

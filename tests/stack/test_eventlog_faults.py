@@ -27,7 +27,7 @@ from peertrain.common.bus import Inbox, OutboxRelay, make_broker
 from peertrain.common.eventlog import EventLog
 from peertrain.common.events import NewEvent, RecordedEvent
 from peertrain.common.events.diagnostics import DiagnosticPinged
-from peertrain.common.testing import stack_port
+from peertrain.testkit.common import stack_port
 
 
 def ping(n: int, note: str) -> NewEvent:

@@ -41,7 +41,7 @@ from training_support import (
     wait_for,
 )
 
-from peertrain.common.testing import scrape_targets_dir, stack_port
+from peertrain.testkit.common import scrape_targets_dir, stack_port
 
 pytestmark = [pytest.mark.stack]
 

@@ -21,8 +21,6 @@ import httpx
 import pytest
 
 from peertrain.aggregator.config import AggregatorSettings
-from peertrain.aggregator.testing import running_aggregator_service
-from peertrain.auth.testing import AuthUnderTest, shared_auth_service
 from peertrain.common.blobs import BlobStore
 from peertrain.common.bus import (
     EVENTS,
@@ -42,9 +40,11 @@ from peertrain.common.events.models import UPDATE_ACCEPTED, model_stream
 from peertrain.common.events.training import JobConfigured, JobCreated, ShardPlan
 from peertrain.common.security import peer_headers
 from peertrain.common.settings import ServiceSettings
-from peertrain.common.testing import PLATFORM_PORTS, RABBIT_API
 from peertrain.ml.weights import state_from_bytes, state_to_bytes
-from peertrain.orchestrator.testing import orchestrator_process
+from peertrain.testkit.aggregator import running_aggregator_service
+from peertrain.testkit.auth import AuthUnderTest, shared_auth_service
+from peertrain.testkit.common import PLATFORM_PORTS, RABBIT_API
+from peertrain.testkit.orchestrator import orchestrator_process
 
 from .test_aggregator import FEATURES, Job, _delta, _holdout, _peer, _sha, _user
 

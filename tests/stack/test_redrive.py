@@ -19,7 +19,7 @@ from peertrain.common.bus.redrive import dead_letter_queues, redrive
 from peertrain.common.eventlog import EventLog
 from peertrain.common.events import NewEvent, RecordedEvent
 from peertrain.common.events.diagnostics import DIAGNOSTIC_PINGED, DiagnosticPinged
-from peertrain.common.testing import RABBIT_API
+from peertrain.testkit.common import RABBIT_API
 
 from .conftest import delete_queues
 

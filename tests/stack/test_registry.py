@@ -27,7 +27,6 @@ import httpx
 import pytest
 from pymongo import MongoClient
 
-from peertrain.auth.testing import AuthUnderTest, ServiceProcess, shared_auth_service
 from peertrain.common.bus import PEERS, TELEMETRY
 from peertrain.common.eventlog import EventLog
 from peertrain.common.events import RecordedEvent
@@ -41,9 +40,10 @@ from peertrain.common.events.peers import (
 )
 from peertrain.common.security import peer_headers
 from peertrain.common.settings import ServiceSettings
-from peertrain.common.testing import PLATFORM_PORTS, RABBIT_API, stack_port
-from peertrain.peer.testing import PeerProcess
-from peertrain.registry.testing import GATEWAY, registry_process
+from peertrain.testkit.auth import AuthUnderTest, ServiceProcess, shared_auth_service
+from peertrain.testkit.common import PLATFORM_PORTS, RABBIT_API, stack_port
+from peertrain.testkit.peer import PeerProcess
+from peertrain.testkit.registry import GATEWAY, registry_process
 
 REGISTRY = f"{GATEWAY}/api/registry"
 AUTH = f"{GATEWAY}/api/auth"

@@ -30,7 +30,6 @@ from pamqp.frame import marshal
 from pamqp.header import ContentHeader
 from pymongo import MongoClient
 
-from peertrain.auth.testing import AuthUnderTest, ServiceProcess, shared_auth_service
 from peertrain.common.bus import TELEMETRY
 from peertrain.common.eventlog import EventLog
 from peertrain.common.events import RecordedEvent
@@ -44,9 +43,10 @@ from peertrain.common.events.peers import (
 )
 from peertrain.common.security import peer_headers
 from peertrain.common.settings import ServiceSettings
-from peertrain.common.testing import stack_port
-from peertrain.peer.testing import PeerProcess
-from peertrain.registry.testing import GATEWAY, registry_process
+from peertrain.testkit.auth import AuthUnderTest, ServiceProcess, shared_auth_service
+from peertrain.testkit.common import stack_port
+from peertrain.testkit.peer import PeerProcess
+from peertrain.testkit.registry import GATEWAY, registry_process
 
 from .test_registry import (
     AUTH,

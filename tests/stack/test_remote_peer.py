@@ -33,8 +33,8 @@ import numpy as np
 import pytest
 import torch
 
-from peertrain.common.testing import OFFSET, stack_port
-from peertrain.peer.testing import PeerProcess
+from peertrain.testkit.common import OFFSET, stack_port
+from peertrain.testkit.peer import PeerProcess
 
 sys.path.insert(0, str(Path(__file__).parent / "training"))
 sys.path.insert(0, str(Path(__file__).parent))

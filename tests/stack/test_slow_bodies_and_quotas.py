@@ -21,11 +21,11 @@ from typing import Any
 import httpx
 import pytest
 
-from peertrain.auth.testing import AuthUnderTest, shared_auth_service
 from peertrain.common.blobs import BlobStore
-from peertrain.common.testing import GATEWAY, PLATFORM_PORTS, ServiceProcess, child_env
 from peertrain.dataset.config import DatasetSettings
-from peertrain.dataset.testing import GATEWAY_URL, DatasetService, running_dataset_service
+from peertrain.testkit.auth import AuthUnderTest, shared_auth_service
+from peertrain.testkit.common import GATEWAY, PLATFORM_PORTS, ServiceProcess, child_env
+from peertrain.testkit.dataset import GATEWAY_URL, DatasetService, running_dataset_service
 
 AUTH_URL = f"{GATEWAY}/api/auth"
 DIRECT_URL = f"http://127.0.0.1:{PLATFORM_PORTS['dataset']}/api/datasets"

@@ -27,7 +27,7 @@ from peertrain.client.tracking import (
     store_kind,
     tracked_run,
 )
-from peertrain.common.testing import MlflowServer
+from peertrain.testkit.common import MlflowServer
 
 API = "http://api.test"
 JOB: dict[str, Any] = {

@@ -49,7 +49,7 @@ from training_support import (
 )
 
 from peertrain import sim
-from peertrain.common.testing import RABBIT_API
+from peertrain.testkit.common import RABBIT_API
 
 __all__ = [
     "ChaosReport",

@@ -17,7 +17,7 @@ from chaos import chaos_platform
 from hanging_proxy import ThreadedProxy
 from training_support import Platform
 
-from peertrain.common.testing import stack_port
+from peertrain.testkit.common import stack_port
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ for extra in (HERE, HERE.parent, HERE.parent / "training", HERE.parents[1] / "co
 from chaos import chaos_platform, digits_data, job_body, run_chaos  # noqa: E402
 from hanging_proxy import ThreadedProxy  # noqa: E402
 
-from peertrain.common.testing import stack_port  # noqa: E402
+from peertrain.testkit.common import stack_port  # noqa: E402
 
 
 class _Temp:

@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 from training_support import Platform, create_job, dataset, finished, peers_active
 
-from peertrain.common.testing import GATEWAY
+from peertrain.testkit.common import GATEWAY
 
 pytestmark = [pytest.mark.stack]
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from training_support import Platform
 
-from peertrain.common.testing import GATEWAY
+from peertrain.testkit.common import GATEWAY
 
 pytestmark = [pytest.mark.stack]
 

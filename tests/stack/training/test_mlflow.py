@@ -2,7 +2,7 @@
 
 The server is ``mlflow server`` (the full package, from its own cached venv:
 deploy/local/mlflow-venv.sh) on a free port, with a SQLite backend store and a local
-artifact root, started here (``peertrain.common.testing.MlflowServer``); it boots while
+artifact root, started here (``peertrain.testkit.common.MlflowServer``); it boots while
 the short MNIST job (2 peers, 2 rounds, shared with test_predict.py) trains. The real
 CLI exports the ended job in a fresh process, and the run is read back through MLflow's
 own client: the spec as params, holdout metrics per round (round as the step), each
@@ -25,7 +25,7 @@ import pytest
 from training_support import Platform, create_job, finished
 
 from peertrain.client import FileTokenStore, Tokens
-from peertrain.common.testing import GATEWAY, MlflowServer, child_env
+from peertrain.testkit.common import GATEWAY, MlflowServer, child_env
 
 pytestmark = [pytest.mark.stack]
 mlflow = pytest.importorskip("mlflow")  # the client: peertrain-client[mlflow], in the dev group

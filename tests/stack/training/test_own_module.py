@@ -18,9 +18,9 @@ from torch import nn
 from training_support import Platform, every_item, finished, job_events, peers_active
 
 from peertrain.client import Client, MemoryTokenStore
-from peertrain.common.testing import GATEWAY
 from peertrain.ml.export.write import load_final
 from peertrain.ml.graph import to_graph
+from peertrain.testkit.common import GATEWAY
 
 pytestmark = [pytest.mark.stack]
 

@@ -18,7 +18,7 @@ from training_support import Platform, finished, job_arrays, peers_active
 
 from peertrain.client import Client, MemoryTokenStore
 from peertrain.common.specs import lr_for_round, parse_training_params
-from peertrain.common.testing import GATEWAY
+from peertrain.testkit.common import GATEWAY
 
 pytestmark = [pytest.mark.stack, pytest.mark.slow]
 

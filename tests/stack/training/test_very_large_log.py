@@ -1,6 +1,6 @@
 """A log of a million events: a whole job completes, and the services restart and replay.
 
-The log is pre-filled with 1,000,000 events (``peertrain.common.testing.prefill``: real
+The log is pre-filled with 1,000,000 events (``peertrain.testkit.common.prefill``: real
 documents of a catalogued type no service folds, at positions claimed from the log's
 own allocator; each batch's first through FerretDB, its copies written in PostgreSQL)
 while the platform runs. Nothing on a round's path, a request's path or
@@ -24,7 +24,7 @@ from training_support import Platform, create_job, finished, peers_active
 
 from peertrain.common.eventlog import EventLog
 from peertrain.common.settings import ServiceSettings
-from peertrain.common.testing.prefill import PER_STREAM, FerretPostgres, prefill, prefilled
+from peertrain.testkit.common.prefill import PER_STREAM, FerretPostgres, prefill, prefilled
 
 pytestmark = [pytest.mark.stack, pytest.mark.slow]
 

@@ -31,11 +31,12 @@ import torch
 from pymongo import MongoClient
 from safetensors.torch import load as load_safetensors
 
-from peertrain.auth.testing import shared_auth_service
 from peertrain.client import TokenAuth, Tokens
 from peertrain.common.blobs import BlobStore
 from peertrain.common.settings import ServiceSettings
-from peertrain.common.testing import (
+from peertrain.ml.training import Inputs, read_samples
+from peertrain.testkit.auth import shared_auth_service
+from peertrain.testkit.common import (
     GATEWAY,
     PLATFORM_PORTS,
     RABBIT_API,
@@ -44,11 +45,10 @@ from peertrain.common.testing import (
     free_port,
     scraped,
 )
-from peertrain.dataset.testing import running_dataset_service
-from peertrain.ml.training import Inputs, read_samples
-from peertrain.orchestrator.testing import orchestrator_process
-from peertrain.peer.testing import PeerProcess
-from peertrain.registry.testing import registry_process
+from peertrain.testkit.dataset import running_dataset_service
+from peertrain.testkit.orchestrator import orchestrator_process
+from peertrain.testkit.peer import PeerProcess
+from peertrain.testkit.registry import registry_process
 
 MGMT = RABBIT_API
 ROOT = Path(__file__).resolve().parents[3]

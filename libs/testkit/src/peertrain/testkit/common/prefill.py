@@ -11,7 +11,7 @@ the one before, one correlation id per stream). The first event of each batch is
 as a :class:`RecordedEvent` and stored with :func:`to_document`; the others are that
 document with their own id, stream, ``seq``, position, time, cause and payload filled in
 (a pydantic event per document cost the prefill a quarter of its CPU), so each document
-has the shape, indexes and size of a real one (``libs/common/tests/test_prefill.py``
+has the shape, indexes and size of a real one (``libs/testkit/tests/test_prefill.py``
 reads them back as events). They are never published: nothing stages them in the outbox.
 
 Positions come from the log's own :class:`PositionAllocator`, one block per batch of
@@ -37,7 +37,7 @@ CPU-s and 146 s. (Without seven of the log's nine indexes during the copy, 200,0
 32 instead of 39 CPU-s, and building them afterwards 5.5: not worth it.) The copies read
 back through FerretDB as the wire path's documents do (``test_very_large_log.py``).
 
-Run alone: ``python -m peertrain.common.testing.prefill --db pt_bench --count 1000000
+Run alone: ``python -m peertrain.testkit.common.prefill --db pt_bench --count 1000000
 [--sql]``.
 """
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from peertrain.common.testing import PLATFORM_PORTS, ServiceProcess, child_env
+from peertrain.testkit.common import PLATFORM_PORTS, ServiceProcess, child_env
 
 __all__ = ["orchestrator_process"]
 

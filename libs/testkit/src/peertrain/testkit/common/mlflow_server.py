@@ -22,7 +22,7 @@ from .ports import free_port
 
 __all__ = ["MlflowServer", "MlflowServerFailed"]
 
-_ROOT = Path(__file__).resolve().parents[6]  # the checkout (libs/common/src/peertrain/...)
+_ROOT = Path(__file__).resolve().parents[6]  # the checkout (libs/testkit/src/peertrain/...)
 _VENV_SCRIPT = _ROOT / "deploy" / "local" / "mlflow-venv.sh"
 
 

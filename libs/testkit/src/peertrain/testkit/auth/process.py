@@ -14,7 +14,7 @@ import httpx
 from pymongo import MongoClient
 
 from peertrain.common.settings import ServiceSettings
-from peertrain.common.testing import (
+from peertrain.testkit.common import (
     GATEWAY,
     PLATFORM_PORTS,
     RABBIT_API,
@@ -97,7 +97,7 @@ def auth_process(
 def probe_process(*, mongo_db: str, log_dir: Path, name: str = "authprobe") -> ServiceProcess:
     """The probe service (another service that only verifies tokens) on a free port."""
     port = free_port()
-    args = ["-m", "peertrain.auth.testing", "probe", "--mongo-db", mongo_db]
+    args = ["-m", "peertrain.testkit.auth", "probe", "--mongo-db", mongo_db]
     args += ["--port", str(port), "--name", name]
     return ServiceProcess(
         name,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from peertrain.common.testing import PortBusy, ServiceProcess, port_holder
+from peertrain.testkit.common import PortBusy, ServiceProcess, port_holder
 
 # Listens on a free port, prints it; "peertrain.registry" is in its command line, as in
 # a platform service's (`python -m peertrain.registry`).

@@ -1,5 +1,5 @@
 """Running the dataset service in tests and benchmarks, isolated from other runs (see
-:mod:`peertrain.common.testing.isolated`)::
+:mod:`peertrain.testkit.common.isolated`)::
 
     with running_dataset_service(mongo_db=auth.mongo_db, run=run_id, base_dir=tmp) as (
         service,
@@ -13,8 +13,8 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from peertrain.common.testing import GATEWAY, PLATFORM_PORTS, ServiceProcess
-from peertrain.common.testing.isolated import running_service
+from peertrain.testkit.common import GATEWAY, PLATFORM_PORTS, ServiceProcess
+from peertrain.testkit.common.isolated import running_service
 
 __all__ = ["GATEWAY_URL", "DatasetService", "running_dataset_service"]
 

@@ -42,7 +42,7 @@ PLATFORM_PORTS = {
 """Each service's port in this lane, as ``deploy/local/services.sh`` and the gateway have
 them (see :mod:`.lane`)."""
 
-_ROOT = Path(__file__).resolve().parents[6]  # the checkout (libs/common/src/peertrain/...)
+_ROOT = Path(__file__).resolve().parents[6]  # the checkout (libs/testkit/src/peertrain/...)
 _LISTEN = "0A"
 
 

@@ -7,15 +7,15 @@
     ...
     registry.stop()
 
-It reuses the auth service's process helper (test support only: the registry's
-service code never imports another service).
+A :class:`~peertrain.testkit.common.ServiceProcess`, like every service's helper in
+:mod:`peertrain.testkit`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from peertrain.common.testing import GATEWAY, PLATFORM_PORTS, ServiceProcess, child_env
+from peertrain.testkit.common import GATEWAY, PLATFORM_PORTS, ServiceProcess, child_env
 
 __all__ = ["GATEWAY", "registry_process"]
 

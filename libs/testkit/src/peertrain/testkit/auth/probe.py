@@ -2,7 +2,7 @@
 
 It proves that tokens verify outside auth, from keys learned through events and the
 log (``create_app`` + ``install_security``), with no call to auth. Run it with
-``python -m peertrain.auth.testing probe --mongo-db DB --port N``.
+``python -m peertrain.testkit.auth probe --mongo-db DB --port N``.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ def create_probe_app(settings: ServiceSettings) -> FastAPI:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m peertrain.auth.testing probe --mongo-db DB --port N``."""
-    parser = argparse.ArgumentParser(prog="python -m peertrain.auth.testing")
+    """``python -m peertrain.testkit.auth probe --mongo-db DB --port N``."""
+    parser = argparse.ArgumentParser(prog="python -m peertrain.testkit.auth")
     sub = parser.add_subparsers(dest="command", required=True)
     probe = sub.add_parser("probe", help="run the probe service")
     probe.add_argument("--mongo-db", required=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from peertrain.common.events import from_document, to_document
 from peertrain.common.events.diagnostics import DiagnosticPinged
-from peertrain.common.testing.prefill import PER_STREAM, PRODUCER, documents
+from peertrain.testkit.common.prefill import PER_STREAM, PRODUCER, documents
 
 
 def test_prefilled_documents_read_back_as_the_events_they_claim_to_be() -> None:

@@ -1,0 +1,5 @@
+"""``python -m peertrain.testkit.auth probe ...``."""
+
+from .probe import main
+
+main()

@@ -1,5 +1,0 @@
-"""``python -m peertrain.auth.testing probe ...``."""
-
-from .probe import main
-
-main()
