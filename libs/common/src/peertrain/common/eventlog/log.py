@@ -47,7 +47,7 @@ from peertrain.common.text import has_nul
 from .outbox import Outbox
 from .positions import PositionAllocator
 
-__all__ = ["AppendListener", "ConcurrencyError", "EventLog"]
+__all__ = ["AppendListener", "ConcurrencyError", "EventLog", "refuse_unstorable"]
 
 Doc = dict[str, Any]
 
@@ -73,6 +73,20 @@ class ConcurrencyError(Conflict):
         )
         self.stream = stream
         self.expected_version = expected_version
+
+
+def refuse_unstorable(stream: str, events: Sequence[NewEvent]) -> None:
+    """Raise :class:`ValidationFailed` if ``stream`` or one of ``events`` holds a NUL.
+
+    The last line against what the store cannot hold (PostgreSQL refuses a NUL): every
+    log refuses it before anything is written, so nothing is half written.
+    """
+    refused = [e.type for e in events if has_nul(e.model_dump(mode="json"))]
+    if refused or has_nul(stream):
+        raise ValidationFailed(
+            f"{', '.join(refused) or 'an event'} for {stream[:100]!r} holds a NUL "
+            "character, which the event log cannot store"
+        )
 
 
 class EventLog:
@@ -143,19 +157,14 @@ class EventLog:
         ------
         ConcurrencyError
             If another writer took one of these positions first.
+        ValidationFailed
+            If ``stream`` or an event holds a NUL character (nothing is written).
         """
         if not events:
             return []
         if expected_version < 0:
             raise ValueError("expected_version must be >= 0")
-        # The last line against what the store cannot hold (PostgreSQL refuses a NUL):
-        # refused before a position is taken, so nothing is half written.
-        refused = [e.type for e in events if has_nul(e.model_dump(mode="json"))]
-        if refused or has_nul(stream):
-            raise ValidationFailed(
-                f"{', '.join(refused) or 'an event'} for {stream[:100]!r} holds a NUL "
-                "character, which the event log cannot store"
-            )
+        refuse_unstorable(stream, events)  # before a position is taken
         positions = await self.positions.allocate(len(events))
         recorded = [
             RecordedEvent(
