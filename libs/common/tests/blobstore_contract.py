@@ -44,7 +44,7 @@ class BlobStoreContract:
         assert (put.key, put.size, put.sha256) == (key, len(data), sha)
         assert await store.exists(key) and await store.get_bytes(key) == data
         chunks = [c async for c in store.get_stream(key, chunk_size=1000)]
-        assert b"".join(chunks) == data and {len(c) for c in chunks[:-1]} == {1000}
+        assert b"".join(chunks) == data and max(len(c) for c in chunks) <= 1000
         assert await store.get_sha256(key) == sha
         digest = await store.download_to(key, tmp_path / "obj.bin")
         assert (digest.size, digest.sha256) == (len(data), sha)
