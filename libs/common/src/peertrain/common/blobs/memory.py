@@ -189,5 +189,7 @@ class MemoryBlobStore:
         check_key(key)
         check_expiry(expires_s)
         check_size_range(min_bytes, max_bytes)
-        fields = {"key": key} | ({"Content-Type": content_type} if content_type else {})
+        fields = {"key": key}
+        if content_type is not None:
+            fields["Content-Type"] = content_type
         return {"url": f"memory://{self.bucket}", "fields": fields}
