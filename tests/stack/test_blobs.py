@@ -27,7 +27,7 @@ from peertrain.common.settings import ServiceSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "libs" / "common" / "tests"))
 
-from blobstore_contract import BlobStoreContract  # noqa: E402
+from blobstore_contract import BlobStoreContract
 
 pytestmark = pytest.mark.stack
 

@@ -17,7 +17,7 @@ from peertrain.common.events.diagnostics import DiagnosticPinged
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "libs" / "common" / "tests"))
 
-from eventlog_contract import EventLogContract  # noqa: E402
+from eventlog_contract import EventLogContract
 
 
 class TestEventLogContract(EventLogContract):

@@ -47,7 +47,11 @@ class EventLogContract:
         first = await log.append("job:a", [ping(1), ping(2)], expected_version=0)
         other = await log.append("job:b", [ping(3)], expected_version=0)
         more = await log.append("job:a", [ping(4)], expected_version=2)
-        assert [(e.stream, e.seq) for e in first + more] == [("job:a", 1), ("job:a", 2), ("job:a", 3)]
+        assert [(e.stream, e.seq) for e in first + more] == [
+            ("job:a", 1),
+            ("job:a", 2),
+            ("job:a", 3),
+        ]
         assert (other[0].stream, other[0].seq) == ("job:b", 1)
         positions = [e.position for e in first + other + more]
         assert positions == sorted(set(positions)) and positions[0] > 0  # append order
@@ -166,11 +170,11 @@ class EventLogContract:
         assert await log.read_stream("job:none", after_seq=3) == []
         assert await log.stream_version("job:none") == 0
 
-    async def test_read_all_in_position_order_after_a_position_and_of_types(
-        self, log: Log
-    ) -> None:
+    async def test_read_all_in_position_order_after_a_position_and_of_types(self, log: Log) -> None:
         a = await log.append("job:a", [ping(1), ping(2), ping(3)], expected_version=0)
-        u = await log.append("user:u", [NewEvent.of(UserDisabled(user_id="u"), producer="t")], expected_version=0)
+        u = await log.append(
+            "user:u", [NewEvent.of(UserDisabled(user_id="u"), producer="t")], expected_version=0
+        )
         b = await log.append("job:a", [ping(4)], expected_version=3)
         everything = [e async for e in log.read_all()]
         assert [e.id for e in everything] == [e.id for e in a + u + b]
@@ -180,7 +184,9 @@ class EventLogContract:
         assert numbers(pings) == [1, 2, 3, 4]
         both = [e async for e in log.read_all(types=["user.disabled", DIAGNOSTIC_PINGED])]
         assert [e.id for e in both] == [e.id for e in everything]  # merged by position
-        later = [e async for e in log.read_all(after_position=u[0].position, types=["user.disabled"])]
+        later = [
+            e async for e in log.read_all(after_position=u[0].position, types=["user.disabled"])
+        ]
         assert later == []
         assert [e async for e in log.read_all(types=["nobody.heard_of"])] == []
 
@@ -191,9 +197,7 @@ class EventLogContract:
         assert numbers(await log.find_by_correlation("j1")) == [1, 3]
         assert await log.find_by_correlation("nobody") == []
 
-    async def test_indexes_and_observed_events_change_nothing_that_is_read(
-        self, log: Log
-    ) -> None:
+    async def test_indexes_and_observed_events_change_nothing_that_is_read(self, log: Log) -> None:
         await log.ensure_indexes()
         (event,) = await log.append("job:a", [ping(1)], expected_version=0)
         await log.ensure_indexes()  # idempotent

@@ -11,9 +11,9 @@ One job, in one process, on a virtual clock:
 * virtual peers that train each ``task.assigned`` with the peer runtime's call
   (:mod:`.training`) and announce their update when their speed says they are done.
 
-Every event goes through :class:`~peertrain.common.eventlog.MemoryEventLog`; whoever subscribes to it
-on the platform gets it here, in log order. Deadlines are virtual: a round that waits
-for a straggler costs no wall time.
+Every event goes through :class:`~peertrain.common.eventlog.MemoryEventLog`; whoever
+subscribes to it on the platform gets it here, in log order. Deadlines are virtual: a
+round that waits for a straggler costs no wall time.
 """
 
 from __future__ import annotations
