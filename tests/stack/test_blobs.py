@@ -18,13 +18,16 @@ import httpx
 import pytest
 
 from peertrain.common.blobs import (
-    BlobNotFound,
     BlobStore,
     BlobStoreConfig,
     BlobStoreUnavailable,
     BlobTooLarge,
 )
 from peertrain.common.settings import ServiceSettings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "libs" / "common" / "tests"))
+
+from blobstore_contract import BlobStoreContract
 
 pytestmark = pytest.mark.stack
 
@@ -81,6 +84,18 @@ async def blob_prefix(blobs: BlobStore, run_id: str) -> AsyncIterator[str]:
     value = f"test/blobs/{run_id}/{uuid.uuid4().hex[:12]}/"
     yield value
     await blobs.delete_prefix(value)
+
+
+class TestBlobStoreContract(BlobStoreContract):
+    """What every blob store answers (the in-memory one too), on MinIO."""
+
+    @pytest.fixture
+    def store(self, blobs: BlobStore) -> BlobStore:
+        return blobs
+
+    @pytest.fixture
+    def prefix(self, blob_prefix: str) -> str:
+        return blob_prefix
 
 
 # -- streaming ------------------------------------------------------------------
@@ -192,29 +207,7 @@ async def test_small_body_over_limit_is_refused(blobs: BlobStore, blob_prefix: s
 # -- reading, listing, deleting ---------------------------------------------------
 
 
-async def test_missing_key_raises_blob_not_found(
-    blobs: BlobStore, blob_prefix: str, tmp_path: Path
-) -> None:
-    key = f"{blob_prefix}missing"
-    with pytest.raises(BlobNotFound) as caught:
-        await blobs.get_bytes(key)
-    assert isinstance(caught.value, LookupError)
-    assert caught.value.key == key
-    with pytest.raises(BlobNotFound):
-        await blobs.get_sha256(key)
-    with pytest.raises(BlobNotFound):
-        async with aclosing(blobs.get_stream(key)) as chunks:
-            async for _ in chunks:
-                pass
-    target = tmp_path / "out.bin"
-    with pytest.raises(BlobNotFound):
-        await blobs.download_to(key, target)
-    assert list(tmp_path.iterdir()) == []  # no partial file left
-    assert not await blobs.exists(key)
-    await blobs.delete(key)  # deleting a missing key is fine
-
-
-async def test_list_and_delete_prefix(
+async def test_list_and_delete_prefix_page_by_page(
     blobs: BlobStore, blob_prefix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(blobs, "_list_page_size", 2)  # several pages for five keys

@@ -1,36 +1,39 @@
-"""An in-memory stand-in for the event log's stream reads and appends (unit tests)."""
+"""The event log in memory, as the repository's unit tests watch it: every read and
+append recorded, a hook for another writer that gets there first."""
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import pytest
 
-from peertrain.common.eventlog import ConcurrencyError
+from peertrain.common.eventlog import MemoryEventLog
 from peertrain.common.events import NewEvent, RecordedEvent
 
+sys.path.insert(0, str(Path(__file__).parent))  # the contract suites, for tests/stack too
 
-class MemoryLog:
-    """``read_stream`` and ``append`` as :class:`EventLog` answers them, in memory.
 
-    An append at a taken position raises :class:`ConcurrencyError`; appending events
-    that are stored already (same ids) answers them as stored. Every call yields to the
-    event loop once, like real I/O. ``before_append`` runs just before an append lands
-    (a concurrent writer getting there first). ``reads`` lists each read as
-    ``(stream, after_seq)``.
+class MemoryLog(MemoryEventLog):
+    """:class:`MemoryEventLog` that records what it is asked and yields like real I/O.
+
+    Every read and append yields to the event loop once, as a real call would.
+    ``before_append`` runs once, just before the next append lands (a concurrent writer
+    getting there first). ``reads`` lists each stream read as ``(stream, after_seq)``,
+    ``appends`` each append as ``(stream, expected_version)``.
     """
 
     def __init__(self) -> None:
-        self.streams: dict[str, list[RecordedEvent]] = {}
+        super().__init__()
         self.reads: list[tuple[str, int]] = []
         self.appends: list[tuple[str, int]] = []
         self.before_append: Callable[[str], None] | None = None
-        self._position = 0
 
     async def read_stream(self, stream: str, *, after_seq: int = 0) -> list[RecordedEvent]:
         self.reads.append((stream, after_seq))
-        found = [e for e in self.streams.get(stream, []) if e.seq > after_seq]
+        found = await super().read_stream(stream, after_seq=after_seq)
         await asyncio.sleep(0)  # the answer is what the log held when asked
         return found
 
@@ -42,31 +45,11 @@ class MemoryLog:
         if hook is not None:
             hook(stream)
         self.appends.append((stream, expected_version))
-        stored = {e.id: e for s in self.streams.values() for e in s}
-        if events and all(e.id in stored for e in events):
-            return [stored[e.id] for e in events]  # a retried append: what it stored
-        taken = self.streams.setdefault(stream, [])
-        if len(taken) != expected_version:
-            raise ConcurrencyError(stream, expected_version)
-        return self.write(stream, events)
+        return await super().append(stream, events, expected_version=expected_version)
 
     def write(self, stream: str, events: Sequence[NewEvent]) -> list[RecordedEvent]:
         """Store ``events`` at the end of ``stream`` at once (another writer)."""
-        taken = self.streams.setdefault(stream, [])
-        recorded = []
-        for e in events:
-            self._position += 1
-            recorded.append(
-                RecordedEvent(
-                    **e.model_dump(exclude={"data"}),
-                    data=e.data,
-                    stream=stream,
-                    seq=len(taken) + 1,
-                    position=self._position,
-                )
-            )
-            taken.append(recorded[-1])
-        return recorded
+        return self._store(stream, events)
 
 
 @pytest.fixture

@@ -206,7 +206,17 @@ def test_public_surface_is_declared() -> None:
     for name in blobs_pkg.__all__:
         assert hasattr(blobs_pkg, name), name
     public = {n for n in dir(blobs_pkg) if not n.startswith("_")}
-    modules = {"client", "config", "download", "errors", "models", "presign", "store", "upload"}
+    modules = {
+        "client",
+        "config",
+        "download",
+        "errors",
+        "memory",
+        "models",
+        "presign",
+        "store",
+        "upload",
+    }
     assert public - modules == set(blobs_pkg.__all__)
 
 

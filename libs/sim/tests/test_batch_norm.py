@@ -12,11 +12,11 @@ from sklearn.datasets import load_digits
 from torch import nn
 
 import peertrain.sim as sim
+from peertrain.common.blobs import MemoryBlobStore
 from peertrain.common.events.datasets import FeatureSpec, ImageEncoding
 from peertrain.common.events.models import model_key
 from peertrain.ml.graph import to_graph
 from peertrain.ml.weights import state_from_bytes
-from peertrain.sim.adapters import MemoryBlobStore
 
 BUFFERS = ("bn.running_mean", "bn.running_var")
 

@@ -1,10 +1,9 @@
 """A verifier's security state against its own log: a key set comes from the log, never
-from a bus message alone; a removed peer is refused at once (no I/O beyond a fake log)."""
+from a bus message alone; a removed peer is refused at once (the log in memory)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
@@ -12,7 +11,8 @@ from jose import jwk, jwt
 
 from peertrain.auth.domain.keys import NewKey, generate_key
 from peertrain.auth.domain.tokens import access_claims
-from peertrain.common.events import NewEvent, RecordedEvent
+from peertrain.common.eventlog import MemoryEventLog
+from peertrain.common.events import EventData, NewEvent, RecordedEvent
 from peertrain.common.events.auth import AUTH_KEYS_STREAM, KeysRotated
 from peertrain.common.events.peers import PeerRemoved, peer_stream
 from peertrain.common.events.users import UserDisabled
@@ -27,29 +27,22 @@ from peertrain.common.security import (
 )
 
 
-class Log:
-    """The two reads :class:`Security` makes, over a list of recorded events."""
+class Log(MemoryEventLog):
+    """The event log in memory, counting the stream reads :class:`Security` makes."""
 
     def __init__(self) -> None:
-        self.events: list[RecordedEvent] = []
+        super().__init__()
         self.stream_reads = 0
-
-    def append(self, stream: str, data: Any) -> RecordedEvent:
-        seq = 1 + sum(1 for e in self.events if e.stream == stream)
-        event = NewEvent.of(data, producer="auth").stored_as(stream, seq, len(self.events) + 1)
-        self.events.append(event)
-        return event
 
     async def read_stream(self, stream: str, *, after_seq: int = 0) -> list[RecordedEvent]:
         self.stream_reads += 1
-        return [e for e in self.events if e.stream == stream and e.seq > after_seq]
+        return await super().read_stream(stream, after_seq=after_seq)
 
-    async def read_all(
-        self, *, after_position: int = 0, types: Sequence[str] | None = None
-    ) -> AsyncIterator[RecordedEvent]:
-        for event in self.events:
-            if event.position > after_position and (types is None or event.type in types):
-                yield event
+    async def add(self, stream: str, data: EventData) -> RecordedEvent:
+        """Append ``data`` at the end of ``stream`` (as auth or the registry would)."""
+        new = NewEvent.of(data, producer="auth")
+        version = await self.stream_version(stream)
+        return (await self.append(stream, [new], expected_version=version))[0]
 
 
 def rotated(*keys: NewKey) -> KeysRotated:
@@ -89,7 +82,7 @@ async def started(log: Log, **settings: Any) -> Security:
 
 async def test_a_foreign_key_set_on_the_bus_never_replaces_the_logs(keys: list[NewKey]) -> None:
     log = Log()
-    log.append(AUTH_KEYS_STREAM, rotated(keys[0]))
+    await log.add(AUTH_KEYS_STREAM, rotated(keys[0]))
     security = await started(log)
     signed = token(keys[0])
     assert security.verify(signed).subject == "user-1"
@@ -98,7 +91,7 @@ async def test_a_foreign_key_set_on_the_bus_never_replaces_the_logs(keys: list[N
     assert security.keys.kids == {keys[0].kid} and security.keys.version == 1
     assert (await security.authenticate(signed)).subject == "user-1"
     # The log's own next set still comes in from its event.
-    real = log.append(AUTH_KEYS_STREAM, rotated(keys[1], keys[0]))
+    real = await log.add(AUTH_KEYS_STREAM, rotated(keys[1], keys[0]))
     await security.on_event(real)
     assert security.keys.kids == {keys[0].kid, keys[1].kid} and security.keys.version == 2
     assert (await security.authenticate(token(keys[1]))).subject == "user-1"
@@ -108,7 +101,7 @@ async def test_an_unknown_kid_rereads_every_key_set_and_repairs_a_wrong_one(
     keys: list[NewKey],
 ) -> None:
     log = Log()
-    log.append(AUTH_KEYS_STREAM, rotated(keys[0]))
+    await log.add(AUTH_KEYS_STREAM, rotated(keys[0]))
     security = await started(log, min_refresh_interval_s=0)
     security.keys.replace([k.jwk.model_dump() for k in keys[1:5]], version=7)  # gone wrong
     signed = token(keys[0])
@@ -120,7 +113,7 @@ async def test_an_unknown_kid_rereads_every_key_set_and_repairs_a_wrong_one(
 
 async def test_an_unknown_kid_rereads_at_most_once_per_interval(keys: list[NewKey]) -> None:
     log = Log()
-    log.append(AUTH_KEYS_STREAM, rotated(keys[0]))
+    await log.add(AUTH_KEYS_STREAM, rotated(keys[0]))
     security = await started(log, min_refresh_interval_s=3600)
     reads = log.stream_reads
     for _ in range(20):
@@ -131,8 +124,8 @@ async def test_an_unknown_kid_rereads_at_most_once_per_interval(keys: list[NewKe
 
 async def test_a_duplicate_or_older_key_set_message_costs_no_read(keys: list[NewKey]) -> None:
     log = Log()
-    first = log.append(AUTH_KEYS_STREAM, rotated(keys[0]))
-    log.append(AUTH_KEYS_STREAM, rotated(keys[1], keys[0]))
+    first = await log.add(AUTH_KEYS_STREAM, rotated(keys[0]))
+    await log.add(AUTH_KEYS_STREAM, rotated(keys[1], keys[0]))
     security = await started(log)
     reads = log.stream_reads
     await security.on_event(first)
@@ -142,12 +135,12 @@ async def test_a_duplicate_or_older_key_set_message_costs_no_read(keys: list[New
 
 async def test_a_removed_peer_is_refused_at_once_and_after_a_restart(keys: list[NewKey]) -> None:
     log = Log()
-    log.append(AUTH_KEYS_STREAM, rotated(keys[0]))
+    await log.add(AUTH_KEYS_STREAM, rotated(keys[0]))
     security = await started(log)
     peer = token(keys[0], subject="peer-1", roles=("peer",), owner="user-1")
     other = token(keys[0], subject="peer-2", roles=("peer",), owner="user-1")
     assert security.verify(peer).subject == "peer-1"
-    removed = log.append(peer_stream("peer-1"), PeerRemoved(peer_id="peer-1"))
+    removed = await log.add(peer_stream("peer-1"), PeerRemoved(peer_id="peer-1"))
     await security.on_event(removed)
     with pytest.raises(InvalidToken):
         security.verify(peer)
@@ -161,9 +154,9 @@ async def test_a_removed_peer_is_refused_at_once_and_after_a_restart(keys: list[
 
 async def test_a_disabled_user_refuses_their_peers_too(keys: list[NewKey]) -> None:
     log = Log()
-    log.append(AUTH_KEYS_STREAM, rotated(keys[0]))
+    await log.add(AUTH_KEYS_STREAM, rotated(keys[0]))
     security = await started(log)
-    log.append("user:user-1", UserDisabled(user_id="user-1"))
+    await log.add("user:user-1", UserDisabled(user_id="user-1"))
     await security.refresh()
     with pytest.raises(InvalidToken):
         security.verify(token(keys[0], subject="peer-1", roles=("peer",), owner="user-1"))

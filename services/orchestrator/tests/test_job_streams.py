@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from peertrain.common.eventlog import ConcurrencyError, Repository
+from peertrain.common.eventlog import MemoryEventLog, Repository
 from peertrain.common.events import EventData, NewEvent, RecordedEvent
 from peertrain.common.events.models import ModelVersionCreated
 from peertrain.common.events.tasks import TaskAcceptedBody, TaskFailedBody, TaskProgressBody
@@ -57,36 +56,27 @@ ASSIGNED = TaskAssigned(
 )
 
 
-class Log:
-    """Stream reads and appends in memory, conflicting like the event log."""
+class Log(MemoryEventLog):
+    """The event log in memory, recording which streams were read."""
 
     def __init__(self) -> None:
-        self.streams: dict[str, list[RecordedEvent]] = {}
+        super().__init__()
         self.reads: list[str] = []
 
     async def read_stream(self, stream: str, *, after_seq: int = 0) -> list[RecordedEvent]:
         self.reads.append(stream)
-        return [e for e in self.streams.get(stream, []) if e.seq > after_seq]
+        return await super().read_stream(stream, after_seq=after_seq)
 
-    async def append(
-        self, stream: str, events: Sequence[NewEvent], *, expected_version: int
-    ) -> list[RecordedEvent]:
-        if len(self.streams.get(stream, [])) != expected_version:
-            raise ConcurrencyError(stream, expected_version)
-        return self.write(stream, *(e.data for e in events))  # type: ignore[misc]
-
-    def write(self, stream: str, *data: EventData) -> list[RecordedEvent]:
-        taken = self.streams.setdefault(stream, [])
-        for d in data:
-            seq = len(taken) + 1
-            taken.append(NewEvent.of(d, producer="orchestrator").stored_as(stream, seq, seq))
-        return taken[-len(data) :]
+    async def write(self, stream: str, *data: EventData) -> list[RecordedEvent]:
+        """Append ``data`` at the end of ``stream`` (this instance or another)."""
+        new = [NewEvent.of(d, producer="orchestrator") for d in data]
+        return await self.append(stream, new, expected_version=await self.stream_version(stream))
 
 
-def running() -> tuple[Log, dict[str, Job], Repository[Job]]:
+async def running() -> tuple[Log, dict[str, Job], Repository[Job]]:
     log = Log()
     jobs = {"j1": Job("j1")}
-    for event in log.write("job:j1", CREATED, OPENED, ASSIGNED):
+    for event in await log.write("job:j1", CREATED, OPENED, ASSIGNED):
         jobs["j1"].apply(event)
     repo = Repository(log, JOB_FOLD, producer="orchestrator", cache=JobsCache(jobs))
     return log, jobs, repo
@@ -97,7 +87,7 @@ def cancel_unless_ended(job: Job) -> list[EventData]:
 
 
 async def test_an_append_changes_the_very_job_the_service_holds() -> None:
-    log, jobs, repo = running()
+    log, jobs, repo = await running()
     job = jobs["j1"]
     saved = await repo.execute("job:j1", cancel_unless_ended)
     assert saved.state is job and jobs["j1"] is job
@@ -105,19 +95,19 @@ async def test_an_append_changes_the_very_job_the_service_holds() -> None:
 
 
 async def test_a_stream_moved_by_another_writer_is_caught_up_and_decided_again() -> None:
-    log, jobs, repo = running()
-    log.write("job:j1", JobCancelled(job_id="j1", by="admin"))  # another instance
+    log, jobs, repo = await running()
+    await log.write("job:j1", JobCancelled(job_id="j1", by="admin"))  # another instance
     saved = await repo.execute("job:j1", cancel_unless_ended)
     assert saved.events == () and jobs["j1"].terminal == "cancelled"
     assert len(log.streams["job:j1"]) == 4 and jobs["j1"].version == 4
 
 
 async def test_a_job_read_for_the_first_time_folds_its_model_and_sharding_streams() -> None:
-    log, _, _ = running()
+    log, _, _ = await running()
     version = ModelVersionCreated(
         job_id="j1", version=0, key="m", sha256=SHA, size=1, strategy="fedavg"
     )
-    log.write("model:j1", version)
+    await log.write("model:j1", version)
     jobs: dict[str, Job] = {}
     repo = Repository(log, JOB_FOLD, producer="orchestrator", cache=JobsCache(jobs))
     loaded = await repo.load("job:j1")
@@ -125,8 +115,8 @@ async def test_a_job_read_for_the_first_time_folds_its_model_and_sharding_stream
     assert log.reads == ["job:j1", "model:j1", "sharding:j1"]
 
 
-def test_reports_are_recorded_only_from_the_tasks_peer_and_only_as_news() -> None:
-    _, jobs, _ = running()
+async def test_reports_are_recorded_only_from_the_tasks_peer_and_only_as_news() -> None:
+    _, jobs, _ = await running()
     job = jobs["j1"]
     ref = {"task_id": "t0", "job_id": "j1", "round": 1, "attempt": 1, "shard": 0}
     accepted = TaskAcceptedBody(**ref, device="cpu")

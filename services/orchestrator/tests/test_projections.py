@@ -9,8 +9,9 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from itertools import count
 from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
+from peertrain.common.eventlog import MemoryEventLog
 from peertrain.common.events import EventData, NewEvent, RecordedEvent
 from peertrain.common.events.datasets import (
     ArtifactRef,
@@ -226,23 +227,42 @@ def created(job_id: str = "j1", peers: tuple[str, ...] = ("p1",)) -> JobCreated:
     )
 
 
-class Log:
-    """``read_all`` over a list, remembering which types were asked for."""
+class Log(MemoryEventLog):
+    """The event log in memory, remembering which types ``read_all`` was last asked for
+    and which streams were read."""
 
-    def __init__(self, events: Sequence[RecordedEvent]) -> None:
-        self.events = list(events)
+    def __init__(self) -> None:
+        super().__init__()
         self.types: set[str] | None = None
+        self.reads: list[str] = []
 
-    async def read_all(self, *, types: Sequence[str] | None = None) -> AsyncIterator[RecordedEvent]:
+    async def read_all(
+        self, *, after_position: int = 0, types: Sequence[str] | None = None
+    ) -> AsyncIterator[RecordedEvent]:
         self.types = None if types is None else set(types)
-        for e in self.events:
-            if types is None or e.type in types:
-                yield e
+        async for e in super().read_all(after_position=after_position, types=types):
+            yield e
+
+    async def read_stream(self, stream: str, *, after_seq: int = 0) -> list[RecordedEvent]:
+        self.reads.append(stream)
+        return await super().read_stream(stream, after_seq=after_seq)
+
+
+L = TypeVar("L", bound=Log)
+
+
+async def holding(events: Sequence[RecordedEvent], log: L) -> L:
+    """``log`` with ``events`` appended in this order, each at its seq (the positions
+    are the log's own: the order of ``events``)."""
+    for e in events:
+        new = NewEvent(**e.model_dump(exclude={"data", "stream", "seq", "position"}), data=e.data)
+        await log.append(e.stream, [new], expected_version=e.seq - 1)
+    return log
 
 
 def context(log: Log | None = None) -> OrchestratorContext:
     """Working memory only: ``fold`` and ``replay`` touch nothing else."""
-    ctx = SimpleNamespace(log=log or Log([]), db=None)
+    ctx = SimpleNamespace(log=log or Log(), db=None)
     return OrchestratorContext(ctx=cast(Any, ctx), settings=cast(Any, None))
 
 
@@ -373,27 +393,20 @@ async def test_replay_reads_facts_and_job_events_and_overlaps_consuming_freely()
     log_events.insert(0, recorded("dataset:d1", 1, uploaded()))
     log_events.insert(1, recorded("dataset:d1", 2, validated()))
 
-    fresh = context(Log(log_events))
+    fresh_log = await holding(log_events, Log())
+    fresh = context(fresh_log)
     assert await replay(fresh) == len(log_events)
-    asked = cast(Log, fresh.log).types
-    assert asked == {*FACT_TYPES, *JOB_EVENT_TYPES}
+    assert fresh_log.types == {*FACT_TYPES, *JOB_EVENT_TYPES} and fresh_log.reads == []
     assert fresh.directory.datasets["d1"].state == "validated"
     assert fresh.directory.peers["p1"].rows_per_s == 5.0
     job = fresh.jobs["j1"]
     assert job.find_task("t0") is not None and job.configured is not None
 
     # the start-up replay runs while the bus already delivers: folding both gives one state
-    consumed.ctx.log = Log(log_events)  # type: ignore[misc]
+    consumed.ctx.log = await holding(log_events, Log())  # type: ignore[misc]
     assert await replay(consumed) == len(log_events)
     assert consumed.directory.peers == fresh.directory.peers
     assert consumed.jobs["j1"] == job
-
-
-class Streams(Log):
-    """``read_stream`` too: what catch_up and a first load read."""
-
-    async def read_stream(self, stream: str, *, after_seq: int = 0) -> list[RecordedEvent]:
-        return [e for e in self.events if e.stream == stream and e.seq > after_seq]
 
 
 def closed_round(octx: OrchestratorContext) -> list[RecordedEvent]:
@@ -430,7 +443,7 @@ async def test_catch_up_folds_the_jobs_streams_in_log_order() -> None:
     # update accepted before the round closed counts in that round.
     octx = context()
     log_events = closed_round(octx)
-    use_log(octx, Streams(log_events))
+    use_log(octx, await holding(log_events, Log()))
     job = await catch_up(octx, "j1")
     assert job is not None
     rnd = job.rounds[(1, 1)]
@@ -439,7 +452,7 @@ async def test_catch_up_folds_the_jobs_streams_in_log_order() -> None:
 
 async def test_a_first_load_folds_the_jobs_streams_in_log_order() -> None:
     log_events = closed_round(context())
-    fresh = context(Streams(log_events))
+    fresh = context(await holding(log_events, Log()))
     job = await catch_up(fresh, "j1")
     assert job is not None
     rnd = job.rounds[(1, 1)]
@@ -470,11 +483,11 @@ async def test_a_job_never_heard_of_is_not_waited_for() -> None:
     assert not await octx.folded_to("nobody", 1, timeout_s=30)
 
 
-class SlowStreams(Streams):
-    """A store that answers stream reads only once ``gate`` is set."""
+class SlowStreams(Log):
+    """A log that answers stream reads only once ``gate`` is set."""
 
-    def __init__(self, events: Sequence[RecordedEvent]) -> None:
-        super().__init__(events)
+    def __init__(self) -> None:
+        super().__init__()
         self.gate = asyncio.Event()
         self.waiting = asyncio.Event()
 
@@ -503,7 +516,7 @@ class Renewals:
 async def test_a_slow_read_of_a_job_never_delays_lease_renewal() -> None:
     octx = context()
     log_events = closed_round(octx)  # folded up to the task; the log holds more
-    slow = SlowStreams(log_events)
+    slow = await holding(log_events, SlowStreams())
     use_log(octx, slow)
     leases = Renewals()
     octx.leases = cast(Any, leases)
@@ -520,7 +533,7 @@ async def test_a_slow_read_of_a_job_never_delays_lease_renewal() -> None:
 
 async def test_a_read_during_a_decision_folds_into_a_copy_and_leaves_the_job_alone() -> None:
     octx = context()
-    use_log(octx, Streams(closed_round(octx)))
+    use_log(octx, await holding(closed_round(octx), Log()))
     job = octx.jobs["j1"]
     async with octx.lock:  # a decision is in flight (between its reads and its append)
         seen = await read_on(octx, job)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from peertrain.common.eventlog import ConcurrencyError
+from peertrain.common.eventlog import ConcurrencyError, MemoryEventLog
 from peertrain.common.events import NewEvent, RecordedEvent
 from peertrain.common.events.peers import PeerEnrolled, PeerWentOnline
 from peertrain.registry.domain.peer import decide_online
@@ -15,35 +15,25 @@ from peertrain.registry.projections import Directory
 from peertrain.registry.usecases.streams import PeerStreams
 
 
-class Log:
-    """Stream reads and appends in memory, conflicting like the event log."""
+class Log(MemoryEventLog):
+    """The event log in memory, counting stream reads."""
 
     def __init__(self) -> None:
-        self.streams: dict[str, list[RecordedEvent]] = {}
+        super().__init__()
         self.reads = 0
 
     async def read_stream(self, stream: str, *, after_seq: int = 0) -> list[RecordedEvent]:
         self.reads += 1
-        return [e for e in self.streams.get(stream, []) if e.seq > after_seq]
+        return await super().read_stream(stream, after_seq=after_seq)
 
-    async def append(
-        self, stream: str, events: Sequence[NewEvent], *, expected_version: int
-    ) -> list[RecordedEvent]:
-        if len(self.streams.get(stream, [])) != expected_version:
-            raise ConcurrencyError(stream, expected_version)
-        return self.write(stream, events)
-
-    def write(self, stream: str, events: Sequence[NewEvent]) -> list[RecordedEvent]:
-        taken = self.streams.setdefault(stream, [])
-        for e in events:
-            seq = len(taken) + 1
-            taken.append(e.stored_as(stream, seq, seq))
-        return taken[-len(events) :]
+    async def write(self, stream: str, events: Sequence[NewEvent]) -> list[RecordedEvent]:
+        """Append ``events`` at the end of ``stream`` (another writer, or auth)."""
+        return await self.append(stream, events, expected_version=await self.stream_version(stream))
 
 
-def enroll(log: Log, peer: str = "p") -> RecordedEvent:
+async def enroll(log: Log, peer: str = "p") -> RecordedEvent:
     data = PeerEnrolled(peer_id=peer, owner_id="u", name="box")
-    return log.write(f"peer:{peer}", [NewEvent.of(data, producer="auth")])[0]
+    return (await log.write(f"peer:{peer}", [NewEvent.of(data, producer="auth")]))[0]
 
 
 def streams(log: Log) -> tuple[PeerStreams, Directory]:
@@ -53,7 +43,7 @@ def streams(log: Log) -> tuple[PeerStreams, Directory]:
 
 async def test_a_write_lands_in_the_directory_at_once_and_is_flushed_later() -> None:
     log = Log()
-    enroll(log)
+    await enroll(log)
     writer, directory = streams(log)
     recorded = await writer.execute("p", lambda r: decide_online(r, 2.0), actor="p")
     assert [e.seq for e in recorded] == [2]
@@ -73,11 +63,11 @@ async def test_peers_the_log_does_not_know_are_never_written_to() -> None:
 
 async def test_a_write_that_conflicts_decides_again_on_the_caught_up_record() -> None:
     log = Log()
-    enroll(log)
+    await enroll(log)
     writer, directory = streams(log)
     await writer.record("p")
     online = PeerWentOnline(peer_id="p", interval_s=2.0)
-    log.write("peer:p", [NewEvent.of(online, producer="registry")])  # another instance
+    await log.write("peer:p", [NewEvent.of(online, producer="registry")])  # another instance
     assert await writer.execute("p", lambda r: decide_online(r, 2.0)) == []
     record = directory.get("p")
     assert record is not None and record.online and record.version == 2
@@ -85,12 +75,12 @@ async def test_a_write_that_conflicts_decides_again_on_the_caught_up_record() ->
 
 async def test_an_event_from_the_bus_ahead_of_the_directory_reads_the_stream() -> None:
     log = Log()
-    enroll(log)
+    await enroll(log)
     writer, directory = streams(log)
     await writer.record("p")
     ahead: Any = None
     for interval in (1.0, 2.0):
-        (ahead,) = log.write(
+        (ahead,) = await log.write(
             "peer:p", [NewEvent.of(PeerWentOnline(peer_id="p", interval_s=interval), producer="r")]
         )
     await writer.observe(ahead)
@@ -100,7 +90,7 @@ async def test_an_event_from_the_bus_ahead_of_the_directory_reads_the_stream() -
 
 async def test_a_stream_that_keeps_moving_raises_after_five_attempts() -> None:
     log = Log()
-    enroll(log)
+    await enroll(log)
     writer, _ = streams(log)
     real = log.append
     attempts = 0
@@ -109,7 +99,8 @@ async def test_a_stream_that_keeps_moving_raises_after_five_attempts() -> None:
         nonlocal attempts
         attempts += 1
         data = PeerWentOnline(peer_id="p", interval_s=float(attempts))
-        log.write(stream, [NewEvent.of(data, producer="other")])
+        other = [NewEvent.of(data, producer="other")]  # lands first, every time
+        await real(stream, other, expected_version=await log.stream_version(stream))
         return await real(stream, events, expected_version=expected_version)
 
     log.append = busy  # type: ignore[method-assign]

@@ -5,7 +5,9 @@ aggregator's use cases and the peer runtime's training, wired to an in-memory ev
 and blob store, on a virtual clock. See :func:`run`.
 """
 
-from .adapters import MemoryBlobStore, MemoryEventLog
+from peertrain.common.blobs import MemoryBlobStore
+from peertrain.common.eventlog import MemoryEventLog
+
 from .api import run
 from .data import SimData, from_arrays, load_data
 from .engine import RoundMetrics, SimResult, Simulation

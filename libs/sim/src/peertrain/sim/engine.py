@@ -11,9 +11,9 @@ One job, in one process, on a virtual clock:
 * virtual peers that train each ``task.assigned`` with the peer runtime's call
   (:mod:`.training`) and announce their update when their speed says they are done.
 
-Every event goes through :class:`~.adapters.MemoryEventLog`; whoever subscribes to it
-on the platform gets it here, in log order. Deadlines are virtual: a round that waits
-for a straggler costs no wall time.
+Every event goes through :class:`~peertrain.common.eventlog.MemoryEventLog`; whoever
+subscribes to it on the platform gets it here, in log order. Deadlines are virtual: a
+round that waits for a straggler costs no wall time.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ from peertrain.aggregator.usecases.updates import receive_update
 from peertrain.aggregator.usecases.versions import final_keys
 from peertrain.aggregator.usecases.versions import reconcile as aggregate
 from peertrain.common.app import ServiceContext
-from peertrain.common.eventlog import VERSION_ONLY, Repository
+from peertrain.common.blobs import MemoryBlobStore
+from peertrain.common.eventlog import VERSION_ONLY, MemoryEventLog, Repository
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.datasets import ArtifactRef, DatasetSharded, ShardRef, sharding_stream
 from peertrain.common.events.models import (
@@ -72,7 +73,6 @@ from peertrain.orchestrator.domain.configuration import configure
 from peertrain.orchestrator.domain.job import decide_configured
 from peertrain.orchestrator.usecases.context import JOB_FOLD, JobsCache
 
-from .adapters import MemoryBlobStore, MemoryEventLog
 from .data import SimData
 from .peers import Volunteers, hostile_update
 from .spec import JobSpec

@@ -1,7 +1,8 @@
 """Blob store: PeerTrain's S3 bucket (MinIO locally) on aiobotocore.
 
 Streaming uploads and downloads with SHA-256 computed on the way, presigned GET
-URLs and size-capped presigned POST forms for peers, typed errors.
+URLs and size-capped presigned POST forms for peers, typed errors; the same bucket in
+memory (`MemoryBlobStore`) for one process.
 """
 
 from peertrain.common.blobs.config import MIN_PART_SIZE, BlobStoreConfig
@@ -12,6 +13,7 @@ from peertrain.common.blobs.errors import (
     BlobTooLarge,
     InvalidBlobKey,
 )
+from peertrain.common.blobs.memory import MemoryBlobStore
 from peertrain.common.blobs.models import BlobDigest, BlobInfo, PresignedPost, PutResult
 from peertrain.common.blobs.presign import DEFAULT_PRESIGN_EXPIRES_S, MAX_PRESIGN_EXPIRES_S
 from peertrain.common.blobs.store import DEFAULT_CHUNK_SIZE, BlobStore
@@ -30,6 +32,7 @@ __all__ = [
     "BlobStoreUnavailable",
     "BlobTooLarge",
     "InvalidBlobKey",
+    "MemoryBlobStore",
     "PresignedPost",
     "PutResult",
 ]

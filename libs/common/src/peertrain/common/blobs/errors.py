@@ -17,6 +17,7 @@ __all__ = [
     "BlobStoreUnavailable",
     "BlobTooLarge",
     "InvalidBlobKey",
+    "check_key",
 ]
 
 
@@ -69,6 +70,13 @@ class InvalidBlobKey(BlobError, ValidationFailed):
     """The key or prefix is not acceptable (empty, leading slash, too long)."""
 
     code = "invalid_blob_key"
+
+
+def check_key(key: str, *, what: str = "key") -> None:
+    """Raise `InvalidBlobKey` for a key (or prefix) S3 cannot name: empty, with a
+    leading slash, or longer than 1024 bytes."""
+    if not key or key.startswith("/") or len(key.encode()) > 1024:
+        raise InvalidBlobKey(f"invalid blob {what}: {key!r}")
 
 
 class BlobStoreUnavailable(BlobError, ConnectionError):

@@ -21,7 +21,7 @@ from peertrain.common.blobs.errors import (
     BlobError,
     BlobNotFound,
     BlobStoreUnavailable,
-    InvalidBlobKey,
+    check_key,
     error_code,
     translated,
 )
@@ -34,11 +34,6 @@ __all__ = ["DEFAULT_CHUNK_SIZE", "BlobStore"]
 DEFAULT_CHUNK_SIZE = 1024 * 1024
 _DELETE_BATCH = 1000  # DeleteObjects takes at most 1000 keys
 _NOT_OPEN = "BlobStore is not open: use `async with BlobStore(config) as blobs:`"
-
-
-def _check_key(key: str, *, what: str = "key") -> None:
-    if not key or key.startswith("/") or len(key.encode()) > 1024:
-        raise InvalidBlobKey(f"invalid blob {what}: {key!r}")
 
 
 class BlobStore:
@@ -149,7 +144,7 @@ class BlobStore:
         BlobTooLarge
             The body went past ``max_bytes``; the rest of ``chunks`` is not read.
         """
-        _check_key(key)
+        check_key(key)
         with translated():
             return await stream_upload(
                 self.client,
@@ -163,7 +158,7 @@ class BlobStore:
 
     async def put_bytes(self, key: str, data: bytes, content_type: str | None = None) -> PutResult:
         """Store ``data`` at ``key`` in one request."""
-        _check_key(key)
+        check_key(key)
         extra = {"ContentType": content_type} if content_type else {}
         with translated():
             await self.client.put_object(Bucket=self.bucket, Key=key, Body=data, **extra)
@@ -171,7 +166,7 @@ class BlobStore:
 
     async def delete(self, key: str) -> None:
         """Delete ``key``; deleting a missing key is not an error."""
-        _check_key(key)
+        check_key(key)
         with translated():
             await self.client.delete_object(Bucket=self.bucket, Key=key)
 
@@ -180,7 +175,7 @@ class BlobStore:
 
         An empty prefix is refused: it would empty the bucket.
         """
-        _check_key(prefix, what="prefix")
+        check_key(prefix, what="prefix")
         deleted = 0
         batch: builtins.list[str] = []
         async for info in self.iter_objects(prefix):
@@ -206,7 +201,7 @@ class BlobStore:
     # -- reading --------------------------------------------------------------
 
     async def _get_object(self, key: str) -> Any:
-        _check_key(key)
+        check_key(key)
         with translated(key):
             return await self.client.get_object(Bucket=self.bucket, Key=key)
 
@@ -249,7 +244,7 @@ class BlobStore:
 
     async def exists(self, key: str) -> bool:
         """Whether ``key`` exists (a ``HeadObject``)."""
-        _check_key(key)
+        check_key(key)
         try:
             with translated(key):
                 await self.client.head_object(Bucket=self.bucket, Key=key)
@@ -290,7 +285,7 @@ class BlobStore:
 
     async def presigned_get(self, key: str, *, expires_s: int = DEFAULT_PRESIGN_EXPIRES_S) -> str:
         """Return a presigned ``GET`` URL for ``key`` (no network call is made)."""
-        _check_key(key)
+        check_key(key)
         return await presign_get(self._presign_client, self.bucket, key, expires_s=expires_s)
 
     async def presigned_post(
@@ -308,7 +303,7 @@ class BlobStore:
         ``min_bytes..max_bytes``; the store refuses a body outside it
         (MinIO: ``400 EntityTooLarge``).
         """
-        _check_key(key)
+        check_key(key)
         return await presign_post(
             self._presign_client,
             self.bucket,

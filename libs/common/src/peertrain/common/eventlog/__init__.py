@@ -1,10 +1,12 @@
 """The event log: append with optimistic concurrency, read streams and everything; the
-aggregate repository every service loads, decides and appends through."""
+aggregate repository every service loads, decides and appends through; the same log in
+memory (:class:`MemoryEventLog`) for one process."""
 
 from .cache import Cached, LruCache, StateCache
 from .fold import VERSION_ONLY, Fold, Loaded, Saved
 from .loader import Loader, Observed, StreamStore
 from .log import ConcurrencyError, EventLog
+from .memory import MemoryEventLog
 from .repository import Decide, Repository
 
 __all__ = [
@@ -17,6 +19,7 @@ __all__ = [
     "Loaded",
     "Loader",
     "LruCache",
+    "MemoryEventLog",
     "Observed",
     "Repository",
     "Saved",

@@ -4,8 +4,10 @@ Storage model
 -------------
 ``events`` holds the log. A unique index on (``stream``, ``seq``) gives optimistic
 concurrency: appending at a position someone else took raises
-:class:`ConcurrencyError`. ``_id`` is the event id, which makes an append idempotent:
-appending the very same event again is a no-op.
+:class:`ConcurrencyError`; so does appending past the stream's end (an expected version
+whose event is not there: a lookup), which would leave a gap in ``seq``. ``_id`` is the
+event id, which makes an append idempotent: appending the very same event again is a
+no-op.
 
 An append is inserts only: position claims (:class:`~.positions.PositionAllocator`),
 one outbox marker (:class:`~.outbox.Outbox`), the events. The appended events are then
@@ -47,7 +49,7 @@ from peertrain.common.text import has_nul
 from .outbox import Outbox
 from .positions import PositionAllocator
 
-__all__ = ["AppendListener", "ConcurrencyError", "EventLog"]
+__all__ = ["AppendListener", "ConcurrencyError", "EventLog", "refuse_unstorable"]
 
 Doc = dict[str, Any]
 
@@ -73,6 +75,20 @@ class ConcurrencyError(Conflict):
         )
         self.stream = stream
         self.expected_version = expected_version
+
+
+def refuse_unstorable(stream: str, events: Sequence[NewEvent]) -> None:
+    """Raise :class:`ValidationFailed` if ``stream`` or one of ``events`` holds a NUL.
+
+    The last line against what the store cannot hold (PostgreSQL refuses a NUL): every
+    log refuses it before anything is written, so nothing is half written.
+    """
+    refused = [e.type for e in events if has_nul(e.model_dump(mode="json"))]
+    if refused or has_nul(stream):
+        raise ValidationFailed(
+            f"{', '.join(refused) or 'an event'} for {stream[:100]!r} holds a NUL "
+            "character, which the event log cannot store"
+        )
 
 
 class EventLog:
@@ -142,21 +158,33 @@ class EventLog:
         Raises
         ------
         ConcurrencyError
-            If another writer took one of these positions first.
+            If another writer took one of these positions first, or the stream is not
+            at ``expected_version`` yet.
+        ValidationFailed
+            If ``stream`` or an event holds a NUL character (nothing is written).
         """
         if not events:
             return []
         if expected_version < 0:
             raise ValueError("expected_version must be >= 0")
-        # The last line against what the store cannot hold (PostgreSQL refuses a NUL):
-        # refused before a position is taken, so nothing is half written.
-        refused = [e.type for e in events if has_nul(e.model_dump(mode="json"))]
-        if refused or has_nul(stream):
-            raise ValidationFailed(
-                f"{', '.join(refused) or 'an event'} for {stream[:100]!r} holds a NUL "
-                "character, which the event log cannot store"
-            )
-        positions = await self.positions.allocate(len(events))
+        refuse_unstorable(stream, events)  # before a position is taken
+        # The unique (stream, seq) index refuses a seq taken, not one past the end: an
+        # expected version ahead of the stream would leave a gap. So the event at
+        # ``expected_version`` must be there (events are never removed: once there, it
+        # stays), which one equality lookup tells, made beside the position claim (both
+        # run to their end, so neither's failure is left unheard).
+        claimed, there = await asyncio.gather(
+            self.positions.allocate(len(events)),
+            self._has_seq(stream, expected_version),
+            return_exceptions=True,
+        )
+        if isinstance(claimed, BaseException):
+            raise claimed
+        if isinstance(there, BaseException):
+            raise there
+        if not there:
+            raise ConcurrencyError(stream, expected_version)
+        positions = claimed
         recorded = [
             RecordedEvent(
                 **e.model_dump(exclude={"data"}),
@@ -182,6 +210,13 @@ class EventLog:
         self._appended(recorded)
         EVENTS_APPENDED.labels(producer=recorded[0].producer).inc(len(recorded))
         return recorded
+
+    async def _has_seq(self, stream: str, seq: int) -> bool:
+        """Whether ``stream`` holds an event at ``seq`` (every stream holds seq 0)."""
+        if seq == 0:
+            return True
+        found = await self.events.find_one({"stream": stream, "seq": seq}, {"_id": 1})
+        return found is not None
 
     async def _resolve_duplicate(
         self,
