@@ -654,7 +654,8 @@ def _stored_is_current(s: Stack) -> bool:
     checkpoint has reached the last event of a ``peer:<id>`` stream."""
     client: MongoClient[dict[str, Any]]
     with MongoClient(ServiceSettings().mongo_url) as client:
-        events = client[s.log_db]["events"].find({"stream": {"$regex": "^peer:"}}, {"position": 1})
+        peer_events = {"stream": {"$regex": "^peer:"}}
+        events: list[dict[str, Any]] = list(client[s.log_db]["events"].find(peer_events))
         last = max(e["position"] for e in events)
         checkpoint = client[s.own_db]["meta"].find_one({"_id": "checkpoint"})
     return checkpoint is not None and checkpoint["position"] >= last
