@@ -18,7 +18,7 @@ PYTEST_ARGS ?=
 
 help:
 	@echo "make test            venv + local stack + ruff + mypy + pytest (PYTEST_ARGS=...)"
-	@echo "make test-unit       the tests that need no server, no stack and no tool builds (~2 min)"
+	@echo "make test-unit       the tests that need no server, no stack and no tool builds (~1 min)"
 	@echo "make up / down       local stack and every service built so far"
 	@echo "make console         the web console's static files (served by the gateway at /)"
 	@echo "make stack-up | stack-down | stack-status"
@@ -100,7 +100,7 @@ test:
 	@$(MAKE) --no-print-directory venv console
 	@PYTEST_ARGS="$(PYTEST_ARGS)" bash deploy/local/test.sh
 
-# Behaviour in a couple of minutes, with no server: domain cores, use cases on in-memory
+# Behaviour in about a minute (on a quiet 2-core machine), with no server: domain cores, use cases on in-memory
 # adapters, the simulation, the client against its fake API. Left to `make test`:
 # tests/stack (servers), tests/static and tests/install (they run the tools and builds
 # they check: helm, the Go checkers, hadolint, promtool, nginx, wheels) and the tests
