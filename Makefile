@@ -15,10 +15,11 @@ MYPYPATH := $(subst $(space),:,$(MYPY_SRCS))
 PYTEST_ARGS ?=
 
 .PHONY: help venv console openapi stack-up stack-down stack-status services-up services-down \
-	services-status up down dist redrive lint format typecheck test check-helm bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-models bench-idle bench-flower bench-sim demo chaos
+	services-status up down dist redrive lint format typecheck test test-unit check-helm bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-models bench-idle bench-flower bench-sim demo chaos
 
 help:
 	@echo "make test            venv + local stack + ruff + mypy + pytest (PYTEST_ARGS=...)"
+	@echo "make test-unit       the tests that need no server, no stack and no tool builds (~1 min)"
 	@echo "make up / down       local stack and every service built so far"
 	@echo "make console         the web console's static files (served by the gateway at /)"
 	@echo "make openapi         docs/openapi/*.json and the console's types from them (after an API change)"
@@ -106,6 +107,15 @@ test:
 	@PYTEST_ARGS="$(PYTEST_ARGS)" bash deploy/local/test-preflight.sh
 	@$(MAKE) --no-print-directory venv console
 	@PYTEST_ARGS="$(PYTEST_ARGS)" bash deploy/local/test.sh
+
+# Behaviour in about a minute (on a quiet 2-core machine), with no server: domain cores, use cases on in-memory
+# adapters, the simulation, the client against its fake API. Left to `make test`:
+# tests/stack (servers), tests/static and tests/install (they run the tools and builds
+# they check: helm, the Go checkers, hadolint, promtool, nginx, wheels) and the tests
+# marked slow or external (pyproject.toml). PYTEST_ARGS=... as for `make test`.
+UNIT_PATHS := libs services peer-runtime tests/contract
+test-unit: venv
+	@$(ENV) python -m pytest -q -m "not stack and not slow and not external" $(UNIT_PATHS) $(PYTEST_ARGS)
 
 bench-eventlog: venv stack-up
 	@$(ENV) python benchmarks/eventlog.py

@@ -110,9 +110,11 @@ class FakeApi:
     def __init__(self) -> None:
         self.calls = 0
         self.fail = False
+        self.called = asyncio.Event()
 
     async def token(self, peer_id: str, secret: str) -> IssuedToken:
         self.calls += 1
+        self.called.set()
         if self.fail:
             raise ApiError("down")
         return IssuedToken(f"t{self.calls}", 900)
@@ -146,7 +148,7 @@ async def test_wait_for_token_stops_when_asked() -> None:
     stop = asyncio.Event()
     tokens = TokenManager(api, IDENTITY)  # type: ignore[arg-type]
     task = asyncio.create_task(tokens.wait_for_token(stop))
-    await asyncio.sleep(0.1)
+    await asyncio.wait_for(api.called.wait(), 10)  # refused once: it waits to retry
     stop.set()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import io
 import json
+import os
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -51,7 +52,8 @@ def test_settings_have_training_knobs() -> None:
 async def test_outbox_wakes_the_loop_from_another_thread_and_keeps_order() -> None:
     outbox = Outbox()
     waiting = asyncio.create_task(outbox.wait())
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0)  # one turn of the loop: wait() runs up to its await on the event
+    assert not waiting.done()
     threads = [
         threading.Thread(target=outbox.put, args=("progress", f'{{"n": {i}}}'.encode()))
         for i in range(3)
@@ -146,16 +148,21 @@ def _put(cache: ShardCache, data: bytes) -> Path:
     return cache.commit(part, sha)
 
 
+def _used_ago(path: Path, seconds: float) -> None:
+    """Date the file's last use (its mtime) ``seconds`` back, as if time had passed."""
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
 def test_the_cache_keeps_the_most_recently_used_and_checks_content(tmp_path: Path) -> None:
     cache = ShardCache(tmp_path / "shards", max_files=2)
     blobs = [bytes([i]) * 100 for i in range(3)]
     shas = [hashlib.sha256(b).hexdigest() for b in blobs]
     _put(cache, blobs[0])
-    time.sleep(0.01)
     _put(cache, blobs[1])
-    time.sleep(0.01)
+    _used_ago(cache.path(shas[0]), 20)  # put in this order, seconds apart
+    _used_ago(cache.path(shas[1]), 10)
     assert cache.get(shas[0], 100) is not None  # used: now the most recent
-    time.sleep(0.01)
     _put(cache, blobs[2])
     assert {p.name for p in cache.files()} == {f"{shas[0]}.npz", f"{shas[2]}.npz"}
     cache.path(shas[2]).write_bytes(b"x" * 100)  # damaged on disk

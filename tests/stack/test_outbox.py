@@ -106,7 +106,10 @@ async def test_an_event_unroutable_past_the_grace_period_is_left_in_the_log_only
         update={"type": "diagnostic.nobody_listens", "occurred_at": old}
     )
     await event_log.append("orphan:2", [orphan], expected_version=0)
-    relay = OutboxRelay(event_log, broker, producer="test", unroutable_grace_s=1.0)
+    now = [0.0]
+    relay = OutboxRelay(
+        event_log, broker, producer="test", unroutable_grace_s=1.0, clock=lambda: now[0]
+    )
     relay.unroutable_retry_s = 0.1
     assert await relay.relay_once() == 0
     assert await event_log.count_unpublished() == 1  # kept: its grace has just begun
@@ -114,7 +117,7 @@ async def test_an_event_unroutable_past_the_grace_period_is_left_in_the_log_only
         update={"type": "diagnostic.nobody_listens"}
     )
     await event_log.append("orphan:2", [fresh], expected_version=1)
-    await asyncio.sleep(1.2)
+    now[0] += 1.2  # on the relay's clock: the old one's retry is due and its grace over
     await relay.relay_once()
     # the old one is settled (still in the log), the fresh one keeps waiting for a queue
     assert await event_log.count_unpublished() == 1

@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import signal
 import stat
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -171,14 +171,21 @@ def stack_(run_id: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[St
         finally:
             for peer in peers:
                 peer.stop()
-            registry.stop()
+            _stop_cleanly(registry)  # so no write of it is left in flight
             ids = [p.peer_id for p in [*peers, *([spare] if spare else [])]]
             _cleanup_broker(namespace, ids)
-            # Let FerretDB finish writes the registry left in flight before dropping.
-            time.sleep(2)
             client: MongoClient[dict[str, Any]]
             with MongoClient(ServiceSettings().mongo_url) as client:
                 client.drop_database(f"{auth.mongo_db}_registry")
+
+
+def _stop_cleanly(registry: ServiceProcess) -> None:
+    """Stop the registry and check that it stopped by itself, not killed: it writes its
+    read model's last flush before it exits, so nothing it wrote is still in flight and
+    its database can be dropped at once."""
+    proc = registry.proc
+    registry.stop()
+    assert proc is None or proc.returncode in (0, -signal.SIGTERM), registry.tail()
 
 
 @pytest.fixture
@@ -642,6 +649,18 @@ def _read_model(s: Stack) -> list[dict[str, Any]]:
     return sorted(docs, key=lambda d: d["_id"])
 
 
+def _stored_is_current(s: Stack) -> bool:
+    """Whether the registry's stored read model holds every peer event of the log: its
+    checkpoint has reached the last event of a ``peer:<id>`` stream."""
+    client: MongoClient[dict[str, Any]]
+    with MongoClient(ServiceSettings().mongo_url) as client:
+        peer_events = {"stream": {"$regex": "^peer:"}}
+        events: list[dict[str, Any]] = list(client[s.log_db]["events"].find(peer_events))
+        last = max(e["position"] for e in events)
+        checkpoint = client[s.own_db]["meta"].find_one({"_id": "checkpoint"})
+    return checkpoint is not None and checkpoint["position"] >= last
+
+
 def _stable(peers: list[dict[str, Any]]) -> list[dict[str, Any]]:
     drop = {"status", "last_seen"}
     return sorted(({k: v for k, v in p.items() if k not in drop} for p in peers), key=str)
@@ -653,7 +672,7 @@ async def test_read_model_dropped_and_replayed_gives_the_same_peers(
     s = stack_
     await eventually(lambda: all_active(http, s), timeout=60, what="all active")
     before = await list_peers(http, s.admin_token)
-    await asyncio.sleep(1.5)  # one flush interval: the stored copy has caught up
+    await eventually(lambda: asyncio.to_thread(_stored_is_current, s), what="flushed")
     stored = await asyncio.to_thread(_read_model, s)
     assert {d["_id"] for d in stored} >= {p.peer_id for p in s.peers}
 
@@ -666,8 +685,7 @@ async def test_read_model_dropped_and_replayed_gives_the_same_peers(
     assert await asyncio.to_thread(_read_model, s) == stored
 
     # 2. A stopped registry: its database dropped, rebuilt by the CLI, then started.
-    s.registry.stop()
-    await asyncio.sleep(2)  # writes the registry left in flight land before the drop
+    await asyncio.to_thread(_stop_cleanly, s.registry)
     client: MongoClient[dict[str, Any]]
     with MongoClient(ServiceSettings().mongo_url) as client:
         client.drop_database(s.own_db)

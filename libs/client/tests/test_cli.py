@@ -13,7 +13,7 @@ import pytest
 from fakeapi import FakeApi, error
 from typer.testing import CliRunner
 
-from peertrain.client import FileTokenStore, Tokens
+from peertrain.client import FileTokenStore, RetryPolicy, Tokens, base
 from peertrain.client.cli import CliState, app
 from peertrain.client.cli.watchview import sparkline
 
@@ -53,7 +53,9 @@ def test_wrong_password_one_line_exit_1(api: FakeApi, cfg: Path) -> None:
     assert "Traceback" not in result.output
 
 
-def test_server_down_one_line(cfg: Path, api: FakeApi) -> None:
+def test_server_down_one_line(cfg: Path, api: FakeApi, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the default tries, without the waits between them
+    monkeypatch.setattr(base, "DEFAULT_RETRY", RetryPolicy(base_s=0.0, cap_s=0.0))
     FileTokenStore(cfg, api_url="http://127.0.0.1:9").save(Tokens("a"))
     result = CliRunner().invoke(
         app, ["--api", "http://127.0.0.1:9", "--config-dir", str(cfg), "job", "ls"]

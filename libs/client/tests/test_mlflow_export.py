@@ -263,7 +263,7 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MlflowSe
         server.stop()
 
 
-@pytest.fixture(params=["file", "sqlite", "http"])
+@pytest.fixture(params=["file", "sqlite", pytest.param("http", marks=pytest.mark.external)])
 def tracking_uri(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> str:

@@ -21,6 +21,7 @@ from peertrain.client import (
     DatasetRejected,
     FileTokenStore,
     NotLoggedIn,
+    RetryPolicy,
     Tokens,
 )
 
@@ -110,8 +111,12 @@ def test_no_tokens_means_not_logged_in(api: FakeApi) -> None:
         Client("http://api.test", transport=api.transport).list_jobs()
 
 
+NO_WAIT = RetryPolicy(base_s=0.0, cap_s=0.0)
+"""The default tries, without the waits between them."""
+
+
 def test_unreachable_names_the_url() -> None:
-    pt = Client("http://127.0.0.1:9", tokens=Tokens("a"))
+    pt = Client("http://127.0.0.1:9", tokens=Tokens("a"), retry=NO_WAIT)
     with pytest.raises(ApiUnreachable) as e:
         pt.list_jobs()
     assert str(e.value).startswith("cannot reach the PeerTrain API at http://127.0.0.1:9: ")
@@ -122,7 +127,7 @@ def test_gateway_errors_name_the_service(api: FakeApi) -> None:
         "GET", "/api/jobs/j9", lambda r: error(502, "bad_gateway", "the service is not reachable")
     )
     with pytest.raises(ApiError) as e:
-        logged_in(api).get_job("j9")
+        logged_in(api, retry=NO_WAIT).get_job("j9")
     assert str(e.value) == (
         "the service is not reachable: the orchestrator (502 bad_gateway: GET /api/jobs/j9)"
     )

@@ -102,23 +102,32 @@ _PEAK = textwrap.dedent(
 )
 
 
-def _peak_mb(name: str, k: int, n: int) -> float:
+def _peak_mb(name: str, *ks: int, n: int) -> list[float]:
+    """The peak memory of a fresh process folding ``k`` updates, for each ``k`` (the
+    processes run at once: each has its own peak)."""
     src = os.pathsep.join(p for p in sys.path if p)
-    out = subprocess.run(
-        [sys.executable, "-c", _PEAK, name, str(k), str(n)],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=os.environ | {"PYTHONPATH": src},
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])["peak_kb"] / 1024
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _PEAK, name, str(k), str(n)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=os.environ | {"PYTHONPATH": src},
+        )
+        for k in ks
+    ]
+    peaks = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0
+        peaks.append(json.loads(out.strip().splitlines()[-1])["peak_kb"] / 1024)
+    return peaks
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
 def test_spilling_keeps_memory_bounded_as_updates_grow():
     """(FedAvg's running sum is measured by benchmarks/aggregate.py.)"""
     n = 3_000_000  # 12 MB per update: holding 20 of them would add 240 MB
-    few, many = _peak_mb("median", 2, n), _peak_mb("median", 20, n)
+    few, many = _peak_mb("median", 2, 20, n=n)
     # holding 18 more updates would add 216 MB; spilled, the growth is the allocator's
     # noise (up to ~55 MB seen on a loaded machine), far below 8 updates' worth
     assert many - few < 96, (few, many)

@@ -56,14 +56,16 @@ def test_expiry_disabled_owner_and_key_changes_are_rechecked(
     setup: tuple[Security, Any],
 ) -> None:
     _, key = setup
-    security = Security(None, SecuritySettings(leeway_s=0))
+    now = [time.time()]
+    security = Security(None, SecuritySettings(leeway_s=0), clock=lambda: now[0])
     security.keys.replace([key.jwk.model_dump()], version=1)
-    cache = TokenCache(security)
+    cache = TokenCache(security, clock=lambda: now[0])
     token = signed(key, ttl=1)
     cache.verify(token)
-    time.sleep(2.1)  # expired (whole seconds): verified again, and refused
-    with pytest.raises(InvalidToken):
+    now[0] += 2.1  # expired (whole seconds): verified again, and refused
+    with pytest.raises(InvalidToken) as refused:
         cache.verify(token)
+    assert (refused.value.reason, cache.misses) == ("expired", 2)
     other = signed(key, owner="bad")
     cache.verify(other)
     security.disabled.add("bad")

@@ -440,7 +440,11 @@ async def job_events(http: httpx.AsyncClient, job_id: str) -> list[dict[str, Any
 
 
 async def peers_active(p: Platform, peer_ids: list[str]) -> None:
-    """Wait until the registry (and so the orchestrator) sees these peers active."""
+    """Wait until the registry sees these peers active and the orchestrator has them
+    online (it folds ``peer.went_online`` from its queue): a dry-run job naming them on
+    the platform's latest dataset is no longer refused as ``peers_unavailable``. Before
+    any dataset is uploaded only the registry can be asked: a job created then retries
+    on ``peers_unavailable`` itself, as :func:`create_job` does."""
     async with p.client() as http:
 
         async def active() -> bool:
@@ -449,7 +453,19 @@ async def peers_active(p: Platform, peer_ids: list[str]) -> None:
             return set(peer_ids) <= seen
 
         await wait_for(active, timeout=120, what=f"peers {peer_ids} active")
-    await asyncio.sleep(1.0)  # the orchestrator folds peer.went_online from its queue
+        if not p.datasets:
+            return
+        probe = {"name": "peers-seen", "dataset_id": [*p.datasets.values()][-1], "peers": peer_ids}
+
+        async def online() -> bool:
+            r = await http.post("/api/jobs", params={"dry_run": "true"}, json=probe)
+            if r.status_code == 409 and r.json()["error"]["code"] == "peers_unavailable":
+                return False
+            # 422: what the orchestrator checks after the peers (the probe's default model)
+            assert r.status_code in (200, 422), r.text
+            return True
+
+        await wait_for(online, timeout=60, what=f"the orchestrator sees {peer_ids} online")
 
 
 async def create_job(p: Platform, body: dict[str, Any]) -> str:

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
 import structlog
@@ -74,6 +75,9 @@ class OutboxRelay:
         (younger ones may belong to an append still in progress elsewhere).
     sweep_interval_s
         How often the sweep runs (each run reads the two small outbox collections).
+    clock
+        Monotonic seconds that the retries, the grace and the sweeps are timed by
+        (tests pass their own).
     """
 
     def __init__(
@@ -88,6 +92,7 @@ class OutboxRelay:
         publish_timeout_s: float = 10.0,
         stale_after_s: float = 30.0,
         sweep_interval_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.log = log
         self.broker = broker
@@ -98,6 +103,7 @@ class OutboxRelay:
         self.publish_timeout_s = publish_timeout_s
         self.stale_after_s = stale_after_s
         self.sweep_interval_s = sweep_interval_s
+        self.clock = clock
         self._label = producer or "all"
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
@@ -136,16 +142,15 @@ class OutboxRelay:
         """Relay until stopped; errors are logged and retried with backoff."""
         backoff = 0.1
         declared = False
-        loop = asyncio.get_running_loop()
-        next_sweep = loop.time() + self.sweep_interval_s
+        next_sweep = self.clock() + self.sweep_interval_s
         while not self._stopping.is_set():
             try:
                 if not declared:
                     await declare_exchanges(self.broker)
                     declared = True
-                if loop.time() >= next_sweep:
+                if self.clock() >= next_sweep:
                     await self.sweep()
-                    next_sweep = loop.time() + self.sweep_interval_s
+                    next_sweep = self.clock() + self.sweep_interval_s
                 published = await self.relay_once()
                 backoff = 0.1
                 if published == 0:
@@ -158,9 +163,8 @@ class OutboxRelay:
                 backoff = min(backoff * 2, 5.0)
 
     async def _idle(self, *, until: float) -> None:
-        loop = asyncio.get_running_loop()
         wake_at = min([until] + [when for when, _ in self._retry])
-        timeout = max(0.0, wake_at - loop.time())
+        timeout = max(0.0, wake_at - self.clock())
         if not self._ready and timeout > 0:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
@@ -247,8 +251,7 @@ class OutboxRelay:
         self._ready.extendleft(reversed(failed))
         expired = self._expired(unroutable)
         unroutable = [e for e in unroutable if e not in expired]
-        loop = asyncio.get_running_loop()
-        self._retry += [(loop.time() + self.unroutable_retry_s, e) for e in unroutable]
+        self._retry += [(self.clock() + self.unroutable_retry_s, e) for e in unroutable]
         settled = confirmed + expired
         if settled:
             try:
@@ -268,7 +271,7 @@ class OutboxRelay:
     def _due_retries(self) -> None:
         if not self._retry:
             return
-        now = asyncio.get_running_loop().time()
+        now = self.clock()
         due = [e for when, e in self._retry if when <= now]
         self._retry = [(when, e) for when, e in self._retry if when > now]
         self._ready.extend(due)
@@ -278,7 +281,7 @@ class OutboxRelay:
         # happened: a backlog published late (after an outage) gets its full grace.
         if not unroutable or self.unroutable_grace_s is None:
             return []
-        now = asyncio.get_running_loop().time()
+        now = self.clock()
         grace = self.unroutable_grace_s
         since = self._unroutable_since
         expired = [e for e in unroutable if now - since.setdefault(e.id, now) >= grace]

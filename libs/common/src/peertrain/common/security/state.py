@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
+from collections.abc import Callable
 
 import structlog
 
@@ -59,9 +61,18 @@ class Security:
         The shared event log (``None``: a state fed by hand, e.g. in unit tests).
     settings
         Issuer, audience, leeway and refresh intervals.
+    clock
+        Seconds since the epoch, which tokens' lifetimes are judged by (tests pass their
+        own).
     """
 
-    def __init__(self, log: EventLog | None, settings: SecuritySettings | None = None) -> None:
+    def __init__(
+        self,
+        log: EventLog | None,
+        settings: SecuritySettings | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.settings = settings or SecuritySettings()
         self.keys = KeySet()
         self.disabled = DisabledUsers()
@@ -71,6 +82,7 @@ class Security:
             issuer=self.settings.issuer,
             audience=self.settings.audience,
             leeway_s=self.settings.leeway_s,
+            clock=clock,
         )
         self._log = log
         self._lock = asyncio.Lock()

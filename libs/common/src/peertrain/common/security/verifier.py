@@ -25,14 +25,14 @@ _DECODE_OPTIONS: dict[str, Any] = {
     "verify_signature": True,
     "verify_aud": True,
     "verify_iat": True,
-    "verify_exp": True,
-    "verify_nbf": True,
+    # exp and nbf are checked against the verifier's own clock (``_principal``)
+    "verify_exp": False,
+    "verify_nbf": False,
     "verify_iss": True,
     "verify_sub": True,
     "verify_jti": True,
     "require_aud": True,
     "require_iat": True,
-    "require_exp": True,
     "require_iss": True,
     "require_sub": True,
     "require_jti": True,
@@ -44,8 +44,9 @@ class TokenVerifier:
 
     Checks, in order: size; header (``alg`` is RS256, ``typ`` is ``at+jwt``, ``kid``
     is a known key); signature; ``iss``, ``aud``, ``exp``, ``iat``, ``sub``, ``jti``
-    present and valid; a lifetime of at most 15 minutes; ``roles`` a non-empty list;
-    the subject (or a peer's owner) not disabled.
+    present and valid (``exp``, ``nbf`` and ``iat`` on ``clock``); a lifetime of at
+    most 15 minutes; ``roles`` a non-empty list; the subject (or a peer's owner) not
+    disabled.
 
     Parameters
     ----------
@@ -56,7 +57,7 @@ class TokenVerifier:
     issuer, audience
         Required ``iss`` and ``aud``.
     leeway_s
-        Clock skew tolerated on ``exp`` and ``iat``.
+        Clock skew tolerated on ``exp``, ``nbf`` and ``iat``.
     clock
         Seconds since the epoch (tests pass their own).
     """
@@ -119,13 +120,18 @@ class TokenVerifier:
         return principal
 
     def _principal(self, claims: Mapping[str, Any]) -> Principal:
-        sub, jti, iat, exp = (claims.get(k) for k in ("sub", "jti", "iat", "exp"))
+        sub, jti, iat, exp, nbf = (claims.get(k) for k in ("sub", "jti", "iat", "exp", "nbf"))
         roles = claims.get("roles")
         if not (isinstance(sub, str) and sub and isinstance(jti, str) and jti):
             raise InvalidToken("missing subject or token id")
-        if not (_is_int(iat) and _is_int(exp)):
+        if not (_is_int(iat) and _is_int(exp) and (nbf is None or _is_int(nbf))):
             raise InvalidToken("bad timestamps")
-        if exp - iat > MAX_ACCESS_TTL_S or iat > self.clock() + self.leeway_s:
+        now = self.clock()
+        if exp < now - self.leeway_s:
+            raise InvalidToken("expired")
+        if nbf is not None and nbf > now + self.leeway_s:
+            raise InvalidToken("not valid yet")
+        if exp - iat > MAX_ACCESS_TTL_S or iat > now + self.leeway_s:
             raise InvalidToken("lifetime too long or issued in the future")
         if not (isinstance(roles, list) and roles and all(isinstance(r, str) for r in roles)):
             raise InvalidToken("bad roles")
