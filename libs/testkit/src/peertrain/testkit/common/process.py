@@ -82,19 +82,25 @@ class ServiceProcess:
         self.stop()
         raise RuntimeError(f"{self.name} did not become ready in {timeout}s: {self.tail()}")
 
-    def stop(self, *, timeout: float = 20.0) -> None:
-        """SIGTERM, then SIGKILL after ``timeout``."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+    def stop(self, *, timeout: float = 20.0) -> int | None:
+        """SIGTERM, then SIGKILL after ``timeout``; the exit status (``None`` when it was
+        not running). 0 or ``-SIGTERM`` means it shut down by itself: whatever it wrote
+        on the way out (a last flush) has landed."""
+        code = None
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.send_signal(signal.SIGTERM)
+                try:
+                    self.proc.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait(5)
+            code = self.proc.returncode
         self.proc = None
         if self._log is not None:
             self._log.close()
             self._log = None
+        return code
 
     def kill(self) -> None:
         """SIGKILL: no shutdown hooks, nothing flushed (a crash)."""

@@ -94,8 +94,8 @@ class AggregatorContext:
         cache is kept current without reading (a read scans the whole log on FerretDB):
         the model stream is this service's own (every append is folded in; after a
         conflict it is read on from its version), and a job event that is the next of
-        its stream is folded straight in. The job stream is
-        read again only when ``event`` shows a gap, or when the caller asks
+        its stream is folded straight in. The streams are
+        read on only when ``event`` shows a gap, or when the caller asks
         (``catch_up``: an update names a task the cache does not know yet). Other
         instances append accepted updates too: ``fresh_models`` reads on the model
         stream (before a round's version is made).
@@ -109,8 +109,8 @@ class AggregatorContext:
         if own and event is not None and event.seq == state.job_seq + 1:
             state.apply(event)
         elif catch_up or (own and event is not None and event.seq > state.job_seq):
-            for recorded in await self.log.read_stream(job_stream(job_id), after_seq=state.job_seq):
-                state.apply(recorded)
+            # both streams, from where the state got, in log order (the loader's read-on)
+            state = (await self.models.load(stream, refresh=True)).state
         return state
 
     async def read_only(self, job_id: str) -> JobState:
