@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).parent / "training"))
 
 from training_support import GATEWAY, Platform, run_platform, start_peer
 
+from peertrain.testkit.cli import CliProcess, create_job
 from peertrain.testkit.common import child_env
 from peertrain.testkit.peer import PeerProcess
 
@@ -48,37 +49,11 @@ def peertrain_command() -> list[str]:
     return [sys.executable, "-m", "peertrain.client.cli"]
 
 
-class Cli:
-    """``peertrain --api GATEWAY ...`` as a subprocess, with credentials of its own."""
-
-    def __init__(self, config_dir: Path) -> None:
-        self.env = child_env("cli")
-        self.env.update({"PEERTRAIN_CONFIG_DIR": str(config_dir), "COLUMNS": "200"})
-
-    def __call__(
-        self, *args: str, password: str | None = None, timeout: float = 120
-    ) -> subprocess.CompletedProcess[str]:
-        env = dict(self.env)
-        if password is not None:  # never on the command line
-            env["PEERTRAIN_PASSWORD"] = password
-        return subprocess.run(
-            [*peertrain_command(), "--api", GATEWAY, *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-
-    def ok(self, *args: str, **kwargs: Any) -> str:
-        """Run; assert exit 0; its stdout."""
-        done = self(*args, **kwargs)
-        assert done.returncode == 0, f"peertrain {' '.join(args)}: {done.stdout}\n{done.stderr}"
-        return done.stdout
-
-    def json(self, *args: str) -> Any:
-        """Run with ``--json``; the parsed stdout."""
-        return json.loads(self.ok(*args, "--json"))
+def make_cli(config_dir: Path) -> CliProcess:
+    """``peertrain --api GATEWAY ...`` with credentials of its own."""
+    env = child_env("cli")
+    env.update({"PEERTRAIN_CONFIG_DIR": str(config_dir), "COLUMNS": "200"})
+    return CliProcess([*peertrain_command(), "--api", GATEWAY], env)
 
 
 def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
@@ -117,9 +92,9 @@ def platform(run_id: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 
 @pytest.fixture(scope="module")
-def cli(platform: Platform) -> Cli:
+def cli(platform: Platform) -> CliProcess:
     """A user registered and logged in with the CLI."""
-    run = Cli(platform.base / "cli")
+    run = make_cli(platform.base / "cli")
     name, password = f"cli{uuid.uuid4().hex[:8]}", f"pass {uuid.uuid4().hex}"
     run.ok("register", "-u", name, password=password)
     run.ok("login", "-u", name, password=password)
@@ -128,7 +103,7 @@ def cli(platform: Platform) -> Cli:
 
 
 @pytest.fixture(scope="module")
-def peer_ids(platform: Platform, cli: Cli) -> list[str]:
+def peer_ids(platform: Platform, cli: CliProcess) -> list[str]:
     """Three peers enrolled with the user's tokens, running and seen active."""
     ids = []
     for i in range(PEERS):
@@ -149,22 +124,8 @@ def peer_ids(platform: Platform, cli: Cli) -> list[str]:
     return ids
 
 
-def create_job(cli: Cli, *args: str) -> str:
-    """``job create``, again while the orchestrator has not yet seen the peers online."""
-
-    def created() -> str | None:
-        done = cli("job", "create", *args, "--json")
-        if done.returncode != 0 and "peers_unavailable" in done.stderr:
-            return None
-        assert done.returncode == 0, done.stderr
-        return str(json.loads(done.stdout)["job_id"])
-
-    job_id: str = poll(created, timeout=60, what="the job created")
-    return job_id
-
-
 def test_register_enroll_upload_train_watch_download(
-    cli: Cli, peer_ids: list[str], tmp_path: Path
+    cli: CliProcess, peer_ids: list[str], tmp_path: Path
 ) -> None:
     csv = digits_csv(tmp_path / "digits.csv")
     dataset_id = cli.ok(
@@ -210,7 +171,7 @@ def test_register_enroll_upload_train_watch_download(
     assert first.shape == (32, 64)
 
 
-def test_unknown_job_is_one_line(cli: Cli, tmp_path: Path) -> None:
+def test_unknown_job_is_one_line(cli: CliProcess, tmp_path: Path) -> None:
     job_id = f"no-such-job-{uuid.uuid4().hex[:6]}"
     # not an id of yours, whole or short: said before anything is asked for it
     unknown = f"no job has an id that starts or ends with '{job_id}'"
@@ -226,7 +187,7 @@ def test_unknown_job_is_one_line(cli: Cli, tmp_path: Path) -> None:
     assert "(404 " in line, line
 
 
-def server_checks(cli: Cli, dataset_id: str, peers: list[str]) -> None:
+def server_checks(cli: CliProcess, dataset_id: str, peers: list[str]) -> None:
     """A dry run checks on the server and creates nothing; a bad request names every
     problem at once, on the CLI's one error line; the job schema is published."""
     jobs_before = len(cli.json("job", "ls"))
@@ -258,7 +219,7 @@ def server_checks(cli: Cli, dataset_id: str, peers: list[str]) -> None:
     assert {"training", "model", "aggregation"} <= set(schema["properties"]), schema
 
 
-def after_the_job(cli: Cli, job_id: str) -> None:
+def after_the_job(cli: CliProcess, job_id: str) -> None:
     """What a finished job shows through the new read commands (all from the API)."""
     logs = cli.ok("job", "logs", job_id)
     assert "round 3 closed" in logs and " epoch 2/2 " in logs and "job completed" in logs, logs
@@ -284,7 +245,7 @@ def after_the_job(cli: Cli, job_id: str) -> None:
     assert cli.json("job", "show", warm)["init_from"]["version"] == 3
 
 
-def test_a_peer_disabled_then_removed(cli: Cli, peer_ids: list[str]) -> None:
+def test_a_peer_disabled_then_removed(cli: CliProcess, peer_ids: list[str]) -> None:
     peer = peer_ids[-1]
     assert cli.json("peers", "disable", peer)["disabled"] is True
     assert cli.json("peers", "disable", peer, "--enable")["disabled"] is False

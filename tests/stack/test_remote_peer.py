@@ -33,6 +33,7 @@ import numpy as np
 import pytest
 import torch
 
+from peertrain.testkit.cli import CliProcess, create_job
 from peertrain.testkit.common import OFFSET, stack_port
 from peertrain.testkit.peer import PeerProcess
 
@@ -188,29 +189,6 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Installed, Inst
     return peer, client
 
 
-class FarCli:
-    """The installed ``peertrain`` inside the namespace, through the public HTTPS door."""
-
-    def __init__(self, ns: NetNamespace, client: Installed, api: str, env: dict[str, str]):
-        self.command = [*ns.wrap(), client.program("peertrain"), "--api", api]
-        self.env = client.env(env)
-
-    def __call__(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*self.command, *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-
-    def ok(self, *args: str, timeout: float = 120) -> str:
-        done = self(*args, timeout=timeout)
-        assert done.returncode == 0, f"peertrain {' '.join(args)}: {done.stdout}\n{done.stderr}"
-        return done.stdout
-
-
 def _table_csv(rows: int = 400, seed: int = 11) -> bytes:
     """Three well separated classes in four numeric columns."""
     rng = np.random.default_rng(seed)
@@ -290,16 +268,16 @@ async def test_installed_peer_and_cli_in_their_own_network_namespace_train_a_job
     assert far.status()["broker"] == f"amqps://{address}:{AMQPS}/", far.tail()
 
     # the researcher, on that machine too, with the installed CLI
-    cli = FarCli(
-        ns,
-        client_install,
-        f"https://{address}:{HTTPS}",
-        {
-            **trust,
-            "PEERTRAIN_CONFIG_DIR": str(platform.base / "cli-far"),
-            "PEERTRAIN_PASSWORD": platform.password,
-            "COLUMNS": "200",
-        },
+    cli = CliProcess(
+        [*ns.wrap(), client_install.program("peertrain"), "--api", f"https://{address}:{HTTPS}"],
+        client_install.env(
+            {
+                **trust,
+                "PEERTRAIN_CONFIG_DIR": str(platform.base / "cli-far"),
+                "PEERTRAIN_PASSWORD": platform.password,
+                "COLUMNS": "200",
+            }
+        ),
     )
     cli.ok("login", "-u", platform.username)
     table = platform.base / "table.csv"
@@ -309,13 +287,13 @@ async def test_installed_peer_and_cli_in_their_own_network_namespace_train_a_job
         "--wait", timeout=300,
     ).strip()  # fmt: skip
     job_args = [
-        "job", "create", "--name", "remote-peer", "--dataset", dataset_id,
+        "--name", "remote-peer", "--dataset", dataset_id,
         "--peer", far.peer_id, "--peer", near.peer_id, "--arch", "mlp",
         "--model-opt", "hidden=[8]", "--rounds", str(ROUNDS), "--local-epochs", "1",
         "--batch-size", "16", "--lr", "0.05", "--seed", "3", "--strategy", "fedavg",
-        "--min-peers", "2", "--round-deadline", "300", "--json",
+        "--min-peers", "2", "--round-deadline", "300",
     ]  # fmt: skip
-    job_id = _created(cli, job_args)
+    job_id = create_job(cli, *job_args)
     watch = cli("job", "watch", job_id, "--interval", "1", timeout=600)
     assert watch.returncode == 0, (watch.stdout, watch.stderr, far.tail())
     job = json.loads(cli.ok("job", "show", job_id, "--json"))
@@ -330,15 +308,3 @@ async def test_installed_peer_and_cli_in_their_own_network_namespace_train_a_job
         (e["data"]["round"], e["data"]["peer_id"]) for e in events if e["type"] == "update.accepted"
     }
     assert accepted == {(r, p) for r in range(1, ROUNDS + 1) for p in (far.peer_id, near.peer_id)}
-
-
-def _created(cli: FarCli, args: list[str]) -> str:
-    """``job create``, again while the orchestrator has not yet seen the peers online."""
-    deadline = time.monotonic() + 60
-    while True:
-        done = cli(*args)
-        if done.returncode == 0:
-            return str(json.loads(done.stdout)["job_id"])
-        assert "peers_unavailable" in done.stderr, done.stderr
-        assert time.monotonic() < deadline, done.stderr
-        time.sleep(1)

@@ -10,6 +10,7 @@ One module (or package) per side it helps with, named after the distribution it 
   :mod:`~peertrain.testkit.orchestrator`, :mod:`~peertrain.testkit.aggregator`: each
   service as a process
 - :mod:`peertrain.testkit.peer`: real peer runtimes as processes (``PeerProcess``)
+- :mod:`peertrain.testkit.cli`: the ``peertrain`` CLI as a subprocess (``CliProcess``)
 """
 
 __all__: list[str] = []
