@@ -16,6 +16,7 @@ from peertrain.common.settings import ServiceSettings
 
 if TYPE_CHECKING:
     from peertrain.common.blobs import BlobStore
+    from peertrain.common.security import Security
 
 __all__ = ["ServiceContext"]
 
@@ -34,8 +35,11 @@ class ServiceContext:
         The service's *own* database, for its read models and private state.
     subscriptions
         Event subscriptions; a service's ``setup`` hook adds to it before start-up.
-    extras
-        Service-specific objects set up by its hook (key stores, caches, ...).
+    application
+        The service's application object (set by its start-up hook; routes reach it
+        through a typed dependency, :func:`~peertrain.common.app.application_dep`).
+    security
+        Token verification and peer checks (set by ``install_security``).
     """
 
     settings: ServiceSettings
@@ -48,3 +52,5 @@ class ServiceContext:
     subscriptions: Subscriptions = field(default_factory=Subscriptions)
     on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     extras: dict[str, Any] = field(default_factory=dict)
+    application: object | None = None
+    security: Security | None = None

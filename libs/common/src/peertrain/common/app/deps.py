@@ -11,7 +11,7 @@ from peertrain.common.errors import PeerTrainError
 
 from .context import ServiceContext
 
-__all__ = ["ContextDep", "ServiceUnavailable", "extra", "get_context"]
+__all__ = ["ContextDep", "ServiceUnavailable", "application_dep", "extra", "get_context"]
 
 
 T = TypeVar("T")
@@ -35,10 +35,29 @@ def get_context(request: Request) -> ServiceContext:
 ContextDep = Annotated[ServiceContext, Depends(get_context)]
 
 
+def application_dep(
+    kind: type[T], starting: str, *, ready: Callable[[T], bool] | None = None
+) -> Callable[[ServiceContext], T]:
+    """A dependency answering the service's application (of ``kind``), or 503 with
+    ``starting`` while it is not there yet (or, given ``ready``, not ready)::
+
+        get_auth = application_dep(AuthApp, "auth is starting")
+        AuthDep = Annotated[AuthApp, Depends(get_auth)]
+    """
+
+    def get(ctx: ContextDep) -> T:
+        found = ctx.application
+        if not isinstance(found, kind) or (ready is not None and not ready(found)):
+            raise ServiceUnavailable(starting)
+        return found
+
+    return get
+
+
 def extra(
     key: str, kind: type[T], starting: str, *, ready: Callable[[T], bool] | None = None
 ) -> Callable[[ServiceContext], T]:
-    """A dependency answering the service's use-case context ``ctx.extras[key]`` (of
+    """(Being replaced by :func:`application_dep`.) A dependency answering ``ctx.extras[key]`` (of
     ``kind``), or 503 with ``starting`` while it is not there yet (or, given ``ready``,
     not ready)::
 

@@ -1,21 +1,11 @@
-"""The clocks leases are judged by (tests pass one they move themselves)."""
+"""The clock leases are judged by: the platform's one :class:`~peertrain.common.clock.Clock`
+(tests pass one they move themselves)."""
 
 from __future__ import annotations
 
-import time
-from datetime import UTC, datetime
+from peertrain.common.clock import Clock
 
 __all__ = ["LeaseClock"]
 
-
-class LeaseClock:
-    """Monotonic time for what this instance counts on, wall-clock UTC for what the
-    lease documents say (tests may subclass)."""
-
-    def monotonic(self) -> float:
-        """Seconds on a monotonic clock."""
-        return time.monotonic()
-
-    def now(self) -> datetime:
-        """The wall-clock time, UTC."""
-        return datetime.now(UTC)
+LeaseClock = Clock
+"""Leases read time as everything else does (kept as a name for the leases package)."""

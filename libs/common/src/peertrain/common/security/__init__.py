@@ -63,7 +63,6 @@ __all__ = [
     "ROLE_PEER",
     "ROLE_USER",
     "SECURITY_EVENT_TYPES",
-    "SECURITY_EXTRA",
     "TOKEN_HEADER",
     "AdminUser",
     "CurrentPeer",

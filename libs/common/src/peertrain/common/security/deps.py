@@ -27,7 +27,6 @@ from .errors import InsufficientRole, InvalidToken
 from .state import Security
 
 __all__ = [
-    "SECURITY_EXTRA",
     "AdminUser",
     "CurrentPeer",
     "CurrentPrincipal",
@@ -37,9 +36,6 @@ __all__ = [
     "get_security",
     "require_role",
 ]
-
-SECURITY_EXTRA = "security"
-"""Key of the :class:`Security` state in ``ServiceContext.extras``."""
 
 _bearer = HTTPBearer(
     auto_error=False,
@@ -51,7 +47,7 @@ _bearer = HTTPBearer(
 def get_security(request: Request) -> Security:
     """The running service's security state (see :func:`install_security`)."""
     ctx = getattr(request.app.state, "ctx", None)
-    security = ctx.extras.get(SECURITY_EXTRA) if ctx is not None else None
+    security = ctx.security if ctx is not None else None
     if not isinstance(security, Security):
         raise ServiceUnavailable("token verification is not ready")
     return security

@@ -5,7 +5,6 @@ from __future__ import annotations
 from peertrain.common.app.context import ServiceContext
 from peertrain.common.bus import declare_queue, retire_queues
 
-from .deps import SECURITY_EXTRA
 from .settings import SecuritySettings
 from .state import SECURITY_EVENT_TYPES, Security
 
@@ -66,5 +65,5 @@ async def install_security(
     await security.refresh()
     security.start()
     ctx.on_shutdown.append(security.stop)
-    ctx.extras[SECURITY_EXTRA] = security
+    ctx.security = security
     return security

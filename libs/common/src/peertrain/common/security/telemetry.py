@@ -40,10 +40,8 @@ from peertrain.common.logging import warn_throttled
 from peertrain.common.metrics import REFUSED_MESSAGES
 
 from .claims import Principal
-from .deps import SECURITY_EXTRA
 from .errors import InsufficientRole, InvalidToken
 from .messages import verify_message
-from .state import Security
 
 __all__ = ["PeerMessage", "peer_message_handler", "refuse"]
 
@@ -96,7 +94,9 @@ def peer_message_handler(
         if not budget.admit(peer_id, size, now=asyncio.get_running_loop().time()):
             refuse(queue, "over_rate", peer_id=peer_id[:200], kind=kind)
             return
-        security: Security = ctx.extras[SECURITY_EXTRA]
+        security = ctx.security
+        if security is None:  # install_security runs before any subscription starts
+            raise RuntimeError("token verification is not installed")
         try:
             principal = await verify_message(security, message.headers, peer_id=peer_id)
         except (InvalidToken, InsufficientRole) as exc:
