@@ -177,3 +177,13 @@ async def test_a_tick_takes_over_the_jobs_of_a_stopped_instance(tmp_path: Path):
     await second.app.tick()
     assert second.app.leases.holds(JOB)
     assert len(await first.model_events()) == 2  # v0 made and evaluated once: found done
+
+
+async def test_a_job_event_after_a_gap_reads_both_streams_on_from_the_log(platform: Platform):
+    await platform.configure()
+    await platform.job_event(opened())
+    await record(platform.log, task(0, "p0"))  # appended, lost on the way here
+    await platform.job_event(task(1, "p1"))
+    cached = platform.app.models.cached(model_stream(JOB))
+    assert cached is not None and cached.state.job_seq == 5  # t0 read on, t1 folded
+    assert {t.shard for t in cached.state.tasks.values()} == {0, 1}

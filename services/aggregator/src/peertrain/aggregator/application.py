@@ -158,16 +158,6 @@ class AggregatorApp:
         """The lock serialising everything this process does for one job."""
         return self._locks.setdefault(job_id, asyncio.Lock())
 
-    def _ahead(self, state: JobState, event: RecordedEvent | None) -> int:
-        """How far ``event`` is past what ``state`` has folded of its source stream
-        (1: the next one; more: events are missing; 0: folded already, or not a source
-        the fold follows)."""
-        if event is None or event.stream == model_stream(state.job_id):
-            return 0
-        folded = self.models.fold.folded
-        after = None if folded is None else folded(state, event.stream)
-        return 0 if after is None else max(0, event.seq - after)
-
     async def load(
         self,
         job_id: str,
@@ -182,23 +172,18 @@ class AggregatorApp:
         cache is kept current without reading (a read scans the whole log on FerretDB):
         the model stream is this service's own (every append is folded in; after a
         conflict it is read on from its version), and a job event that is the next of
-        its stream is folded straight in. The streams are read on (the loader's
-        read-on: both, from where the state got, in log order) only when ``event``
-        shows a gap, or when the caller asks (``catch_up``: an update names a task the
-        cache does not know yet). Other instances append accepted updates too:
-        ``fresh_models`` reads on before a round's version is made.
+        its stream is folded straight in (:meth:`Loader.observe`). The loader reads both
+        streams on, from where the state got, in log order, only when an event showed a
+        gap (the state is stale), or when the caller asks (``catch_up``: an update names
+        a task the cache does not know yet; ``fresh_models``: other instances append
+        accepted updates too, read before a round's version is made).
         """
         stream = model_stream(job_id)
-        first = self.models.cached(stream) is None
-        state = (await self.models.load(stream, refresh=fresh_models)).state
-        if first:
-            return state  # both streams were just read
-        ahead = self._ahead(state, event)
-        if ahead == 1 and event is not None:
-            state.apply(event)
-        elif catch_up or ahead > 1:
-            state = (await self.models.load(stream, refresh=True)).state
-        return state
+        if self.models.cached(stream) is None:
+            return (await self.models.load(stream)).state  # both streams, read just now
+        if event is not None:  # the next one of its stream folded in; after a gap, stale
+            self.models.observe(event, into=stream)
+        return (await self.models.load(stream, refresh=catch_up or fresh_models)).state
 
     async def read_only(self, job_id: str) -> JobState:
         """The job's state read afresh from the log (for HTTP readers; caches nothing)."""
@@ -232,11 +217,10 @@ class AggregatorApp:
 
         Every instance hears every job event; one that does not hold the job folds them
         here, so the state it checks the job's updates against stays current without
-        reading the job stream (a read that cost the whole stream on FerretDB).
+        reading the job stream (a read that cost the whole stream on FerretDB). After a
+        gap the state is stale: its next load reads on.
         """
-        loaded = self.models.cached(model_stream(job_id))
-        if loaded is not None and self._ahead(loaded.state, event) == 1:
-            loaded.state.apply(event)
+        self.models.observe(event, into=model_stream(job_id))
 
     # -- working memory ---------------------------------------------------------------
 
