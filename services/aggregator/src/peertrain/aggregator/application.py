@@ -38,7 +38,7 @@ from peertrain.common.clock import Clock
 from peertrain.common.eventlog import EventLog, Fold, Loaded, MemoryEventLog, Repository
 from peertrain.common.events import EventData, RecordedEvent
 from peertrain.common.events.models import model_stream
-from peertrain.common.events.tasks import UpdateAnnounced
+from peertrain.common.events.tasks import UPDATE, UpdateAnnounced
 from peertrain.common.events.training import JOB_EVENT_TYPES, job_stream
 from peertrain.common.leases import Holding
 from peertrain.common.security import PeerMessage
@@ -248,6 +248,6 @@ class AggregatorApp:
 
 AGGREGATOR_SUBSCRIPTIONS: Table = (
     On("feed", JOB_EVENT_TYPES, "on_event", per_instance=True),
-    On("updates", ("update",), "on_peer", peers={"update": UpdateAnnounced}),
+    On("updates", (UPDATE,), "on_peer", peers={UPDATE: UpdateAnnounced}),
 )
 """What the aggregator hears (see the module's docstring)."""
