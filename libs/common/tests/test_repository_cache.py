@@ -232,3 +232,32 @@ async def test_a_read_model_can_be_the_cache(memory_log: Any) -> None:
     repo = Repository(memory_log, NOTES, producer="test", cache=directory)
     await repo.execute("s:1", lambda _: [DiagnosticPinged(note="more")])
     assert directory.rows == {"s:1": ("known", "more")} and memory_log.reads == []
+
+
+async def test_events_of_another_source_are_observed_into_the_state_that_folds_them(
+    memory_log: Any,
+) -> None:
+    fold = Fold(
+        initial=lambda _s: Seen(),
+        apply=_see,
+        streams=lambda s: (s, f"model:{s[4:]}"),
+        folded=lambda state, source: state.seqs.get(source, 0),
+    )
+    memory_log.write("job:1", [ping("opened")])
+    repo = Repository(memory_log, fold, producer="test")
+    await repo.load("job:1")
+    (accepted,) = memory_log.write("model:1", [ping("accepted")])
+    assert repo.observe(accepted) is Observed.UNKNOWN  # model:1 is not cached itself
+    assert repo.observe(accepted, into="job:1") is Observed.APPLIED
+    assert repo.observe(accepted, into="job:1") is Observed.DUPLICATE
+    cached = repo.cached("job:1")
+    assert cached is not None and cached.version == 1  # its own stream did not move
+    assert cached.state.notes == ["opened", "accepted"]
+    (other,) = memory_log.write("sharding:1", [ping("sharded")])
+    assert repo.observe(other, into="job:1") is Observed.UNKNOWN  # not one of its sources
+    _, late = memory_log.write("model:1", [ping("rejected"), ping("v1")])
+    assert repo.observe(late, into="job:1") is Observed.GAP
+    reads = len(memory_log.reads)
+    loaded = await repo.load("job:1")  # stale: both sources read on, from where it got
+    assert loaded.state.notes == ["opened", "accepted", "rejected", "v1"]
+    assert memory_log.reads[reads:] == [("job:1", 1), ("model:1", 1)]

@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 
 from peertrain.aggregator.domain import JobState
-from peertrain.common.events import EventData, RecordedEvent
+from peertrain.common.eventlog import MemoryEventLog
+from peertrain.common.events import EventData, NewEvent, RecordedEvent
 from peertrain.common.events.datasets import ArtifactRef, ColumnEncoding, FeatureSpec
+from peertrain.common.events.models import model_stream
 from peertrain.common.events.tasks import UpdateAnnounced
 from peertrain.common.events.training import (
     JobConfigured,
@@ -17,6 +19,7 @@ from peertrain.common.events.training import (
     RoundOpened,
     ShardPlan,
     TaskAssigned,
+    job_stream,
     update_key,
 )
 
@@ -56,23 +59,13 @@ def configured(
     )
 
 
-class Log:
-    """Events of one job's two streams, numbered as the log would."""
-
-    def __init__(self) -> None:
-        self.seq = {"job": 0, "model": 0}
-
-    def event(self, data: EventData, *, model: bool = False) -> RecordedEvent:
-        kind = "model" if model else "job"
-        self.seq[kind] += 1
-        return RecordedEvent(
-            type=data.event_type,
-            producer="aggregator" if model else "orchestrator",
-            data=data,
-            stream=f"{kind}:{JOB}",
-            seq=self.seq[kind],
-            position=sum(self.seq.values()),
-        )
+async def record(log: MemoryEventLog, data: EventData, *, model: bool = False) -> RecordedEvent:
+    """``data`` appended to the job's stream (``model``: its model stream), as stored."""
+    stream = model_stream(JOB) if model else job_stream(JOB)
+    producer = "aggregator" if model else "orchestrator"
+    new = NewEvent.of(data, producer=producer)
+    [event] = await log.append(stream, [new], expected_version=await log.stream_version(stream))
+    return event
 
 
 def task(shard: int, peer: str, *, round_: int = 1, attempt: int = 1, n: int = 1) -> TaskAssigned:
@@ -117,9 +110,9 @@ def announce(t: TaskAssigned, **change: Any) -> UpdateAnnounced:
 
 
 @pytest.fixture
-def running() -> tuple[JobState, Log]:
+async def running() -> tuple[JobState, MemoryEventLog]:
     """A configured job with round 1 open and shards 0, 1 assigned to p0, p1."""
-    log, state = Log(), JobState(JOB)
+    log, state = MemoryEventLog(), JobState(JOB)
     for data in (
         JobCreated(job_id=JOB, owner_id="u1", name="n", dataset_id="d", peers=("p0", "p1")),
         configured(),
@@ -127,5 +120,5 @@ def running() -> tuple[JobState, Log]:
         task(0, "p0"),
         task(1, "p1"),
     ):
-        state.apply(log.event(data))
+        state.apply(await record(log, data))
     return state, log

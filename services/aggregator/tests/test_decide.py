@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from peertrain.aggregator.domain import Candidate, Duplicate, Ignored, JobState, Refusal, codes
 from peertrain.aggregator.domain.decide import MAX_STRIKES_RECORDED, decide_update
+from peertrain.common.eventlog import MemoryEventLog
 from peertrain.common.events.models import UpdateAccepted, UpdateRejected
 from peertrain.common.events.training import (
     IncludedUpdate,
@@ -13,13 +14,14 @@ from peertrain.common.events.training import (
     TaskLost,
 )
 
-from .conftest import JOB, SHA, Log, announce, task
+from .conftest import JOB, SHA, announce, record, task
 
 
-def _accept(state: JobState, log: Log, shard: int, peer: str) -> None:
+async def _accept(state: JobState, log: MemoryEventLog, shard: int, peer: str) -> None:
     t = task(shard, peer)
     state.apply(
-        log.event(
+        await record(
+            log,
             UpdateAccepted(
                 job_id=JOB,
                 round=1,
@@ -38,7 +40,7 @@ def _accept(state: JobState, log: Log, shard: int, peer: str) -> None:
     )
 
 
-def test_a_good_announcement_is_a_candidate_weighted_by_the_shard_rows(running):
+async def test_a_good_announcement_is_a_candidate_weighted_by_the_shard_rows(running):
     state, _ = running
     decision = decide_update(state, "p1", announce(task(1, "p1")))
     assert isinstance(decision, Candidate)
@@ -46,11 +48,11 @@ def test_a_good_announcement_is_a_candidate_weighted_by_the_shard_rows(running):
     assert decision.opened.model_version == 0
 
 
-def test_unknown_job_is_ignored():
+async def test_unknown_job_is_ignored():
     assert isinstance(decide_update(JobState("other"), "p0", announce(task(0, "p0"))), Ignored)
 
 
-def test_refusals(running):
+async def test_refusals(running):
     state, log = running
     t0 = task(0, "p0")
     cases = {
@@ -63,7 +65,8 @@ def test_refusals(running):
         decision = decide_update(state, peer, body)
         assert isinstance(decision, Refusal) and decision.code == code, (code, decision)
     state.apply(
-        log.event(
+        await record(
+            log,
             TaskLost(
                 job_id=JOB,
                 task_id=t0.task_id,
@@ -71,30 +74,33 @@ def test_refusals(running):
                 shard=0,
                 peer_id="p0",
                 reason="peer_offline",
-            )
+            ),
         )
     )
     decision = decide_update(state, "p0", announce(t0))
     assert isinstance(decision, Refusal) and decision.code == codes.TASK_LOST
 
 
-def test_closed_round_refuses_and_an_ended_job_records_nothing(running):
+async def test_closed_round_refuses_and_an_ended_job_records_nothing(running):
     state, log = running
     t1 = task(1, "p1")
     inc = IncludedUpdate(shard=0, peer_id="p0", task_id="x", key="k", sha256=SHA)
     state.apply(
-        log.event(RoundClosed(job_id=JOB, round=1, attempt=1, reason="deadline", included=(inc,)))
+        await record(
+            log, RoundClosed(job_id=JOB, round=1, attempt=1, reason="deadline", included=(inc,))
+        )
     )
     decision = decide_update(state, "p1", announce(t1))
     assert isinstance(decision, Refusal) and decision.code == codes.ROUND_NOT_OPEN
-    state.apply(log.event(JobCancelled(job_id=JOB, by="u1")))
+    state.apply(await record(log, JobCancelled(job_id=JOB, by="u1")))
     decision = decide_update(state, "p1", announce(t1))
     assert isinstance(decision, Ignored)  # a peer cannot grow an ended job's log
 
 
-def _strike(state: JobState, log: Log, peer: str, n: int) -> None:
+async def _strike(state: JobState, log: MemoryEventLog, peer: str, n: int) -> None:
     state.apply(
-        log.event(
+        await record(
+            log,
             UpdateRejected(
                 job_id=JOB,
                 round=1,
@@ -110,7 +116,7 @@ def _strike(state: JobState, log: Log, peer: str, n: int) -> None:
     )
 
 
-def test_only_the_jobs_peers_get_refusals_recorded_and_only_so_many(running):
+async def test_only_the_jobs_peers_get_refusals_recorded_and_only_so_many(running):
     state, log = running
     # a peer of another job (or none) naming this job: counted and dropped, not recorded
     assert isinstance(decide_update(state, "stranger", announce(task(0, "p0"))), Ignored)
@@ -119,25 +125,26 @@ def test_only_the_jobs_peers_get_refusals_recorded_and_only_so_many(running):
         assert isinstance(
             decide_update(state, "p1", announce(task(0, "p0"), task_id=f"g{n}")), Refusal
         )
-        _strike(state, log, "p1", n)
+        await _strike(state, log, "p1", n)
     assert isinstance(decide_update(state, "p1", announce(task(0, "p0"), task_id="more")), Ignored)
     # an excluded peer's announcements are not recorded either
-    state.apply(log.event(PeerExcluded(job_id=JOB, peer_id="p0", strikes=3, reason="r")))
+    state.apply(await record(log, PeerExcluded(job_id=JOB, peer_id="p0", strikes=3, reason="r")))
     assert isinstance(decide_update(state, "p0", announce(task(0, "p0"))), Ignored)
 
 
-def test_second_update_for_a_shard_or_task_is_a_duplicate(running):
+async def test_second_update_for_a_shard_or_task_is_a_duplicate(running):
     state, log = running
-    _accept(state, log, 0, "p0")
+    await _accept(state, log, 0, "p0")
     assert isinstance(decide_update(state, "p0", announce(task(0, "p0"))), Duplicate)
     # a reassigned task for the same shard: still one update per (round, attempt, shard)
     other = task(0, "p1", n=2)
-    state.apply(log.event(other))
+    state.apply(await record(log, other))
     assert isinstance(decide_update(state, "p1", announce(other)), Duplicate)
     # a rejected task is decided too: a redelivery records nothing new
     t1 = task(1, "p1")
     state.apply(
-        log.event(
+        await record(
+            log,
             UpdateRejected(
                 job_id=JOB,
                 round=1,
@@ -154,23 +161,26 @@ def test_second_update_for_a_shard_or_task_is_a_duplicate(running):
     assert isinstance(decide_update(state, "p1", announce(t1)), Duplicate)
 
 
-def test_state_tracks_positions_and_rounds_to_aggregate(running):
+async def test_state_tracks_positions_and_rounds_to_aggregate(running):
     state, log = running
     assert (state.job_seq, state.model_seq) == (5, 0)
     assert state.owner_id == "u1" and state.is_open(1, 1)
     inc = IncludedUpdate(shard=0, peer_id="p0", task_id="x", key="k", sha256=SHA)
     state.apply(
-        log.event(RoundClosed(job_id=JOB, round=1, attempt=1, reason="complete", included=(inc,)))
+        await record(
+            log, RoundClosed(job_id=JOB, round=1, attempt=1, reason="complete", included=(inc,))
+        )
     )
     assert [c.round for c in state.rounds_to_aggregate()] == [1]
     assert not state.is_open(1, 1)
 
 
-def test_a_spoofed_announcement_does_not_block_the_real_one(running):
+async def test_a_spoofed_announcement_does_not_block_the_real_one(running):
     state, log = running
     t0 = task(0, "p0")
     state.apply(
-        log.event(
+        await record(
+            log,
             UpdateRejected(
                 job_id=JOB,
                 round=1,
@@ -188,11 +198,12 @@ def test_a_spoofed_announcement_does_not_block_the_real_one(running):
     assert isinstance(decide_update(state, "p0", announce(t0)), Candidate)
 
 
-def test_an_excluded_peers_accepted_update_leaves_the_round(running):
+async def test_an_excluded_peers_accepted_update_leaves_the_round(running):
     state, log = running
-    _accept(state, log, 0, "p0")
+    await _accept(state, log, 0, "p0")
     state.apply(
-        log.event(
+        await record(
+            log,
             TaskLost(
                 job_id=JOB,
                 task_id=task(0, "p0").task_id,
@@ -200,9 +211,9 @@ def test_an_excluded_peers_accepted_update_leaves_the_round(running):
                 shard=0,
                 peer_id="p0",
                 reason="excluded",
-            )
+            ),
         )
     )
     again = task(0, "p1", n=2)
-    state.apply(log.event(again))
+    state.apply(await record(log, again))
     assert isinstance(decide_update(state, "p1", announce(again)), Candidate)

@@ -7,14 +7,17 @@ import torch
 
 from peertrain.aggregator.domain import JobState, clip_factors
 from peertrain.aggregator.usecases.numerics import clipped, update_norm
+from peertrain.common.eventlog import MemoryEventLog
 from peertrain.common.events.models import UpdateAccepted
 from peertrain.common.events.training import IncludedUpdate, RoundClosed
 from peertrain.common.specs import parse_aggregation_spec
 
-from .conftest import JOB, SHA, Log, task
+from .conftest import JOB, SHA, record, task
 
 
-def _accept(state: JobState, log: Log, shard: int, norm: float, *, round_: int = 1) -> None:
+async def _accept(
+    state: JobState, log: MemoryEventLog, shard: int, norm: float, *, round_: int = 1
+) -> None:
     t = task(shard, f"p{shard}", round_=round_)
     data = UpdateAccepted(
         job_id=JOB,
@@ -29,24 +32,26 @@ def _accept(state: JobState, log: Log, shard: int, norm: float, *, round_: int =
         norm=norm,
         weight=10,
     )
-    state.apply(log.event(data, model=True))
+    state.apply(await record(log, data, model=True))
 
 
-def _close(state: JobState, log: Log, shards: list[int], *, round_: int = 1) -> RoundClosed:
+async def _close(
+    state: JobState, log: MemoryEventLog, shards: list[int], *, round_: int = 1
+) -> RoundClosed:
     included = tuple(
         IncludedUpdate(shard=s, peer_id=f"p{s}", task_id="t", key=f"k{s}", sha256=SHA)
         for s in shards
     )
     closed = RoundClosed(job_id=JOB, round=round_, attempt=1, reason="complete", included=included)
-    state.apply(log.event(closed))
+    state.apply(await record(log, closed))
     return closed
 
 
-def test_clipping_scales_only_updates_over_k_times_the_round_median(running):
+async def test_clipping_scales_only_updates_over_k_times_the_round_median(running):
     state, log = running
     for shard, norm in enumerate([2.0, 3.0, 4.0, 60.0]):
-        _accept(state, log, shard, norm)
-    closed = _close(state, log, [0, 1, 2, 3])
+        await _accept(state, log, shard, norm)
+    closed = await _close(state, log, [0, 1, 2, 3])
     spec = parse_aggregation_spec({})  # norm_clip 2: median 3.5 -> bound 7
     assert clip_factors(state, closed, spec) == {3: pytest.approx(7.0 / 60.0)}
     assert clip_factors(state, closed, parse_aggregation_spec({"norm_clip": None})) == {}

@@ -1,57 +1,33 @@
-"""``GET /api/models/{job}/versions/{n|best}``: the route on a job folded from events,
-its versions in a bucket held in memory (no stack needed)."""
+"""``GET /api/models/{job}/versions/{n|best}``: the routes on the aggregator's application,
+its log and bucket in memory (no stack needed)."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
 import pytest
 import torch
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from peertrain.aggregator.api.deps import get_aggregator_context
+from peertrain.aggregator.api.deps import get_aggregator
 from peertrain.aggregator.api.routes.models import router
-from peertrain.aggregator.domain import JobState
+from peertrain.aggregator.application import AggregatorApp
+from peertrain.aggregator.config import AggregatorSettings
 from peertrain.aggregator.usecases.numerics import final_files, initial_state, load_state
-from peertrain.common.app import install_error_handlers
-from peertrain.common.blobs import BlobNotFound
+from peertrain.common.app import Ports, install_error_handlers
+from peertrain.common.blobs import MemoryBlobStore
+from peertrain.common.eventlog import MemoryEventLog
 from peertrain.common.events.models import ModelEvaluated, ModelExported, ModelVersionCreated
 from peertrain.common.events.training import JobCreated
+from peertrain.common.leases import SoleInstance
 from peertrain.common.security import Principal
 from peertrain.common.security.deps import get_user
 from peertrain.ml.export import load
 from peertrain.ml.zoo import build_model
 
-from .conftest import JOB, Log, configured
-
-
-class Bucket:
-    """The two reads the download routes make, from a dict."""
-
-    def __init__(self) -> None:
-        self.objects: dict[str, bytes] = {}
-
-    async def get_bytes(self, key: str) -> bytes:
-        if key not in self.objects:
-            raise BlobNotFound(key)
-        return self.objects[key]
-
-    async def get_stream(self, key: str) -> AsyncIterator[bytes]:
-        data = await self.get_bytes(key)
-        for start in range(0, len(data), 7):
-            yield data[start : start + 7]
-
-
-class Aggregator:
-    """What the routes use of ``AggregatorContext``: a job's state and the bucket."""
-
-    def __init__(self, state: JobState, blobs: Bucket) -> None:
-        self.state, self.blobs = state, blobs
-
-    async def read_only(self, job_id: str) -> JobState:
-        return self.state if job_id == JOB else JobState(job_id)
+from .conftest import JOB, configured, record
 
 
 def _weights(seed: int) -> bytes:
@@ -61,34 +37,32 @@ def _weights(seed: int) -> bytes:
     return initial_state(cfg)
 
 
-@pytest.fixture
-def job() -> tuple[Aggregator, dict[int, bytes]]:
-    """Versions 0..2 stored (accuracy 0.5, 0.8, 0.6); version 2 exported as final."""
-    log, state, bucket = Log(), JobState(JOB), Bucket()
+async def _stored(*, evaluated: bool = True) -> tuple[AggregatorApp, dict[int, bytes]]:
+    """Versions 0..2 stored (accuracy 0.5, 0.8, 0.6 unless not ``evaluated``); version 2
+    exported as final: the aggregator's log and bucket, in memory."""
+    log, bucket = MemoryEventLog(), MemoryBlobStore()
     cfg = configured(rounds=2)
-    state.apply(
-        log.event(
-            JobCreated(
-                job_id=JOB, owner_id="u1", name="iris run", dataset_id="d", peers=("p0", "p1")
-            )
-        )
+    await record(
+        log,
+        JobCreated(job_id=JOB, owner_id="u1", name="iris run", dataset_id="d", peers=("p0", "p1")),
     )
-    state.apply(log.event(cfg))
+    await record(log, cfg)
     stored = {n: _weights(n) for n in range(3)}
     for n, data in stored.items():
         key = f"models/{JOB}/v{n}.safetensors"
-        bucket.objects[key] = data
+        await bucket.put_bytes(key, data)
         sha = hashlib.sha256(data).hexdigest()
         created = ModelVersionCreated(
             job_id=JOB, version=n, key=key, sha256=sha, size=len(data), strategy="fedavg"
         )
-        state.apply(log.event(created, model=True))
-        evaluated = ModelEvaluated(
-            job_id=JOB, version=n, loss=1.0, accuracy=(0.5, 0.8, 0.6)[n], samples=10
-        )
-        state.apply(log.event(evaluated, model=True))
+        await record(log, created, model=True)
+        if evaluated:
+            accuracy = (0.5, 0.8, 0.6)[n]
+            done = ModelEvaluated(job_id=JOB, version=n, loss=1.0, accuracy=accuracy, samples=10)
+            await record(log, done, model=True)
     pt, st = final_files(cfg, load_state(stored[2]))
-    bucket.objects.update({"final.pt": pt, "final.safetensors": st})
+    await bucket.put_bytes("final.pt", pt)
+    await bucket.put_bytes("final.safetensors", st)
     exported = ModelExported(
         job_id=JOB,
         version=2,
@@ -97,15 +71,22 @@ def job() -> tuple[Aggregator, dict[int, bytes]]:
         safetensors_key="final.safetensors",
         safetensors_sha256=hashlib.sha256(st).hexdigest(),
     )
-    state.apply(log.event(exported, model=True))
-    return Aggregator(state, bucket), stored
+    await record(log, exported, model=True)
+    ports = Ports(log=log, blobs=bucket, leases=SoleInstance())
+    return AggregatorApp(ports, AggregatorSettings()), stored
 
 
-def _client(actx: Aggregator, subject: str = "u1") -> Iterator[TestClient]:
+@pytest.fixture
+async def job() -> tuple[AggregatorApp, dict[int, bytes]]:
+    """See :func:`_stored`."""
+    return await _stored()
+
+
+def _client(aggregator: AggregatorApp, subject: str = "u1") -> Iterator[TestClient]:
     app = FastAPI()
     install_error_handlers(app)
     app.include_router(router, prefix="/api/models")
-    app.dependency_overrides[get_aggregator_context] = lambda: actx
+    app.dependency_overrides[get_aggregator] = lambda: aggregator
     app.dependency_overrides[get_user] = lambda: Principal(
         subject=subject, roles=frozenset({"user"}), token_id="t", issued_at=0, expires_at=0
     )
@@ -114,7 +95,7 @@ def _client(actx: Aggregator, subject: str = "u1") -> Iterator[TestClient]:
 
 
 @pytest.fixture
-def api(job: tuple[Aggregator, dict[int, bytes]]) -> Iterator[TestClient]:
+def api(job: tuple[AggregatorApp, dict[int, bytes]]) -> Iterator[TestClient]:
     yield from _client(job[0])
 
 
@@ -170,11 +151,9 @@ def test_another_users_job_is_not_found(job):
         assert r.status_code == 404 and r.json()["error"]["code"] == "job_not_found"
 
 
-def test_best_before_any_evaluation_is_a_409(job):
-    actx, _ = job
-    for info in actx.state.versions.values():
-        info.evaluation = None
-    for client in _client(actx):
+async def test_best_before_any_evaluation_is_a_409():
+    aggregator, _ = await _stored(evaluated=False)
+    for client in _client(aggregator):
         r = client.get(f"/api/models/{JOB}/versions/best")
         assert r.status_code == 409 and r.json()["error"]["code"] == "no_evaluated_version"
         assert client.get(f"/api/models/{JOB}/versions/1").status_code == 200

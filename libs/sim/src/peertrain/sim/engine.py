@@ -5,9 +5,10 @@ One job, in one process, on a virtual clock:
 * the orchestrator's aggregate repository and pure core: ``configure``, then
   ``reconcile(job, Env(now, online))`` after every fact, as its ``advance`` does;
 * the dataset service's sharding strategy and shard writer;
-* the aggregator's use cases as they are: ``versions.reconcile`` for every job event
-  it subscribes to (v0, aggregation, evaluation, export) and ``receive_update`` for
-  every announced update (decide, fetch, check, fold, record);
+* the aggregator's application (:class:`~peertrain.aggregator.application.AggregatorApp`)
+  as the platform drives it: every job event through its subscriptions (v0,
+  aggregation, evaluation, export) and every announced update to ``on_peer`` (decide,
+  fetch, check, fold, record);
 * virtual peers that train each ``task.assigned`` with the peer runtime's call
   (:mod:`.training`) and announce their update when their speed says they are done.
 
@@ -28,19 +29,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import torch
 
+from peertrain.aggregator.application import AGGREGATOR_SUBSCRIPTIONS, AggregatorApp
 from peertrain.aggregator.config import AggregatorSettings
-from peertrain.aggregator.subscribers import JOB_EVENTS
-from peertrain.aggregator.usecases import AggregatorContext
-from peertrain.aggregator.usecases.holding import fold_job_event
-from peertrain.aggregator.usecases.updates import receive_update
 from peertrain.aggregator.usecases.versions import final_keys
-from peertrain.aggregator.usecases.versions import reconcile as aggregate
-from peertrain.common.app import ServiceContext
+from peertrain.common.app import Ports, deliver
 from peertrain.common.blobs import MemoryBlobStore
 from peertrain.common.eventlog import VERSION_ONLY, MemoryEventLog, Repository
 from peertrain.common.events import RecordedEvent
@@ -62,6 +59,7 @@ from peertrain.common.events.training import (
     job_stream,
 )
 from peertrain.common.events.weights import WeightsSource, weights_key
+from peertrain.common.leases import SoleInstance
 from peertrain.common.security import PeerMessage, Principal
 from peertrain.common.specs import ShardingSpec, parse_feature_spec, state_shapes
 from peertrain.dataset.domain.sharding import strategy_for
@@ -202,15 +200,9 @@ class Simulation:
         scratch = work_dir or Path(self._tmp.name)
         settings = AggregatorSettings(work_dir=scratch / "aggregator")
         settings.work_dir.mkdir(parents=True, exist_ok=True)  # as the aggregator's start-up does
-        ctx = ServiceContext(
-            settings=settings,
-            mongo=cast(Any, None),
-            log=cast(Any, self.log),
-            db=cast(Any, None),
-            broker=cast(Any, None),
-            blobs=cast(Any, self.blobs),
+        self.aggregator = AggregatorApp(
+            Ports(log=self.log, blobs=self.blobs, leases=SoleInstance()), settings
         )
-        self.aggregator = AggregatorContext(ctx=ctx, settings=settings)
         self._scratch = scratch
         self._inbox: list[RecordedEvent] = []
         self._assigned: list[TaskAssigned] = []
@@ -403,13 +395,8 @@ class Simulation:
             elif isinstance(data, UpdateRejected):
                 self._rejected[data.round] = self._rejected.get(data.round, 0) + 1
             return
-        if event.type in JOB_EVENTS:
-            actx = self.aggregator
-            async with actx.lock(self.job_id):
-                state = await actx.load(self.job_id, event)
-                await aggregate(actx, state, event)
-        else:  # the aggregator hears every job event, and folds the others
-            await fold_job_event(self.aggregator, self.job_id, event)
+        # the aggregator hears every job event: it acts on some, and folds the others
+        await deliver(AGGREGATOR_SUBSCRIPTIONS, self.aggregator, event)
         if isinstance(data, TaskAssigned):
             self._assigned.append(data)
         elif isinstance(data, RoundOpened):
@@ -528,7 +515,7 @@ class Simulation:
             duration_s=max(0.0, result.duration_s),
         )
         message = PeerMessage(task.peer_id, "update", body, _principal(task.peer_id), None)
-        await receive_update(self.aggregator, message)
+        await self.aggregator.on_peer(message)
 
     # -- the end ----------------------------------------------------------------------
 

@@ -7,48 +7,51 @@ import asyncio
 import structlog
 from fastapi import FastAPI
 
-from peertrain.common.app import ServiceContext, create_app
+from peertrain.common.app import Ports, ServiceContext, create_app, subscribe
 from peertrain.common.bus import retire_queues
+from peertrain.common.clock import SYSTEM_CLOCK
+from peertrain.common.leases import leases_for
 from peertrain.common.periodic import Periodic
 from peertrain.common.security import install_security
 
-from . import subscribers
 from .api import ROUTERS
-from .api.deps import AGGREGATOR_EXTRA
+from .application import AGGREGATOR_SUBSCRIPTIONS, AggregatorApp
 from .config import AggregatorSettings
-from .usecases import AggregatorContext
-from .usecases.holding import find_active, keep_leases
+from .usecases.holding import find_active
 
 __all__ = ["create_aggregator_app", "setup_aggregator"]
 
 log = structlog.get_logger(__name__)
 
 
-async def setup_aggregator(ctx: ServiceContext, settings: AggregatorSettings) -> AggregatorContext:
+async def setup_aggregator(ctx: ServiceContext, settings: AggregatorSettings) -> AggregatorApp:
     """Start-up: token verification, scratch space, subscriptions, active jobs, leases."""
     await install_security(ctx, queue=settings.queue("security"))
-    actx = AggregatorContext(ctx, settings)
+    ports = Ports(
+        log=ctx.log, blobs=ctx.blobs, clock=SYSTEM_CLOCK, leases=leases_for(ctx.db, settings)
+    )
+    app = AggregatorApp(ports, settings)
     await asyncio.to_thread(settings.work_dir.mkdir, parents=True, exist_ok=True)
-    subscribers.subscribe(ctx, actx)
-    ctx.extras[AGGREGATOR_EXTRA] = actx
+    subscribe(ctx, app, AGGREGATOR_SUBSCRIPTIONS, settings)
+    ctx.application = app
     # the shared jobs queue of versions before leases (each instance has its own now)
     await retire_queues(settings.amqp_url.get_secret_value(), [settings.queue("jobs")])
     # the queue first, then the log: what is appended meanwhile waits in the queue
     await ctx.subscriptions.declare(ctx.broker)
-    active = await find_active(actx)
+    active = await find_active(app)
     log.info("active jobs found", jobs=active)
 
     async def on_tick() -> None:
         try:
-            await keep_leases(actx)
+            await app.tick()
         except Exception as exc:  # the store blinked: held leases run out on their own
             log.warning("renewing leases failed", error=repr(exc))
 
     timer = Periodic("aggregator-leases", settings.tick_s, on_tick)
     timer.start()
-    ctx.on_shutdown.append(actx.leases.release_all)  # runs after the timer stopped
+    ctx.on_shutdown.append(app.leases.release_all)  # runs after the timer stopped
     ctx.on_shutdown.append(timer.stop)
-    return actx
+    return app
 
 
 def create_aggregator_app(settings: AggregatorSettings | None = None) -> FastAPI:

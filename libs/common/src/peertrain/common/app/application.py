@@ -30,7 +30,8 @@ from peertrain.common.events import RecordedEvent
 if TYPE_CHECKING:
     from faststream.rabbit import RabbitBroker
 
-    from peertrain.common.blobs import BlobStore
+    from peertrain.common.blobs import BlobStore, MemoryBlobStore
+    from peertrain.common.eventlog import MemoryEventLog
     from peertrain.common.leases import Holding
 
     from .context import ServiceContext
@@ -110,8 +111,8 @@ class Ports:
     the in-memory ones of :mod:`peertrain.common.memory`-style tests and the simulation).
     """
 
-    log: EventLog
-    blobs: BlobStore | None = None
+    log: EventLog | MemoryEventLog
+    blobs: BlobStore | MemoryBlobStore | None = None
     clock: Clock = SYSTEM_CLOCK
     publisher: Publisher | None = None
     leases: Holding | None = None

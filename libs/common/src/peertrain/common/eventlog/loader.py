@@ -3,8 +3,9 @@
 :meth:`Loader.load` answers from the cache; a stream not cached is read once
 (:meth:`EventLog.read_stream`), a stale one only after the version it has.
 :meth:`Loader.observe` folds an event that arrived from the bus into its cached stream
-when it is the next one, and marks the entry stale when one is missing, so services keep
-their states current from the bus without reading the log.
+(or into a cached state that folds its stream as another source) when it is the next
+one, and marks the entry stale when one is missing, so services keep their states
+current from the bus without reading the log.
 """
 
 from __future__ import annotations
@@ -105,18 +106,33 @@ class Loader(Generic[S]):
         state, version, _, _ = await self._read_all(stream)
         return Loaded(stream, state, version)
 
-    def observe(self, event: RecordedEvent) -> Observed:
-        """Fold an event from the bus into its cached stream if it is the next one."""
-        entry = self.cache.get(event.stream)
+    def observe(self, event: RecordedEvent, *, into: str | None = None) -> Observed:
+        """Fold an event from the bus into its cached stream if it is the next one.
+
+        ``into`` names the cached state instead when it folds ``event``'s stream as one
+        of its other sources (:attr:`Fold.streams`: the aggregator's ``model:<id>``
+        folds ``job:<id>``): the event is the next one when it follows what that state
+        has folded of its stream (:attr:`Fold.folded`), and the state's own version does
+        not move.
+        """
+        stream = into or event.stream
+        entry = self.cache.get(stream)
         if entry is None:
             return Observed.UNKNOWN
-        if event.seq <= entry.version:
+        if stream == event.stream:
+            after: int | None = entry.version
+        elif self.fold.folded is None or event.stream not in self.fold.sources(stream):
+            return Observed.UNKNOWN
+        else:
+            after = self.fold.folded(entry.state, event.stream)
+        if after is None or event.seq <= after:
             return Observed.DUPLICATE
-        if event.seq != entry.version + 1:
-            self.cache.put(event.stream, Cached(entry.state, entry.version, stale=True))
+        if event.seq != after + 1:
+            self.cache.put(stream, Cached(entry.state, entry.version, stale=True))
             return Observed.GAP
         state = self.fold.apply(entry.state, event)
-        self.cache.put(event.stream, Cached(state, event.seq, entry.stale))
+        version = event.seq if stream == event.stream else entry.version
+        self.cache.put(stream, Cached(state, version, entry.stale))
         return Observed.APPLIED
 
     def forget(self, stream: str) -> None:

@@ -6,14 +6,12 @@ from typing import Annotated
 
 from fastapi import Depends
 
-from peertrain.aggregator.usecases import AggregatorContext
-from peertrain.common.app import extra
+from peertrain.aggregator.application import AggregatorApp
+from peertrain.common.app import application_dep
 
-__all__ = ["AGGREGATOR_EXTRA", "AggregatorDep", "get_aggregator_context"]
-
-AGGREGATOR_EXTRA = "aggregator"
+__all__ = ["AggregatorDep", "get_aggregator"]
 
 
-get_aggregator_context = extra(AGGREGATOR_EXTRA, AggregatorContext, "the aggregator is starting")
+get_aggregator = application_dep(AggregatorApp, "the aggregator is starting")
 
-AggregatorDep = Annotated[AggregatorContext, Depends(get_aggregator_context)]
+AggregatorDep = Annotated[AggregatorApp, Depends(get_aggregator)]

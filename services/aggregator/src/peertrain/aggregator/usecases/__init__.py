@@ -1,5 +1,4 @@
-"""The aggregator's use cases (the shell around :mod:`peertrain.aggregator.domain`)."""
+"""The aggregator's use cases (the shell around :mod:`peertrain.aggregator.domain`), each
+given the application (:class:`~peertrain.aggregator.application.AggregatorApp`)."""
 
-from .context import AggregatorContext
-
-__all__ = ["AggregatorContext"]
+__all__: list[str] = []

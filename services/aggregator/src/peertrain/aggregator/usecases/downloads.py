@@ -7,13 +7,15 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from peertrain.aggregator.domain import JobState, Which, download_name, pick_version
 
-from .context import AggregatorContext
 from .numerics import export_file
 from .storage import read_version, sha256_hex
+
+if TYPE_CHECKING:
+    from ..application import AggregatorApp
 
 __all__ = ["CHUNK", "Format", "ModelFile", "blob_chunks", "version_file"]
 
@@ -34,10 +36,10 @@ class ModelFile:
     chunks: AsyncIterator[bytes]
 
 
-async def blob_chunks(actx: AggregatorContext, key: str) -> AsyncIterator[bytes]:
+async def blob_chunks(app: AggregatorApp, key: str) -> AsyncIterator[bytes]:
     """The object at ``key`` as chunks; a missing object (``BlobNotFound``) raises here,
     before an answer's headers are sent."""
-    chunks = actx.blobs.get_stream(key)
+    chunks = app.blobs.get_stream(key)
     first = await anext(chunks, b"")
 
     async def body() -> AsyncIterator[bytes]:
@@ -56,9 +58,7 @@ async def _memory_chunks(data: bytes) -> AsyncIterator[bytes]:
         yield bytes(view[start : start + CHUNK])
 
 
-async def version_file(
-    actx: AggregatorContext, state: JobState, which: Which, fmt: Format
-) -> ModelFile:
+async def version_file(app: AggregatorApp, state: JobState, which: Which, fmt: Format) -> ModelFile:
     """Model version ``which`` (a number, or ``"best"``) of the job as a ``fmt`` file.
 
     The final model's version is streamed from the exported file itself (the same bytes
@@ -79,9 +79,9 @@ async def version_file(
             if fmt == "pt"
             else (exported.safetensors_key, exported.safetensors_sha256)
         )
-        return ModelFile(version, filename, sha, None, await blob_chunks(actx, key))
+        return ModelFile(version, filename, sha, None, await blob_chunks(app, key))
     configured = state.configured
     assert configured is not None, "a job has versions only once it is configured"
-    tensors = await read_version(actx, state, version)
+    tensors = await read_version(app, state, version)
     data = await asyncio.to_thread(export_file, configured, tensors, fmt)
     return ModelFile(version, filename, sha256_hex(data), len(data), _memory_chunks(data))

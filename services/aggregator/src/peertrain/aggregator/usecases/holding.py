@@ -9,7 +9,8 @@ one of them can take a job over when its holder stops renewing.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -21,15 +22,22 @@ from peertrain.common.events.training import (
     JOB_COMPLETED,
     JOB_CONFIGURED,
     JOB_FAILED,
+    PEER_EXCLUDED,
     ROUND_CLOSED,
+    ROUND_OPENED,
+    TASK_ASSIGNED,
+    TASK_LOST,
 )
 
 from ..domain import JobState
-from .context import AggregatorContext
 from .versions import reconcile
+
+if TYPE_CHECKING:
+    from ..application import AggregatorApp
 
 __all__ = [
     "ENDED",
+    "JOB_EVENTS",
     "find_active",
     "fold_job_event",
     "keep_leases",
@@ -41,65 +49,79 @@ log = structlog.get_logger(__name__)
 
 ENDED = (JOB_COMPLETED, JOB_FAILED, JOB_CANCELLED)
 
+JOB_EVENTS = (
+    JOB_CONFIGURED,
+    ROUND_OPENED,
+    TASK_ASSIGNED,
+    TASK_LOST,
+    ROUND_CLOSED,
+    JOB_CANCELLED,
+    JOB_FAILED,
+    JOB_COMPLETED,
+    PEER_EXCLUDED,
+)
+"""The job events the aggregator acts on (:func:`on_job_event`); it hears every job
+event (``JOB_EVENT_TYPES``) and folds the others (:func:`fold_job_event`)."""
+
 RECONCILE_ATTEMPTS = 5
 """Tries at a job's model work, each on the state read on after a conflict."""
 
 
-async def on_job_event(actx: AggregatorContext, job_id: str, event: RecordedEvent) -> None:
+async def on_job_event(app: AggregatorApp, job_id: str, event: RecordedEvent) -> None:
     """A job event: note the job's life; reconcile it if this instance holds it."""
     if event.type == JOB_CONFIGURED:
-        actx.active.add(job_id)
+        app.active.add(job_id)
     elif event.type in ENDED:
-        actx.active.discard(job_id)
-    if not await actx.leases.claim(job_id):
-        async with actx.lock(job_id):
+        app.active.discard(job_id)
+    if not await app.leases.claim(job_id):
+        async with app.lock(job_id):
             if event.type in ENDED:
-                actx.forget(job_id)
+                app.forget(job_id)
             else:
-                actx.observe(job_id, event)  # current for checking the job's updates
+                app.observe(job_id, event)  # current for checking the job's updates
         return
-    async with actx.lock(job_id):
+    async with app.lock(job_id):
         # other instances record updates too: read them before making a round's version
-        state = await actx.load(job_id, event, fresh_models=event.type == ROUND_CLOSED)
+        state = await app.load(job_id, event, fresh_models=event.type == ROUND_CLOSED)
         for _ in range(RECONCILE_ATTEMPTS - 1):
             try:
-                await reconcile(actx, state, event)
+                await reconcile(app, state, event)
                 break
             except ConcurrencyError:  # another instance's verdict landed first: read on
-                state = await actx.load(job_id, catch_up=True, fresh_models=True)
+                state = await app.load(job_id, catch_up=True, fresh_models=True)
         else:
-            await reconcile(actx, state, event)  # the last try raises: redelivered
-    await _let_go_if_ended(actx, state)
+            await reconcile(app, state, event)  # the last try raises: redelivered
+    await _let_go_if_ended(app, state)
 
 
-async def fold_job_event(actx: AggregatorContext, job_id: str, event: RecordedEvent) -> None:
+async def fold_job_event(app: AggregatorApp, job_id: str, event: RecordedEvent) -> None:
     """A job event the aggregator does not act on (a task accepted, its progress, ...):
     folded into the job's cached state if it is the next one (no I/O).
 
     Without them the state fell behind the job stream at every such event, and the next
     update or round read the stream on from there (in a four-peer job, 300 reads).
     """
-    async with actx.lock(job_id):
-        actx.observe(job_id, event)
+    async with app.lock(job_id):
+        app.observe(job_id, event)
 
 
-async def keep_leases(actx: AggregatorContext) -> None:
+async def keep_leases(app: AggregatorApp) -> None:
     """Renew this instance's leases; catch up on and reconcile the jobs it takes over."""
-    for job_id in actx.leases.held:
-        if job_id not in actx.active:
-            await actx.leases.release(job_id)
-    for job_id in [j for j in actx.holder_memory() if not actx.leases.holds(j)]:
-        actx.let_go(job_id)  # handed over (or lost): its running sum is the holder's now
-    for job_id in await actx.leases.keep(sorted(actx.active)):
-        async with actx.lock(job_id):
-            state = await actx.load(job_id, catch_up=True, fresh_models=True)
+    for job_id in app.leases.held:
+        if job_id not in app.active:
+            await app.leases.release(job_id)
+    for job_id in [j for j in app.holder_memory() if not app.leases.holds(j)]:
+        app.let_go(job_id)  # handed over (or lost): its running sum is the holder's now
+    for job_id in await app.leases.keep(sorted(app.active)):
+        async with app.lock(job_id):
+            state = await app.load(job_id, catch_up=True, fresh_models=True)
             log.info("job taken", job_id=job_id, versions=sorted(state.versions))
-            await reconcile(actx, state, None)
-        await _let_go_if_ended(actx, state)
-    await redrive_stalled(actx, datetime.now(UTC))
+            await reconcile(app, state, None)
+        await _let_go_if_ended(app, state)
+    await redrive_stalled(app, app.clock.now())
 
 
-async def redrive_stalled(actx: AggregatorContext, now: datetime) -> None:
+async def redrive_stalled(app: AggregatorApp, now: datetime) -> None:
     """Read on and reconcile each held job that has looked stalled for
     ``stall_grace_s``: a ``round.closed`` (or the job's end) lost on the way here would
     otherwise leave its version unmade and the orchestrator waiting for it forever.
@@ -107,38 +129,38 @@ async def redrive_stalled(actx: AggregatorContext, now: datetime) -> None:
     Only the cached state is looked at (no I/O) until a job has looked stalled that
     long, so a healthy job costs nothing; a stalled one costs one read per grace.
     """
-    grace = timedelta(seconds=actx.settings.stall_grace_s)
-    for job_id in actx.leases.held:
-        loaded = actx.models.cached(model_stream(job_id))
+    grace = timedelta(seconds=app.settings.stall_grace_s)
+    for job_id in app.leases.held:
+        loaded = app.models.cached(model_stream(job_id))
         if loaded is None or not loaded.state.stalled(now, grace):
-            actx.stalled.pop(job_id, None)
+            app.stalled.pop(job_id, None)
             continue
-        since = actx.stalled.setdefault(job_id, now)
+        since = app.stalled.setdefault(job_id, now)
         if now - since < grace:
             continue
-        actx.stalled[job_id] = now  # the next try, a grace from now
-        async with actx.lock(job_id):
-            state = await actx.load(job_id, catch_up=True, fresh_models=True)
+        app.stalled[job_id] = now  # the next try, a grace from now
+        async with app.lock(job_id):
+            state = await app.load(job_id, catch_up=True, fresh_models=True)
             log.warning("re-deriving a stalled job's model work", job_id=job_id)
-            await reconcile(actx, state, None)
-        await _let_go_if_ended(actx, state)
+            await reconcile(app, state, None)
+        await _let_go_if_ended(app, state)
 
 
-async def _let_go_if_ended(actx: AggregatorContext, state: JobState) -> None:
+async def _let_go_if_ended(app: AggregatorApp, state: JobState) -> None:
     """An ended job is no longer active, and its lease goes back."""
     if state.ended is not None:
-        actx.active.discard(state.job_id)
-        await actx.leases.release(state.job_id)
+        app.active.discard(state.job_id)
+        await app.leases.release(state.job_id)
 
 
-async def find_active(actx: AggregatorContext) -> int:
+async def find_active(app: AggregatorApp) -> int:
     """Note every job the log shows configured and not ended (at start-up: events
     from before this instance's queue existed); how many there are."""
     configured: set[str] = set()
     ended: set[str] = set()
-    async for event in actx.log.read_all(types=(JOB_CONFIGURED, *ENDED)):
+    async for event in app.log.read_all(types=(JOB_CONFIGURED, *ENDED)):
         job_id = getattr(event.data, "job_id", None)
         if isinstance(job_id, str):
             (configured if event.type == JOB_CONFIGURED else ended).add(job_id)
-    actx.active |= configured - ended
+    app.active |= configured - ended
     return len(configured - ended)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from contextlib import aclosing
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -12,8 +13,10 @@ from peertrain.aggregator.domain import JobState, UpdateRefused, codes
 from peertrain.common.blobs import BlobNotFound
 from peertrain.common.events.models import model_key
 
-from .context import AggregatorContext
 from .numerics import load_state
+
+if TYPE_CHECKING:
+    from ..application import AggregatorApp
 
 __all__ = ["fetch_capped", "model_state", "read_version", "server_state", "sha256_hex"]
 
@@ -23,7 +26,7 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-async def fetch_capped(actx: AggregatorContext, key: str, cap: int) -> bytes:
+async def fetch_capped(app: AggregatorApp, key: str, cap: int) -> bytes:
     """The object at ``key``, refused as soon as it passes ``cap`` bytes.
 
     Raises
@@ -34,7 +37,7 @@ async def fetch_capped(actx: AggregatorContext, key: str, cap: int) -> bytes:
     parts: list[bytes] = []
     size = 0
     try:
-        async with aclosing(actx.blobs.get_stream(key)) as chunks:
+        async with aclosing(app.blobs.get_stream(key)) as chunks:
             async for chunk in chunks:
                 size += len(chunk)
                 if size > cap:
@@ -45,34 +48,32 @@ async def fetch_capped(actx: AggregatorContext, key: str, cap: int) -> bytes:
     return b"".join(parts)
 
 
-async def model_state(
-    actx: AggregatorContext, state: JobState, version: int
-) -> dict[str, torch.Tensor]:
+async def model_state(app: AggregatorApp, state: JobState, version: int) -> dict[str, torch.Tensor]:
     """Model version ``version`` of the job (cached: the latest one loaded)."""
-    cached = actx.bases.get(state.job_id)
+    cached = app.bases.get(state.job_id)
     if cached is not None and cached[0] == version:
         return cached[1]
-    tensors = await read_version(actx, state, version)
-    actx.bases[state.job_id] = (version, tensors)
+    tensors = await read_version(app, state, version)
+    app.bases[state.job_id] = (version, tensors)
     return tensors
 
 
 async def read_version(
-    actx: AggregatorContext, state: JobState, version: int
+    app: AggregatorApp, state: JobState, version: int
 ) -> dict[str, torch.Tensor]:
     """Model version ``version`` of the job, checked against its recorded sha256 (read
     afresh: nothing cached, so readers leave the training's base alone)."""
     info = state.versions.get(version)
     key = info.created.key if info else model_key(state.job_id, version)
-    data = await actx.blobs.get_bytes(key)
+    data = await app.blobs.get_bytes(key)
     if info is not None and sha256_hex(data) != info.created.sha256:
         raise RuntimeError(f"{key} does not have the sha256 recorded for version {version}")
     return await asyncio.to_thread(load_state, data)
 
 
-async def server_state(actx: AggregatorContext, state: JobState, version: int) -> bytes | None:
+async def server_state(app: AggregatorApp, state: JobState, version: int) -> bytes | None:
     """The strategy's server state stored with ``version`` (``None`` for stateless)."""
     info = state.versions.get(version)
     if info is None or info.created.server_state_key is None:
         return None
-    return await actx.blobs.get_bytes(info.created.server_state_key)
+    return await app.blobs.get_bytes(info.created.server_state_key)

@@ -9,6 +9,7 @@ update, so a hostile peer can neither crash the consumer nor make it retry forev
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 import structlog
 import torch
@@ -29,59 +30,61 @@ from peertrain.common.events.models import UpdateAccepted, UpdateRejected, accep
 from peertrain.common.events.tasks import UpdateAnnounced
 from peertrain.common.security import PeerMessage, refuse
 
-from .context import AggregatorContext
 from .numerics import decode_update, state_nbytes, update_norm
 from .storage import fetch_capped, model_state, sha256_hex
 from .versions import begin_work, work_key
+
+if TYPE_CHECKING:
+    from ..application import AggregatorApp
 
 __all__ = ["receive_update"]
 
 log = structlog.get_logger(__name__)
 
 
-async def receive_update(actx: AggregatorContext, message: PeerMessage[UpdateAnnounced]) -> None:
+async def receive_update(app: AggregatorApp, message: PeerMessage[UpdateAnnounced]) -> None:
     """Handle one verified ``peer.<id>.update`` message."""
     body, peer_id = message.body, message.peer_id
     with structlog.contextvars.bound_contextvars(
         job_id=body.job_id, task_id=body.task_id, peer_id=peer_id
     ):
-        async with actx.lock(body.job_id):
-            state = await actx.load(body.job_id)
+        async with app.lock(body.job_id):
+            state = await app.load(body.job_id)
             decision = decide_update(state, peer_id, body)
             if isinstance(decision, Ignored | Refusal) and decision.stale:
                 # the cache may be behind the job stream (queues are not ordered with
                 # each other): decide again on the caught-up state. Only then: a read
                 # per refused message would let junk cost the store a read each.
-                state = await actx.load(body.job_id, catch_up=True)
+                state = await app.load(body.job_id, catch_up=True)
                 decision = decide_update(state, peer_id, body)
             if isinstance(decision, Ignored | Duplicate):
                 outcome = "ignored" if isinstance(decision, Ignored) else "duplicate"
                 UPDATES.labels(outcome=outcome, code="").inc()
                 if isinstance(decision, Ignored):  # counted; logged at most once a second
-                    refuse(actx.settings.queue("updates"), "ignored", why=decision.reason)
+                    refuse(app.settings.queue("updates"), "ignored", why=decision.reason)
                 else:
                     log.info("update not recorded", outcome=outcome, reason=decision.reason)
                 return
             if isinstance(decision, Refusal):
-                await _reject(actx, state, peer_id, body, decision.code, decision.reason)
+                await _reject(app, state, peer_id, body, decision.code, decision.reason)
                 return
             try:
-                accepted = await _check(actx, state, peer_id, body, decision)
+                accepted = await _check(app, state, peer_id, body, decision)
             except UpdateRefused as exc:
-                await _reject(actx, state, peer_id, body, exc.reason_code, exc.message)
+                await _reject(app, state, peer_id, body, exc.reason_code, exc.message)
                 return
             event, delta, data = accepted
             # the round aggregates the aggregator's own copy of what it validated: the
             # peer's upload form stays usable until its deadline, so the object at the
             # task's key may change after this point
-            await actx.blobs.put_bytes(event.key, data, content_type="application/octet-stream")
-            recorded = await _record(actx, state, peer_id, body, [event])
+            await app.blobs.put_bytes(event.key, data, content_type="application/octet-stream")
+            recorded = await _record(app, state, peer_id, body, [event])
             if recorded is None:
                 UPDATES.labels(outcome="duplicate", code="").inc()
                 return
             state = recorded
-            if actx.leases.holds(body.job_id):  # the holder makes the round's version
-                await _fold(actx, state, decision, event, delta)
+            if app.leases.holds(body.job_id):  # the holder makes the round's version
+                await _fold(app, state, decision, event, delta)
             UPDATES.labels(outcome="accepted", code="").inc()
             UPDATE_BYTES.inc(event.size)
             log.info("update accepted", norm=round(event.norm, 6))
@@ -92,7 +95,7 @@ RECORD_ATTEMPTS = 10
 
 
 async def _record(
-    actx: AggregatorContext,
+    app: AggregatorApp,
     state: JobState,
     peer_id: str,
     body: UpdateAnnounced,
@@ -106,19 +109,19 @@ async def _record(
     """
     for _ in range(RECORD_ATTEMPTS - 1):
         try:
-            await actx.append(state, list(data), actor=peer_id)
+            await app.append(state, list(data), actor=peer_id)
             return state
         except ConcurrencyError:
-            state = await actx.load(body.job_id, fresh_models=True)
+            state = await app.load(body.job_id, fresh_models=True)
             if not isinstance(decide_update(state, peer_id, body), Candidate | Refusal):
                 log.info("update decided meanwhile by another instance")
                 return None
-    await actx.append(state, list(data), actor=peer_id)  # the last try raises: retried
+    await app.append(state, list(data), actor=peer_id)  # the last try raises: retried
     return state
 
 
 async def _reject(
-    actx: AggregatorContext,
+    app: AggregatorApp,
     state: JobState,
     peer_id: str,
     body: UpdateAnnounced,
@@ -136,14 +139,14 @@ async def _reject(
         reason=reason,
         strike=code in codes.STRIKES,
     )
-    if await _record(actx, state, peer_id, body, [rejected]) is None:
+    if await _record(app, state, peer_id, body, [rejected]) is None:
         return
     UPDATES.labels(outcome="rejected", code=code).inc()
     log.warning("update rejected", code=code, reason=reason)
 
 
 async def _check(
-    actx: AggregatorContext,
+    app: AggregatorApp,
     state: JobState,
     peer_id: str,
     body: UpdateAnnounced,
@@ -153,11 +156,11 @@ async def _check(
     bytes (to keep at the event's content-addressed key)."""
     assert state.configured is not None
     base_version = candidate.opened.model_version
-    base = await model_state(actx, state, base_version)
-    cap = min(actx.settings.max_update_bytes, state_nbytes(base) + actx.settings.update_slack_bytes)
+    base = await model_state(app, state, base_version)
+    cap = min(app.settings.max_update_bytes, state_nbytes(base) + app.settings.update_slack_bytes)
     if body.size > cap:
         raise UpdateRefused(codes.TOO_LARGE, f"{body.size} bytes announced, the cap is {cap}")
-    data = await fetch_capped(actx, candidate.task.update_key, cap)
+    data = await fetch_capped(app, candidate.task.update_key, cap)
     if len(data) != body.size:
         raise UpdateRefused(
             codes.SIZE_MISMATCH, f"the object has {len(data)} bytes, {body.size} announced"
@@ -188,7 +191,7 @@ async def _check(
 
 
 async def _fold(
-    actx: AggregatorContext,
+    app: AggregatorApp,
     state: JobState,
     candidate: Candidate,
     accepted: UpdateAccepted,
@@ -198,19 +201,19 @@ async def _fold(
     from the bucket whenever the running sum is not exactly what it includes)."""
     assert state.configured is not None
     opened = candidate.opened
-    work = actx.rounds.get(state.job_id)
+    work = app.rounds.get(state.job_id)
     try:
         if work is None or (work.round, work.attempt) != (opened.round, opened.attempt):
             if work is not None:
                 work.close()
             work, _ = await begin_work(
-                actx, state, opened.round, opened.attempt, opened.model_version
+                app, state, opened.round, opened.attempt, opened.model_version
             )
-            actx.rounds[state.job_id] = work
+            app.rounds[state.job_id] = work
         key = work_key(accepted.key, accepted.sha256)
         await asyncio.to_thread(work.accumulator.add, delta, accepted.weight, key=key)
     except Exception:
         log.exception("could not fold the update; the round will be rebuilt when it closes")
-        dropped = actx.rounds.pop(state.job_id, None)
+        dropped = app.rounds.pop(state.job_id, None)
         if dropped is not None:
             dropped.close()

@@ -39,7 +39,6 @@ from peertrain.common.events.models import (
 from peertrain.common.events.training import IncludedUpdate, JobConfigured, RoundClosed
 from peertrain.ml.weights import state_to_bytes
 
-from .context import AggregatorContext
 from .numerics import (
     RoundWork,
     State,
@@ -58,6 +57,8 @@ from .storage import fetch_capped, model_state, server_state, sha256_hex
 if TYPE_CHECKING:
     import torch
 
+    from ..application import AggregatorApp
+
 __all__ = ["begin_work", "final_keys", "reconcile", "work_key"]
 
 log = structlog.get_logger(__name__)
@@ -69,13 +70,13 @@ def work_key(key: str, sha256: str) -> str:
 
 
 async def begin_work(
-    actx: AggregatorContext, state: JobState, round_: int, attempt: int, base_version: int
+    app: AggregatorApp, state: JobState, round_: int, attempt: int, base_version: int
 ) -> tuple[RoundWork, State]:
     """Start folding a round attempt on top of model version ``base_version``, with the
     server state stored after it; returns the work and that version's tensors."""
     assert state.configured is not None
-    base = await model_state(actx, state, base_version)
-    server = await server_state(actx, state, base_version)
+    base = await model_state(app, state, base_version)
+    server = await server_state(app, state, base_version)
     work = await asyncio.to_thread(
         RoundWork.begin,
         state.configured,
@@ -83,7 +84,7 @@ async def begin_work(
         attempt,
         base,
         server_state=server,
-        spill_dir=actx.settings.work_dir,
+        spill_dir=app.settings.work_dir,
     )
     return work, base
 
@@ -93,13 +94,13 @@ def final_keys(job_id: str) -> tuple[str, str]:
     return f"models/{job_id}/final.pt", f"models/{job_id}/final.safetensors"
 
 
-async def reconcile(actx: AggregatorContext, state: JobState, cause: RecordedEvent | None) -> None:
+async def reconcile(app: AggregatorApp, state: JobState, cause: RecordedEvent | None) -> None:
     """Do whatever model work the job's log asks for and the model stream lacks."""
     cfg = state.configured
     if cfg is None:
         return
     if 0 not in state.versions:
-        await _initial(actx, state, cfg, cause)
+        await _initial(app, state, cfg, cause)
     for closed in state.rounds_to_aggregate():
         if state.diverged:
             break  # the job fails: nothing is built on a non-finite version
@@ -108,22 +109,22 @@ async def reconcile(actx: AggregatorContext, state: JobState, cause: RecordedEve
         if closed.round - 1 not in state.versions:
             log.error("round closed before its base version exists", round=closed.round)
             break
-        await _aggregate(actx, state, cfg, closed, cause)
+        await _aggregate(app, state, cfg, closed, cause)
     for version in sorted(state.versions):
         if not state.versions[version].assessed:
-            await _evaluate(actx, state, cfg, version, cause)
+            await _evaluate(app, state, cfg, version, cause)
     if cfg.rounds in state.versions and state.exported is None and not state.diverged:
-        await _export(actx, state, cfg, cause)
+        await _export(app, state, cfg, cause)
     if state.ended is not None:
-        actx.forget(state.job_id)
+        app.forget(state.job_id)
 
 
-async def _put(actx: AggregatorContext, key: str, data: bytes, content_type: str) -> str:
-    await actx.blobs.put_bytes(key, data, content_type=content_type)
+async def _put(app: AggregatorApp, key: str, data: bytes, content_type: str) -> str:
+    await app.blobs.put_bytes(key, data, content_type=content_type)
     return sha256_hex(data)
 
 
-async def _version_zero(actx: AggregatorContext, cfg: JobConfigured) -> bytes:
+async def _version_zero(app: AggregatorApp, cfg: JobConfigured) -> bytes:
     """Fresh weights, or those the job starts from: another job's model version
     (``init_from``) or uploaded weights (``init_weights``), bit for bit.
 
@@ -134,7 +135,7 @@ async def _version_zero(actx: AggregatorContext, cfg: JobConfigured) -> bytes:
     source = cfg.init_from or cfg.init_weights
     if source is not None:
         try:
-            data = await actx.blobs.get_bytes(source.key)
+            data = await app.blobs.get_bytes(source.key)
             if sha256_hex(data) != source.sha256:
                 raise UpdateRefused(codes.WRONG_TENSORS, f"{source.key} changed since")
             return await asyncio.to_thread(initial_state, cfg, data)
@@ -149,16 +150,16 @@ async def _version_zero(actx: AggregatorContext, cfg: JobConfigured) -> bytes:
 
 
 async def _initial(
-    actx: AggregatorContext, state: JobState, cfg: JobConfigured, cause: RecordedEvent | None
+    app: AggregatorApp, state: JobState, cfg: JobConfigured, cause: RecordedEvent | None
 ) -> None:
-    data = await _version_zero(actx, cfg)
+    data = await _version_zero(app, cfg)
     key = model_key(state.job_id, 0)
-    sha = await _put(actx, key, data, "application/octet-stream")
-    strategy = new_strategy(cfg, server_state=None, spill_dir=actx.settings.work_dir)
+    sha = await _put(app, key, data, "application/octet-stream")
+    strategy = new_strategy(cfg, server_state=None, spill_dir=app.settings.work_dir)
     server_key = None
     if strategy.stateful:
         server_key = server_state_key(state.job_id, 0)
-        await _put(actx, server_key, strategy.state_bytes(), "application/octet-stream")
+        await _put(app, server_key, strategy.state_bytes(), "application/octet-stream")
     created = ModelVersionCreated(
         job_id=state.job_id,
         version=0,
@@ -168,14 +169,14 @@ async def _initial(
         strategy=strategy.name,
         server_state_key=server_key,
     )
-    await actx.append(state, [created], causation=cause)
-    actx.bases[state.job_id] = (0, await asyncio.to_thread(load_state, data))
+    await app.append(state, [created], causation=cause)
+    app.bases[state.job_id] = (0, await asyncio.to_thread(load_state, data))
     MODEL_VERSIONS.labels(kind="initial").inc()
     log.info("initial model stored", job_id=state.job_id, key=key)
 
 
 async def _rebuild(
-    actx: AggregatorContext,
+    app: AggregatorApp,
     state: JobState,
     cfg: JobConfigured,
     closed: RoundClosed,
@@ -190,13 +191,13 @@ async def _rebuild(
     the round is aggregated without it, logged, rather than never: a job must not wait
     for the aggregator forever.
     """
-    work, base = await begin_work(actx, state, closed.round, closed.attempt, closed.round - 1)
+    work, base = await begin_work(app, state, closed.round, closed.attempt, closed.round - 1)
     bound = cfg.aggregation.update_bound
     used: list[IncludedUpdate] = []
     for inc in sorted(closed.included, key=lambda u: u.key):
         problem = None
         try:
-            data = await fetch_capped(actx, inc.key, actx.settings.max_update_bytes)
+            data = await fetch_capped(app, inc.key, app.settings.max_update_bytes)
         except UpdateRefused as exc:
             problem = exc.message
         else:
@@ -219,7 +220,7 @@ async def _rebuild(
 
 
 async def _aggregate(
-    actx: AggregatorContext,
+    app: AggregatorApp,
     state: JobState,
     cfg: JobConfigured,
     closed: RoundClosed,
@@ -227,7 +228,7 @@ async def _aggregate(
 ) -> None:
     started = time.perf_counter()
     wanted = {work_key(u.key, u.sha256) for u in closed.included}
-    work = actx.rounds.pop(state.job_id, None)
+    work = app.rounds.pop(state.job_id, None)
     scale = clip_factors(state, closed, cfg.aggregation)
     path = "running"
     if scale:  # the running sum folded them unclipped
@@ -241,23 +242,23 @@ async def _aggregate(
         if work is not None:
             work.close()
         path = "clipped" if scale else "rebuilt"
-        work, used = await _rebuild(actx, state, cfg, closed, scale)
+        work, used = await _rebuild(app, state, cfg, closed, scale)
     else:
         used = list(closed.included)
     try:
         if used:
             new_state = await asyncio.to_thread(work.accumulator.finish)
         else:  # nothing left to aggregate: the model carries over unchanged
-            new_state = dict(await model_state(actx, state, closed.round - 1))
+            new_state = dict(await model_state(app, state, closed.round - 1))
     finally:
         work.close()
     data = await asyncio.to_thread(state_to_bytes, new_state)
     key = model_key(state.job_id, closed.round)
-    sha = await _put(actx, key, data, "application/octet-stream")
+    sha = await _put(app, key, data, "application/octet-stream")
     server_key = None
     if work.strategy.stateful:
         server_key = server_state_key(state.job_id, closed.round)
-        await _put(actx, server_key, work.strategy.state_bytes(), "application/octet-stream")
+        await _put(app, server_key, work.strategy.state_bytes(), "application/octet-stream")
     included = sorted(used, key=lambda u: u.shard)
     created = ModelVersionCreated(
         job_id=state.job_id,
@@ -274,8 +275,8 @@ async def _aggregate(
             shards=tuple(u.shard for u in included),
         ),
     )
-    await actx.append(state, [created], causation=cause)
-    actx.bases[state.job_id] = (closed.round, new_state)
+    await app.append(state, [created], causation=cause)
+    app.bases[state.job_id] = (closed.round, new_state)
     AGGREGATION_SECONDS.labels(path=path).observe(time.perf_counter() - started)
     MODEL_VERSIONS.labels(kind="round").inc()
     observe_round_bytes(state.job_id, _included_bytes(state, closed))
@@ -289,31 +290,31 @@ async def _aggregate(
 
 
 async def _holdout(
-    actx: AggregatorContext, job_id: str, cfg: JobConfigured
+    app: AggregatorApp, job_id: str, cfg: JobConfigured
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The job's holdout, fetched, checked against its recorded sha256 and decoded once
     per job (every version is evaluated on it)."""
-    kept = actx.holdouts.get(job_id)
+    kept = app.holdouts.get(job_id)
     if kept is not None and kept[0] == cfg.holdout.sha256:
         return kept[1], kept[2]
-    data = await actx.blobs.get_bytes(cfg.holdout.key)
+    data = await app.blobs.get_bytes(cfg.holdout.key)
     if sha256_hex(data) != cfg.holdout.sha256:
         raise RuntimeError(f"the holdout {cfg.holdout.key} does not have its recorded sha256")
     x, y = await asyncio.to_thread(load_holdout, data)
-    actx.holdouts[job_id] = (cfg.holdout.sha256, x, y)
+    app.holdouts[job_id] = (cfg.holdout.sha256, x, y)
     return x, y
 
 
 async def _evaluate(
-    actx: AggregatorContext,
+    app: AggregatorApp,
     state: JobState,
     cfg: JobConfigured,
     version: int,
     cause: RecordedEvent | None,
 ) -> None:
     started = time.perf_counter()
-    holdout = await _holdout(actx, state.job_id, cfg)
-    tensors = await model_state(actx, state, version)
+    holdout = await _holdout(app, state.job_id, cfg)
+    tensors = await model_state(app, state, version)
     why = await asyncio.to_thread(non_finite, tensors)
     metrics = None
     if why is None:
@@ -322,8 +323,8 @@ async def _evaluate(
             cfg,
             tensors,
             holdout,
-            device=actx.settings.eval_device,
-            batch_size=actx.settings.eval_batch_size,
+            device=app.settings.eval_device,
+            batch_size=app.settings.eval_batch_size,
         )
         if not math.isfinite(metrics["loss"]):
             why = f"has a non-finite loss on the holdout ({metrics['loss']})"
@@ -331,7 +332,7 @@ async def _evaluate(
         # a non-finite number cannot be stored as a metric (nor should a job end green
         # on it): the version is marked, and the orchestrator fails the job
         diverged = ModelDiverged(job_id=state.job_id, version=version, reason=why or "")
-        await actx.append(state, [diverged], causation=cause)
+        await app.append(state, [diverged], causation=cause)
         log.warning("model version diverged", job_id=state.job_id, version=version, why=why)
         return
     evaluated = ModelEvaluated(
@@ -342,7 +343,7 @@ async def _evaluate(
         per_class_accuracy=tuple(metrics["per_class_accuracy"]),
         samples=metrics["samples"],
     )
-    await actx.append(state, [evaluated], causation=cause)
+    await app.append(state, [evaluated], causation=cause)
     EVALUATION_SECONDS.observe(time.perf_counter() - started)
     observe_evaluation(state.job_id, version, metrics["loss"], metrics["accuracy"])
     log.info("model evaluated", job_id=state.job_id, version=version, **_rounded(metrics))
@@ -364,14 +365,14 @@ def _rounded(metrics: object) -> dict[str, float]:
 
 
 async def _export(
-    actx: AggregatorContext, state: JobState, cfg: JobConfigured, cause: RecordedEvent | None
+    app: AggregatorApp, state: JobState, cfg: JobConfigured, cause: RecordedEvent | None
 ) -> None:
     version = cfg.rounds
-    tensors = await model_state(actx, state, version)
+    tensors = await model_state(app, state, version)
     pt, st = await asyncio.to_thread(final_files, cfg, tensors)
     pt_key, st_key = final_keys(state.job_id)
-    pt_sha = await _put(actx, pt_key, pt, "application/octet-stream")
-    st_sha = await _put(actx, st_key, st, "application/octet-stream")
+    pt_sha = await _put(app, pt_key, pt, "application/octet-stream")
+    st_sha = await _put(app, st_key, st, "application/octet-stream")
     exported = ModelExported(
         job_id=state.job_id,
         version=version,
@@ -380,6 +381,6 @@ async def _export(
         safetensors_key=st_key,
         safetensors_sha256=st_sha,
     )
-    await actx.append(state, [exported], causation=cause)
+    await app.append(state, [exported], causation=cause)
     MODEL_VERSIONS.labels(kind="final").inc()
     log.info("final model exported", job_id=state.job_id, version=version)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -19,8 +20,10 @@ from peertrain.common.events.weights import (
 from peertrain.common.ids import new_id
 from peertrain.ml.weights import WeightsInvalid, dtype_code, read_starting_weights, state_to_bytes
 
-from .context import AggregatorContext
 from .storage import sha256_hex
+
+if TYPE_CHECKING:
+    from ..application import AggregatorApp
 
 __all__ = ["receive_weights"]
 
@@ -37,7 +40,7 @@ async def _read_capped(body: AsyncIterator[bytes], cap: int) -> bytes:
 
 
 async def receive_weights(
-    actx: AggregatorContext,
+    app: AggregatorApp,
     body: AsyncIterator[bytes],
     *,
     owner_id: str,
@@ -53,7 +56,7 @@ async def receive_weights(
     WeightsInvalid
         422: not safetensors nor a ``.pt`` state dict, or tensors unfit to start from.
     """
-    cap = actx.settings.max_weights_bytes
+    cap = app.settings.max_weights_bytes
     if content_length is not None and content_length > cap:
         raise WeightsTooLarge(cap)
     data = await _read_capped(body, cap)
@@ -63,7 +66,7 @@ async def receive_weights(
     stored = await asyncio.to_thread(state_to_bytes, state)
     weights_id = new_id()
     key = weights_key(weights_id)
-    await actx.blobs.put_bytes(key, stored, content_type="application/octet-stream")
+    await app.blobs.put_bytes(key, stored, content_type="application/octet-stream")
     uploaded = WeightsUploaded(
         weights_id=weights_id,
         owner_id=owner_id,
@@ -76,12 +79,12 @@ async def receive_weights(
         ),
     )
     event = NewEvent.of(
-        uploaded, producer=actx.settings.service_name, actor=owner_id, correlation_id=weights_id
+        uploaded, producer=app.settings.service_name, actor=owner_id, correlation_id=weights_id
     )
     try:
-        await actx.log.append(weights_stream(weights_id), [event], expected_version=0)
+        await app.log.append(weights_stream(weights_id), [event], expected_version=0)
     except BaseException:
-        await asyncio.shield(actx.blobs.delete(key))
+        await asyncio.shield(app.blobs.delete(key))
         raise
     log.info("starting weights stored", weights_id=weights_id, tensors=len(state), size=len(stored))
     return uploaded

@@ -44,8 +44,8 @@ SHA256_HEADER = "X-Content-SHA256"
 VERSION_HEADER = "X-Model-Version"
 
 
-async def _visible(actx: AggregatorDep, job_id: str, user: Principal) -> JobState:
-    state = await actx.read_only(job_id)
+async def _visible(app: AggregatorDep, job_id: str, user: Principal) -> JobState:
+    state = await app.read_only(job_id)
     if state.owner_id is None or (state.owner_id != user.subject and not user.is_admin):
         raise JobNotFound(f"no job {job_id!r}")
     return state
@@ -113,7 +113,7 @@ async def upload_weights(
     request: Request,
     response: Response,
     user: CurrentUser,
-    actx: AggregatorDep,
+    app: AggregatorDep,
     name: Annotated[Name | None, Query(description="A name to know them by")] = None,
 ) -> WeightsAccepted:
     """The body is the file itself: a safetensors file, or a ``.pt`` file holding a state
@@ -123,13 +123,13 @@ async def upload_weights(
     its model (names, shapes, dtypes)."""
     length = request.headers.get("content-length")
     uploaded = await receive_weights(
-        actx,
+        app,
         request.stream(),
         owner_id=user.subject,
         name=name or "",
         content_length=int(length) if length and length.isdigit() else None,
     )
-    response.headers["Location"] = f"{actx.settings.api_prefix}/weights/{uploaded.weights_id}"
+    response.headers["Location"] = f"{app.settings.api_prefix}/weights/{uploaded.weights_id}"
     return WeightsAccepted.of(uploaded)
 
 
@@ -138,9 +138,9 @@ async def upload_weights(
     summary="A job's model versions, their metrics, and whether the final model exists",
     responses=_errors(why=_WHY),
 )
-async def get_models(job_id: str, user: CurrentUser, actx: AggregatorDep) -> JobModelsPublic:
+async def get_models(job_id: str, user: CurrentUser, app: AggregatorDep) -> JobModelsPublic:
     """Versions in order, each with its key, sha256, time and holdout metrics."""
-    return _public(await _visible(actx, job_id, user))
+    return _public(await _visible(app, job_id, user))
 
 
 @router.get(
@@ -155,11 +155,11 @@ async def get_models(job_id: str, user: CurrentUser, actx: AggregatorDep) -> Job
 async def get_final(
     job_id: str,
     user: CurrentUser,
-    actx: AggregatorDep,
+    app: AggregatorDep,
     format: Annotated[Format, Query()] = "pt",
 ) -> StreamingResponse:
     """``final.pt`` (``torch.load(f, weights_only=True)``) or ``final.safetensors``."""
-    state = await _visible(actx, job_id, user)
+    state = await _visible(app, job_id, user)
     exported = state.exported
     if exported is None:
         raise FinalNotExported(f"job {job_id!r} has no final model yet")
@@ -169,7 +169,7 @@ async def get_final(
         else (exported.safetensors_key, exported.safetensors_sha256)
     )
     return StreamingResponse(
-        await blob_chunks(actx, key),  # BlobNotFound surfaces here, before any header
+        await blob_chunks(app, key),  # BlobNotFound surfaces here, before any header
         media_type="application/octet-stream",
         headers={
             "Content-Disposition": f'attachment; filename="{job_id}-final.{format}"',
@@ -194,7 +194,7 @@ async def get_version(
         ),
     ],
     user: CurrentUser,
-    actx: AggregatorDep,
+    app: AggregatorDep,
     format: Annotated[Format, Query()] = "pt",
 ) -> StreamingResponse:
     """Any model version of the job, whatever its state (running, completed, cancelled,
@@ -206,9 +206,9 @@ async def get_version(
     non-finite) never count. The version sent is in ``X-Model-Version``, the file's
     sha256 in ``X-Content-SHA256``.
     """
-    state = await _visible(actx, job_id, user)
+    state = await _visible(app, job_id, user)
     which = BEST if version == BEST else int(version)
-    return _file_response(await version_file(actx, state, which, format))
+    return _file_response(await version_file(app, state, which, format))
 
 
 def _file_response(file: ModelFile) -> StreamingResponse:

@@ -1,0 +1,189 @@
+"""The aggregator's application driven as the platform drives it: job events through its
+subscriptions (:func:`deliver`), peers' updates through ``on_peer``, leases by ``tick``;
+its log, bucket and leases in memory (no stack needed)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from peertrain.aggregator.application import AGGREGATOR_SUBSCRIPTIONS, AggregatorApp
+from peertrain.aggregator.config import AggregatorSettings
+from peertrain.aggregator.domain import codes
+from peertrain.aggregator.usecases.numerics import load_state
+from peertrain.common.app import Ports, deliver
+from peertrain.common.blobs import MemoryBlobStore
+from peertrain.common.clock import ManualClock
+from peertrain.common.eventlog import MemoryEventLog
+from peertrain.common.events import EventData, RecordedEvent
+from peertrain.common.events.datasets import ArtifactRef
+from peertrain.common.events.models import (
+    ModelEvaluated,
+    ModelVersionCreated,
+    UpdateAccepted,
+    UpdateRejected,
+    model_stream,
+)
+from peertrain.common.events.training import (
+    IncludedUpdate,
+    JobCancelled,
+    JobConfigured,
+    JobCreated,
+    RoundClosed,
+    TaskAssigned,
+)
+from peertrain.common.leases import Leases, MemoryLeaseStore, SoleInstance
+from peertrain.common.security import PeerMessage, Principal
+from peertrain.ml.weights import state_to_bytes
+
+from .conftest import JOB, announce, configured, opened, record, task
+
+HOLDOUT_KEY = f"jobs/{JOB}/holdout.npz"
+
+
+def _holdout() -> bytes:
+    g = np.random.default_rng(0)
+    buf = io.BytesIO()
+    np.savez(buf, X=g.normal(size=(12, 6)).astype(np.float32), y=np.arange(12) % 3)
+    return buf.getvalue()
+
+
+class Platform:
+    """One aggregator instance on an in-memory log and bucket, fed as the platform would."""
+
+    def __init__(
+        self,
+        work_dir: Path,
+        *,
+        leases: Leases | SoleInstance | None = None,
+        shared: Platform | None = None,
+    ) -> None:
+        self.log = shared.log if shared else MemoryEventLog()
+        self.blobs = shared.blobs if shared else MemoryBlobStore()
+        self.clock = ManualClock()
+        ports = Ports(
+            log=self.log, blobs=self.blobs, clock=self.clock, leases=leases or SoleInstance()
+        )
+        self.app = AggregatorApp(ports, AggregatorSettings(work_dir=work_dir))
+
+    async def job_event(self, data: EventData) -> RecordedEvent:
+        """The orchestrator appends ``data`` to the job stream; the feed delivers it."""
+        event = await record(self.log, data)
+        assert await deliver(AGGREGATOR_SUBSCRIPTIONS, self.app, event) == 1
+        return event
+
+    async def configure(self) -> JobConfigured:
+        holdout = _holdout()
+        await self.blobs.put_bytes(HOLDOUT_KEY, holdout)
+        ref = ArtifactRef(key=HOLDOUT_KEY, sha256=hashlib.sha256(holdout).hexdigest(), size=1)
+        cfg = configured().model_copy(update={"holdout": ref})
+        await self.job_event(
+            JobCreated(job_id=JOB, owner_id="u1", name="n", dataset_id="d", peers=("p0", "p1"))
+        )
+        await self.job_event(cfg)
+        return cfg
+
+    async def model_events(self) -> list[EventData]:
+        return [e.data for e in await self.log.read_stream(model_stream(JOB))]
+
+    async def upload(self, t: TaskAssigned, data: bytes, **change: object) -> None:
+        """Peer ``t.peer_id`` puts ``data`` at its task's key and announces it."""
+        await self.blobs.put_bytes(t.update_key, data)
+        fields: dict[str, object] = {"sha256": hashlib.sha256(data).hexdigest()}
+        body = announce(t, **{**fields, "size": len(data), "samples": 30, **change})
+        principal = Principal(
+            subject=t.peer_id, roles=frozenset({"peer"}), token_id="t", issued_at=0, expires_at=0
+        )
+        await self.app.on_peer(PeerMessage(t.peer_id, "update", body, principal, None))
+
+
+def _delta(base: dict[str, torch.Tensor], scale: float) -> dict[str, torch.Tensor]:
+    return {k: torch.full_like(v, scale) for k, v in base.items()}
+
+
+@pytest.fixture
+def platform(tmp_path: Path) -> Platform:
+    return Platform(tmp_path)
+
+
+async def test_a_configured_job_gets_version_zero_stored_and_evaluated(platform: Platform):
+    await platform.configure()
+    created, evaluated = await platform.model_events()
+    assert isinstance(created, ModelVersionCreated) and created.version == 0
+    assert isinstance(evaluated, ModelEvaluated) and evaluated.version == 0
+    assert evaluated.samples == 12
+    stored = await platform.blobs.get_bytes(created.key)
+    assert hashlib.sha256(stored).hexdigest() == created.sha256
+    assert platform.app.active == {JOB}
+
+
+async def test_updates_are_accepted_or_refused_and_a_closed_round_makes_the_next_version(
+    platform: Platform,
+):
+    await platform.configure()
+    await platform.job_event(opened())
+    t0, t1 = task(0, "p0"), task(1, "p1")
+    await platform.job_event(t0)
+    await platform.job_event(t1)
+    base = load_state(await platform.blobs.get_bytes(f"models/{JOB}/v0.safetensors"))
+    good = state_to_bytes(_delta(base, 0.01))
+    await platform.upload(t0, good)
+    await platform.upload(t1, good, sha256="f" * 64)  # not what was uploaded
+    await platform.upload(t0, good)  # again: a duplicate, nothing recorded
+    *_, accepted, rejected = await platform.model_events()
+    assert isinstance(accepted, UpdateAccepted) and accepted.peer_id == "p0"
+    assert accepted.weight == 30.0  # the shard's rows
+    assert isinstance(rejected, UpdateRejected) and rejected.code == codes.SHA256_MISMATCH
+    assert platform.app.rounds[JOB].keys() == {f"{accepted.key}#{accepted.sha256}"}
+
+    inc = IncludedUpdate(
+        shard=0, peer_id="p0", task_id=t0.task_id, key=accepted.key, sha256=accepted.sha256
+    )
+    await platform.job_event(
+        RoundClosed(job_id=JOB, round=1, attempt=1, reason="deadline", included=(inc,))
+    )
+    *_, created, evaluated = await platform.model_events()
+    assert isinstance(created, ModelVersionCreated) and created.version == 1
+    assert created.lineage is not None and created.lineage.peers == ("p0",)
+    assert isinstance(evaluated, ModelEvaluated) and evaluated.version == 1
+    v1 = load_state(await platform.blobs.get_bytes(created.key))
+    assert any(not torch.equal(v1[k], base[k]) for k in base)  # the update moved it
+
+
+async def test_an_ended_job_is_let_go_of(platform: Platform):
+    await platform.configure()
+    await platform.job_event(JobCancelled(job_id=JOB, by="u1"))
+    assert platform.app.active == set()
+    assert platform.app.models.cached(model_stream(JOB)) is None  # forgotten
+    assert platform.app.leases.held == []
+
+
+async def test_a_tick_takes_over_the_jobs_of_a_stopped_instance(tmp_path: Path):
+    store, clock = MemoryLeaseStore(), ManualClock()
+    first = Platform(tmp_path / "a", leases=Leases(store, "a", ttl_s=10, clock=clock))
+    await first.configure()  # instance a holds the job and made v0
+    second = Platform(
+        tmp_path / "b", leases=Leases(store, "b", ttl_s=10, clock=clock), shared=first
+    )
+    second.app.active.add(JOB)  # it heard the job configured too
+    await second.app.tick()
+    assert first.app.leases.holds(JOB) and not second.app.leases.holds(JOB)
+    clock.advance(25)  # a stopped renewing: its lease and membership ran out
+    await second.app.tick()
+    assert second.app.leases.holds(JOB)
+    assert len(await first.model_events()) == 2  # v0 made and evaluated once: found done
+
+
+async def test_a_job_event_after_a_gap_reads_both_streams_on_from_the_log(platform: Platform):
+    await platform.configure()
+    await platform.job_event(opened())
+    await record(platform.log, task(0, "p0"))  # appended, lost on the way here
+    await platform.job_event(task(1, "p1"))
+    cached = platform.app.models.cached(model_stream(JOB))
+    assert cached is not None and cached.state.job_seq == 5  # t0 read on, t1 folded
+    assert {t.shard for t in cached.state.tasks.values()} == {0, 1}
