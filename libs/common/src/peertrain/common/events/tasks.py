@@ -133,8 +133,7 @@ class TaskMessage(_Body):
     """The dataset's feature spec as ``job.configured`` carries it (the peer reads only
     what :class:`peertrain.common.specs.FeatureSpec` needs from it)."""
     training: TrainingParams
-    """The job's ``training`` block as the strategy configures it for the task
-    (:meth:`peertrain.common.specs.AggregationSpec.configure_train`)."""
+    """The job's ``training`` block (FedProx's ``proximal_mu`` included)."""
     seed: int
     """This task's seed (derived from the job's seed, the round and the shard)."""
 
