@@ -38,6 +38,7 @@ from peertrain.peer.shard import load_shard
 from peertrain.peer.trainer import Trainer
 from peertrain.peer.transfer import download_to, upload_form
 from peertrain.peer.worker import Worker, WorkItem
+from peertrain.testkit.common.features import table_features
 
 # -- outbox ---------------------------------------------------------------------------
 
@@ -283,7 +284,7 @@ def _task_json(task_id: str = "t1", job_id: str = "j1", **changes: Any) -> dict[
         "data": dl,
         "upload": {"url": "http://127.0.0.1:9/", "fields": {}, "key": "u", "max_bytes": 10},
         "model_spec": {"arch": "mlp", "hidden": [4]},
-        "feature_spec": {"input_size": 2, "num_classes": 2},
+        "feature_spec": table_features(2, 2).model_dump(mode="json"),
         "training": {"local_epochs": 1},
         "seed": 1,
     }

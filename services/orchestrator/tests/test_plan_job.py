@@ -57,6 +57,8 @@ def directory(*peers: PeerInfo, **dataset: Any) -> Directory:
         "classes": ("a", "b"),
         **dataset,
     }
+    if isinstance(fields["feature_spec"], dict):
+        fields["feature_spec"] = DataFeatures.model_validate(fields["feature_spec"])
     d.datasets["d1"] = DatasetInfo("d1", **fields)
     d.peers.update((p.peer_id, p) for p in peers)
     return d
