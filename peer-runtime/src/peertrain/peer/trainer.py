@@ -31,7 +31,7 @@ import httpx
 import structlog
 import structlog.contextvars
 import torch
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from peertrain.common.events.tasks import (
     ACCEPTED,
@@ -183,16 +183,6 @@ class Trainer:
                 self._run.stop.set()
 
     # -- on the worker thread ---------------------------------------------------------------
-
-    def handle(self, body: bytes) -> UpdateAnnounced | None:
-        """Parse a task message and run it; a malformed one is logged and dropped."""
-        try:
-            task = TaskMessage.model_validate_json(body)
-        except ValidationError as exc:
-            fields = [".".join(map(str, e["loc"])) for e in exc.errors()][:10]
-            log.warning("malformed task dropped", errors=exc.error_count(), fields=fields)
-            return None
-        return self.run(task)
 
     def run(self, task: TaskMessage) -> UpdateAnnounced | None:
         """Do ``task``; its announced update, or ``None`` (failed, cancelled, ignored)."""
