@@ -10,9 +10,10 @@ import pytest
 from peertrain.common.errors import QuotaExceeded
 from peertrain.common.events.datasets import FeatureSpec
 from peertrain.common.security import Principal
+from peertrain.orchestrator.api.views import JobChecked
 from peertrain.orchestrator.domain.directory import DatasetInfo, Directory, PeerInfo
 from peertrain.orchestrator.domain.errors import PeersUnavailable
-from peertrain.orchestrator.models import JobChecked, JobRequest
+from peertrain.orchestrator.domain.job_request import JobRequest
 from peertrain.orchestrator.usecases import OrchestratorContext
 from peertrain.orchestrator.usecases.jobs import check_job
 

@@ -25,8 +25,8 @@ from peertrain.orchestrator.domain.errors import (
     NotEnoughPeers,
     PeersUnavailable,
 )
+from peertrain.orchestrator.domain.job_request import JobRequest
 from peertrain.orchestrator.domain.request import check_running_quota, plan_job
-from peertrain.orchestrator.models import JobRequest
 
 USER = Principal("u1", frozenset({"user"}), "t", 0, 0)
 ADMIN = Principal("root", frozenset({"user", "admin"}), "t", 0, 0)

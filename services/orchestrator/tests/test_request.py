@@ -5,8 +5,8 @@ from __future__ import annotations
 from peertrain.common.events.datasets import ColumnEncoding, FeatureSpec
 from peertrain.common.security import Principal
 from peertrain.orchestrator.domain.directory import DatasetInfo, Directory, PeerInfo
+from peertrain.orchestrator.domain.job_request import JobRequest
 from peertrain.orchestrator.domain.request import plan_job
-from peertrain.orchestrator.models import JobRequest
 
 USER = Principal("u1", frozenset({"user"}), "t", 0, 0)
 

@@ -1,4 +1,5 @@
-"""``POST /api/jobs``: turning the request (``models.JobRequest``) into ``job.created``.
+"""``POST /api/jobs``: turning the request (:class:`.job_request.JobRequest`) into
+``job.created``.
 
 Everything is checked against the orchestrator's own projections (the dataset must be
 validated and the caller's, the peers online and usable by the caller) and the spec
@@ -19,7 +20,6 @@ from peertrain.common.security import Principal
 from peertrain.common.specs import DataShape, SpecInvalid, check_budget
 from peertrain.common.specs.shapes import state_shapes
 
-from ..models import JobRequest, PeerSelection
 from .directory import Directory, PeerInfo
 from .errors import (
     DatasetNotFound,
@@ -28,6 +28,7 @@ from .errors import (
     PeersUnavailable,
 )
 from .job import Job
+from .job_request import JobRequest, PeerSelection
 
 __all__ = ["check_running_quota", "plan_job"]
 

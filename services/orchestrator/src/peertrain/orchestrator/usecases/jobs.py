@@ -18,8 +18,8 @@ from .. import projections
 from ..domain import Job
 from ..domain.errors import DatasetNotFound, JobNotFound
 from ..domain.job import decide_cancel
+from ..domain.job_request import JobRequest
 from ..domain.request import check_running_quota, plan_job
-from ..models import JobRequest
 from .advance import execute, gauge
 from .context import OrchestratorContext
 
