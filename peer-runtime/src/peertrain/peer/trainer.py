@@ -256,7 +256,7 @@ class Trainer:
         check()
         x, y = load_shard(self.fetch_shard(task))
         check()
-        model = build_model(task.model_spec, task.feature_spec)
+        model = build_model(task.model_spec, task.feature_spec.data_shape)
         model.load_state_dict(state, strict=True)
         local_key = f"{task.job_id}/{task.shard}"
         received = None
