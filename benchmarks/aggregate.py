@@ -35,7 +35,7 @@ import time
 import torch
 
 from peertrain.common.memory import return_freed_memory_to_os
-from peertrain.common.specs import count_parameters, parse_feature_spec, parse_model_spec
+from peertrain.common.specs import count_parameters, parse_data_shape, parse_model_spec
 from peertrain.ml.aggregation import FedAvg, numba_available
 from peertrain.ml.weights import load_update, state_to_bytes
 from peertrain.ml.zoo import build_model
@@ -123,7 +123,7 @@ def main() -> None:
     if args.child:
         child(args.child)
         return
-    params = count_parameters(parse_model_spec(SPEC), parse_feature_spec(FEATURES))
+    params = count_parameters(parse_model_spec(SPEC), parse_data_shape(FEATURES))
     fold_gbs, base_gbs, nbytes = throughput(args.k)
     print(f"fold {fold_gbs:.2f} GB/s, torch.add_ {base_gbs:.2f} GB/s over {args.k} updates")
     rss4, rss32 = peak_rss(4), peak_rss(32)

@@ -15,7 +15,7 @@ import time
 import torch
 import torchvision.models as tvm
 
-from peertrain.common.specs import FeatureSpec, GraphSpec, SpecInvalid, check_budget, check_graph
+from peertrain.common.specs import DataShape, GraphSpec, SpecInvalid, check_budget, check_graph
 from peertrain.ml.errors import GraphUnsupported
 from peertrain.ml.graph import GraphNet
 from peertrain.ml.graph.trace import _Converter, _Tracer
@@ -27,7 +27,7 @@ def main(names: list[str]) -> None:
     torch.manual_seed(0)
     torch.set_num_threads(max(1, torch.get_num_threads()))
     x = torch.randn(2, 3, 224, 224)
-    features = FeatureSpec(image_shape=(3, 224, 224), num_classes=1000)
+    features = DataShape(image_shape=(3, 224, 224), num_classes=1000)
     for name in names:
         model = getattr(tvm, name)(weights=None).eval()
         start = time.perf_counter()

@@ -161,7 +161,7 @@ def test_the_worker_runs_items_off_the_calling_thread() -> None:
         def handle(self, item: WorkItem) -> None:
             import threading
 
-            seen.append((item.payload(), threading.current_thread().name))
+            seen.append((item.task, threading.current_thread().name))
 
     worker = Recording()
     worker.start()
@@ -171,4 +171,4 @@ def test_the_worker_runs_items_off_the_calling_thread() -> None:
     while len(seen) < 2 and time.monotonic() < deadline:
         time.sleep(0.01)
     worker.stop()
-    assert seen == [({"type": "task"}, "peertrain-worker"), (None, "peertrain-worker")]
+    assert seen == [(None, "peertrain-worker"), (None, "peertrain-worker")]

@@ -24,8 +24,10 @@ from peertrain.common.events.tasks import (
     FAILED,
     MAX_TRACEBACK,
     PROGRESS,
+    CancelMessage,
     Download,
     TaskFailedBody,
+    TaskMessage,
     TaskProgressBody,
     UploadForm,
 )
@@ -38,6 +40,7 @@ from peertrain.peer.shard import load_shard
 from peertrain.peer.trainer import Trainer
 from peertrain.peer.transfer import download_to, upload_form
 from peertrain.peer.worker import Worker, WorkItem
+from peertrain.testkit.common.features import table_features
 
 # -- outbox ---------------------------------------------------------------------------
 
@@ -283,7 +286,7 @@ def _task_json(task_id: str = "t1", job_id: str = "j1", **changes: Any) -> dict[
         "data": dl,
         "upload": {"url": "http://127.0.0.1:9/", "fields": {}, "key": "u", "max_bytes": 10},
         "model_spec": {"arch": "mlp", "hidden": [4]},
-        "feature_spec": {"input_size": 2, "num_classes": 2},
+        "feature_spec": table_features(2, 2).model_dump(mode="json"),
         "training": {"local_epochs": 1},
         "seed": 1,
     }
@@ -320,7 +323,6 @@ class _Offline(Trainer):
 def test_the_trainer_trains_at_the_rounds_learning_rate(tmp_path: Path) -> None:
     import torch
 
-    from peertrain.common.events.tasks import TaskMessage
     from peertrain.ml.training import train_local
     from peertrain.ml.weights import state_from_bytes
     from peertrain.ml.zoo import build_model
@@ -332,7 +334,7 @@ def test_the_trainer_trains_at_the_rounds_learning_rate(tmp_path: Path) -> None:
     training = {"local_epochs": 1, "rounds": 4, "lr": 0.1, "lr_schedule": schedule}
     body = _task_json("t3", round=3, training=training)
     body["upload"]["max_bytes"] = 100
-    assert trainer.handle(json.dumps(body).encode()) is not None
+    assert trainer.run(TaskMessage.model_validate(body)) is not None
     task = TaskMessage.model_validate(body)
     x, y = load_shard(trainer.shard)
     for round_, same in ((3, True), (1, False)):
@@ -359,13 +361,13 @@ def test_fedbn_keeps_the_peers_batch_norm_per_job_and_shard_until_a_restart(
     for round_ in (1, 2):  # the same global version each round: only the kept layers move
         body = _task_json(f"t{round_}", round=round_, model_spec=graph, training=training)
         body["upload"]["max_bytes"] = 100
-        assert trainer.handle(json.dumps(body).encode()) is not None
+        assert trainer.run(TaskMessage.model_validate(body)) is not None
         delta = trainer.results[-1].delta
         counts.append(int(next(v for k, v in delta.items() if k.endswith("num_batches_tracked"))))
     restarted = _Offline(tmp_path, [])
     body = _task_json("t3", round=3, model_spec=graph, training=training)
     body["upload"]["max_bytes"] = 100
-    assert restarted.handle(json.dumps(body).encode()) is not None
+    assert restarted.run(TaskMessage.model_validate(body)) is not None
     delta = restarted.results[-1].delta
     counts.append(int(next(v for k, v in delta.items() if k.endswith("num_batches_tracked"))))
     # 40 rows, 2 batches a round: deltas of the received version (count 0) count the
@@ -396,18 +398,30 @@ def test_cuda_only_settings_off_cuda_are_told_once_per_job(
     for task_id, job_id in (("t1", "j1"), ("t2", "j1"), ("t3", "j2")):
         body = _task_json(task_id, job_id, training=training)
         body["upload"]["max_bytes"] = 100
-        assert trainer.handle(json.dumps(body).encode()) is not None
+        assert trainer.run(TaskMessage.model_validate(body)) is not None
     told = [e for e in log.events if e["event"].startswith("CUDA-only training settings")]
     assert [e["settings"] for e in told] == [["precision=bf16", "channels_last"]] * 2
     assert len(trainer.results) == 3
 
 
-def test_a_malformed_task_is_dropped_silently(tmp_path: Path) -> None:
+def test_a_malformed_task_is_dropped_silently() -> None:
     sent: list[Any] = []
-    trainer = Trainer(lambda k, b: sent.append((k, b)), cache_dir=tmp_path)
-    assert trainer.handle(b'{"type": "task", "job_id": "j1"}') is None
-    assert trainer.handle(b"not json") is None
-    assert sent == []
+    trainer = FakeTrainer()
+    worker = Worker(trainer)  # type: ignore[arg-type]
+    for body in (b'{"type": "task", "job_id": "j1"}', b"not json"):
+        item = WorkItem("peer.p1.task", body)
+        assert item.message is None and item.task is None
+        worker.handle(item)
+    assert trainer.handled == [] and sent == []
+
+
+def test_a_work_item_parses_its_message_once() -> None:
+    task = _item("task", _task_json("t1", "j1"))
+    assert isinstance(task.message, TaskMessage) and task.task is task.message
+    assert task.task.feature_spec.data_shape.input_size == 2
+    cancel = _item("cancel", {"type": "cancel", "job_id": "j1"})
+    assert isinstance(cancel.message, CancelMessage) and cancel.task is None
+    assert WorkItem("peer.p1.other", b"{}").message is None
 
 
 def test_any_error_is_reported_as_failed_with_a_capped_traceback(tmp_path: Path) -> None:
@@ -423,7 +437,7 @@ def test_any_error_is_reported_as_failed_with_a_capped_traceback(tmp_path: Path)
             return recurse(400)
 
     trainer = Deep(lambda k, b: sent.append((k, b)), cache_dir=tmp_path)
-    assert trainer.handle(json.dumps(_task_json()).encode()) is None
+    assert trainer.run(TaskMessage.model_validate(_task_json())) is None
     assert [k for k, _ in sent] == [ACCEPTED, FAILED]
     failed: TaskFailedBody = sent[1][1]
     assert failed.error.startswith("RuntimeError: boom") and len(failed.error) <= 2000
@@ -431,7 +445,6 @@ def test_any_error_is_reported_as_failed_with_a_capped_traceback(tmp_path: Path)
 
 
 def test_progress_bodies_follow_the_contract() -> None:
-    from peertrain.common.events.tasks import TaskMessage
     from peertrain.ml.training import EpochMetrics
     from peertrain.peer.trainer import _progress
 
@@ -444,7 +457,7 @@ class FakeTrainer:
     def __init__(self) -> None:
         self.running: str | None = None
         self.cancels: list[tuple[str, str | None]] = []
-        self.handled: list[bytes] = []
+        self.handled: list[TaskMessage] = []
         self.release = threading.Event()
 
     def running_task(self) -> str | None:
@@ -454,9 +467,9 @@ class FakeTrainer:
         self.cancels.append((job_id, task_id))
         return True
 
-    def handle(self, body: bytes) -> None:
-        self.running = json.loads(body)["task_id"]
-        self.handled.append(body)
+    def run(self, task: TaskMessage) -> None:
+        self.running = task.task_id
+        self.handled.append(task)
         self.release.wait(5)
         self.running = None
 
@@ -488,7 +501,7 @@ def test_a_cancel_skips_the_queue_and_drops_the_jobs_queued_tasks() -> None:
             time.sleep(0.01)
     finally:
         worker.stop()
-    assert [json.loads(b)["task_id"] for b in fake.handled] == ["t1", "t3"]
+    assert [t.task_id for t in fake.handled] == ["t1", "t3"]
 
 
 def test_item_kind_comes_from_the_routing_key() -> None:

@@ -45,11 +45,12 @@ from peertrain.ml.weights import load_update, state_from_bytes, state_to_bytes
 from peertrain.ml.zoo import build_model
 from peertrain.peer.trainer import Trainer
 from peertrain.peer.worker import Worker, WorkItem
+from peertrain.testkit.common.features import table_features
 
 pytestmark = pytest.mark.stack
 
 SPEC = {"arch": "mlp", "hidden": [16]}
-FEATURES = {"input_size": 64, "num_classes": 10}
+FEATURES = table_features(64, 10)
 MAX_NORM = 50.0
 HOSTILE = Path(__file__).with_name("hostile_peer.py")
 

@@ -7,7 +7,7 @@ import math
 from peertrain.common.events.datasets import FeatureSpec, ImageEncoding
 from peertrain.common.specs import (
     AggregationSpec,
-    parse_feature_spec,
+    parse_data_shape,
     parse_model_spec,
     state_shapes,
 )
@@ -26,7 +26,7 @@ CIFAR = FeatureSpec(
 
 
 def _values(model: dict[str, object]) -> int:
-    shapes = state_shapes(parse_model_spec(model), parse_feature_spec(CIFAR))
+    shapes = state_shapes(parse_model_spec(model), parse_data_shape(CIFAR))
     return sum(math.prod(shape) for _, shape in shapes.values())
 
 

@@ -9,12 +9,12 @@ from peertrain.common.specs import (
     GraphSpec,
     SpecInvalid,
     check_budget,
-    parse_feature_spec,
+    parse_data_shape,
     parse_model_spec,
 )
 
-MNIST = parse_feature_spec({"image_shape": [1, 28, 28], "num_classes": 10})
-ROWS = parse_feature_spec({"input_size": 4, "num_classes": 3})
+MNIST = parse_data_shape({"image_shape": [1, 28, 28], "num_classes": 10})
+ROWS = parse_data_shape({"input_size": 4, "num_classes": 3})
 
 
 def graph(*nodes, input_shape=(1, 28, 28), output=None):

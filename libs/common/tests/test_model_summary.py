@@ -8,7 +8,7 @@ import pytest
 
 from peertrain.common.specs import (
     CNNSpec,
-    FeatureSpec,
+    DataShape,
     LogRegSpec,
     MLPSpec,
     SpecInvalid,
@@ -20,9 +20,9 @@ from peertrain.common.specs import (
     zoo_graph,
 )
 
-TABLE = FeatureSpec(input_size=12, num_classes=3)
-IMAGES = FeatureSpec(image_shape=(3, 32, 32), num_classes=10)
-TINY_IMAGES = FeatureSpec(image_shape=(1, 1, 5), num_classes=4)
+TABLE = DataShape(input_size=12, num_classes=3)
+IMAGES = DataShape(image_shape=(3, 32, 32), num_classes=10)
+TINY_IMAGES = DataShape(image_shape=(1, 1, 5), num_classes=4)
 
 ZOO: list[dict[str, Any]] = [
     {"arch": "logreg"},
@@ -44,7 +44,7 @@ CNNS: list[dict[str, Any]] = [
     + [(c, f) for c in CNNS for f in (IMAGES, TINY_IMAGES)],
 )
 def test_a_zoo_models_graph_has_the_zoo_models_state_dict(
-    raw: dict[str, Any], features: FeatureSpec
+    raw: dict[str, Any], features: DataShape
 ) -> None:
     spec = parse_model_spec(raw)
     assert isinstance(spec, LogRegSpec | MLPSpec | CNNSpec)

@@ -51,7 +51,7 @@ def test_final_safetensors_round_trip(tmp_path):
     rebuilt = load_final_safetensors(st.read_bytes())
     x = torch.randn(4, 3)
     assert torch.equal(rebuilt.model(x), model.eval()(x))
-    assert rebuilt.spec.arch == "mlp" and rebuilt.feature_spec.input_size == 3
+    assert rebuilt.spec.arch == "mlp" and rebuilt.data_shape.input_size == 3
 
 
 def test_final_pt_bytes_equal_the_file(tmp_path):

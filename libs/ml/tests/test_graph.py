@@ -20,7 +20,7 @@ from peertrain.common.specs import (
     check_graph,
     count_parameters,
     infer_graph,
-    parse_feature_spec,
+    parse_data_shape,
     parse_model_spec,
 )
 from peertrain.common.specs.graph_check import RESERVED_NAMES
@@ -192,7 +192,7 @@ def test_training_the_graph_gives_bit_identical_parameters(kind):
 @pytest.mark.parametrize("kind", MODELS)
 def test_the_checked_shapes_and_sizes_are_torchs(kind):
     model, net = _pair(kind)
-    features = parse_feature_spec(MNIST)
+    features = parse_data_shape(MNIST)
     found = check_graph(net.spec, features)
     x, _ = _batch(2, n=3)
     with torch.no_grad():

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from peertrain.common.specs import (
     SpecInvalid,
     count_parameters,
-    parse_feature_spec,
+    parse_data_shape,
     parse_model_spec,
     state_shapes,
 )
@@ -43,7 +43,7 @@ def test_each_named_architecture_builds_for_the_data_and_trains(name, features):
     loss.backward()
     assert model(x).shape == (2, features["num_classes"])
     state = model.state_dict()
-    parsed, shaped = parse_model_spec(spec), parse_feature_spec(features)
+    parsed, shaped = parse_model_spec(spec), parse_data_shape(features)
     want = {k: (dtype_code(v), tuple(v.shape)) for k, v in state.items()}
     assert state_shapes(parsed, shaped) == want
     assert count_parameters(parsed, shaped) == sum(v.numel() for v in state.values())

@@ -10,7 +10,7 @@ from peertrain.common.specs import (
     MLPSpec,
     SpecInvalid,
     count_parameters,
-    parse_feature_spec,
+    parse_data_shape,
     parse_model_spec,
 )
 from peertrain.common.specs.shapes import state_shapes
@@ -43,8 +43,8 @@ def test_builds_each_arch_with_the_right_output_and_parameter_count(spec, featur
     out = model(torch.zeros(x_shape))
     assert out.shape == (x_shape[0], features["num_classes"])
     actual = sum(p.numel() for p in model.parameters())
-    assert actual == count_parameters(parse_model_spec(spec), parse_feature_spec(features))
-    parsed, shaped = parse_model_spec(spec), parse_feature_spec(features)
+    assert actual == count_parameters(parse_model_spec(spec), parse_data_shape(features))
+    parsed, shaped = parse_model_spec(spec), parse_data_shape(features)
     expected = state_shapes(parsed, shaped)  # torch-free, what starting weights must match
     assert {k: ("F32", tuple(v.shape)) for k, v in model.state_dict().items()} == expected
     assert all(v.dtype == torch.float32 for v in model.state_dict().values())
@@ -86,7 +86,7 @@ def test_a_spec_too_large_to_allocate_is_refused_before_allocating():
     spec = {"arch": "mlp", "hidden": [16_384] * 8}
     with pytest.raises(SpecInvalid, match="parameters"):
         build_model(spec, {"input_size": 1_000_000, "num_classes": 10_000})
-    features = parse_feature_spec({"input_size": 1_000_000, "num_classes": 10_000})
+    features = parse_data_shape({"input_size": 1_000_000, "num_classes": 10_000})
     huge = MLPSpec(arch="mlp", hidden=(16_384,) * 8)
     assert count_parameters(huge, features) > MAX_PARAMETERS
 
@@ -103,16 +103,16 @@ def test_cnn_needs_images_and_bounded_activations():
 
 def test_feature_specs_one_shape_and_the_dataset_service_form():
     with pytest.raises(SpecInvalid):
-        parse_feature_spec({"num_classes": 3})
+        parse_data_shape({"num_classes": 3})
     with pytest.raises(SpecInvalid):
-        parse_feature_spec({"input_size": 4, "image_shape": [1, 2, 2], "num_classes": 3})
+        parse_data_shape({"input_size": 4, "image_shape": [1, 2, 2], "num_classes": 3})
     with pytest.raises(SpecInvalid):
-        parse_feature_spec({"input_size": 4, "num_classes": 1})
-    table = parse_feature_spec(
+        parse_data_shape({"input_size": 4, "num_classes": 1})
+    table = parse_data_shape(
         {"kind": "table", "input_shape": [6], "input_size": 6, "classes": ["a", "b", "c"]}
     )
     assert (table.input_size, table.image_shape, table.num_classes) == (6, None, 3)
-    images = parse_feature_spec(
+    images = parse_data_shape(
         {"kind": "images", "input_shape": [3, 8, 8], "input_size": 192, "classes": ["x", "y"]}
     )
     assert (images.image_shape, images.flat_size, images.num_classes) == ((3, 8, 8), 192, 2)

@@ -8,10 +8,12 @@ from typing import Any, cast
 import pytest
 
 from peertrain.common.errors import QuotaExceeded
+from peertrain.common.events.datasets import FeatureSpec
 from peertrain.common.security import Principal
+from peertrain.orchestrator.api.views import JobChecked
 from peertrain.orchestrator.domain.directory import DatasetInfo, Directory, PeerInfo
 from peertrain.orchestrator.domain.errors import PeersUnavailable
-from peertrain.orchestrator.models import JobChecked, JobRequest
+from peertrain.orchestrator.domain.job_request import JobRequest
 from peertrain.orchestrator.usecases import OrchestratorContext
 from peertrain.orchestrator.usecases.jobs import check_job
 
@@ -39,7 +41,11 @@ def context(max_running_jobs: int = 3) -> OrchestratorContext:
     octx = OrchestratorContext(ctx=cast(Any, ctx), settings=cast(Any, settings))
     d: Directory = octx.directory
     d.datasets["d1"] = DatasetInfo(
-        "d1", owner_id="u1", state="validated", feature_spec=FEATURES, train_rows=100
+        "d1",
+        owner_id="u1",
+        state="validated",
+        feature_spec=FeatureSpec.model_validate(FEATURES),
+        train_rows=100,
     )
     for peer_id, online in (("p1", True), ("p2", True), ("off", False)):
         d.peers[peer_id] = PeerInfo(

@@ -38,12 +38,12 @@ from peertrain.common.events.training import (
     TaskLost,
 )
 from peertrain.common.specs import AggregationSpec
+from peertrain.orchestrator.api.views import JobDetail
 from peertrain.orchestrator.domain import Env, Job, reconcile
 from peertrain.orchestrator.domain.configuration import configure
 from peertrain.orchestrator.domain.errors import JobStateConflict
 from peertrain.orchestrator.domain.job import decide_cancel, decide_configured
 from peertrain.orchestrator.domain.rounds import retry_delay
-from peertrain.orchestrator.models import JobDetail
 
 SHA = "0" * 64
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -8,6 +8,7 @@ from typing import Any, cast
 import pytest
 
 from peertrain.common.events import NewEvent
+from peertrain.common.events.datasets import FeatureSpec
 from peertrain.common.events.training import JobCreated, ShardingSpec
 from peertrain.orchestrator.domain import Job
 from peertrain.orchestrator.domain.directory import DatasetInfo
@@ -18,7 +19,17 @@ from peertrain.orchestrator.usecases.jobs import job_model
 IMAGES = {
     "kind": "images",
     "input_shape": [3, 32, 32],
+    "input_size": 3 * 32 * 32,
     "classes": [str(i) for i in range(10)],
+    "image": {
+        "mode": "RGB",
+        "channels": 3,
+        "height": 32,
+        "width": 32,
+        "mean": [0.5, 0.5, 0.5],
+        "std": [0.25, 0.25, 0.25],
+    },
+    "label_column": "folder",
 }
 
 
@@ -44,7 +55,11 @@ def context(feature_spec: dict[str, Any] | None) -> OrchestratorContext:
     octx = OrchestratorContext(ctx=cast(Any, ctx), settings=cast(Any, SimpleNamespace()))
     if feature_spec is not None:
         octx.directory.datasets["d1"] = DatasetInfo(
-            "d1", owner_id="u1", state="validated", feature_spec=feature_spec, train_rows=10
+            "d1",
+            owner_id="u1",
+            state="validated",
+            feature_spec=FeatureSpec.model_validate(feature_spec),
+            train_rows=10,
         )
     return octx
 

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from peertrain.common.app import install_error_handlers
 from peertrain.common.specs import AggregationSpec, MLPSpec, TrainingParams
 from peertrain.common.text import NO_NUL
-from peertrain.orchestrator.models import JobRequest
+from peertrain.orchestrator.domain.job_request import JobRequest
 
 
 def _app() -> FastAPI:

@@ -25,8 +25,8 @@ from peertrain.orchestrator.domain.errors import (
     NotEnoughPeers,
     PeersUnavailable,
 )
+from peertrain.orchestrator.domain.job_request import JobRequest
 from peertrain.orchestrator.domain.request import check_running_quota, plan_job
-from peertrain.orchestrator.models import JobRequest
 
 USER = Principal("u1", frozenset({"user"}), "t", 0, 0)
 ADMIN = Principal("root", frozenset({"user", "admin"}), "t", 0, 0)
@@ -57,6 +57,8 @@ def directory(*peers: PeerInfo, **dataset: Any) -> Directory:
         "classes": ("a", "b"),
         **dataset,
     }
+    if isinstance(fields["feature_spec"], dict):
+        fields["feature_spec"] = DataFeatures.model_validate(fields["feature_spec"])
     d.datasets["d1"] = DatasetInfo("d1", **fields)
     d.peers.update((p.peer_id, p) for p in peers)
     return d

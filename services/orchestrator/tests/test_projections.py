@@ -191,7 +191,7 @@ def test_a_datasets_events_fold_into_its_state_and_feature_spec() -> None:
     assert (ds.owner_id, ds.name, ds.state, ds.feature_spec) == ("u1", "iris", "validating", None)
     assert d.apply(recorded("dataset:d1", 2, validated()))
     assert ds.state == "validated"
-    assert ds.feature_spec == FEATURES.model_dump(mode="json")
+    assert ds.feature_spec == FEATURES
     assert (ds.train_rows, ds.classes) == (100, ("a", "b"))
     assert not d.apply(recorded("dataset:d1", 1, uploaded()))  # a late redelivery
     assert ds.state == "validated"

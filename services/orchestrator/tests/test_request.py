@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from peertrain.common.events.datasets import ColumnEncoding, FeatureSpec
 from peertrain.common.security import Principal
 from peertrain.orchestrator.domain.directory import DatasetInfo, Directory, PeerInfo
+from peertrain.orchestrator.domain.job_request import JobRequest
 from peertrain.orchestrator.domain.request import plan_job
-from peertrain.orchestrator.models import JobRequest
 
 USER = Principal("u1", frozenset({"user"}), "t", 0, 0)
 
@@ -16,14 +17,14 @@ def _directory(*peers: PeerInfo) -> Directory:
         "d1",
         owner_id="u1",
         state="validated",
-        feature_spec={
-            "kind": "table",
-            "input_shape": [4],
-            "input_size": 4,
-            "classes": ["a", "b"],
-            "columns": [{"name": "x", "type": "numeric", "offset": 0, "width": 4}],
-            "label_column": "y",
-        },
+        feature_spec=FeatureSpec(
+            kind="table",
+            input_shape=(4,),
+            input_size=4,
+            classes=("a", "b"),
+            columns=(ColumnEncoding(name="x", type="numeric", offset=0, width=4),),
+            label_column="y",
+        ),
         train_rows=100,
         classes=("a", "b"),
     )

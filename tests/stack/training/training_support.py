@@ -33,6 +33,7 @@ from safetensors.torch import load as load_safetensors
 
 from peertrain.client import TokenAuth, Tokens
 from peertrain.common.blobs import BlobStore
+from peertrain.common.events.datasets import FeatureSpec
 from peertrain.common.settings import ServiceSettings
 from peertrain.ml.training import Inputs, read_samples
 from peertrain.testkit.auth import shared_auth_service
@@ -428,7 +429,7 @@ async def job_arrays(
         parts = [read_samples(await blobs.get_bytes(s["key"])) for s in config["shards"]]
         hx, hy = read_samples(await blobs.get_bytes(config["holdout"]["key"]))
     x = torch.cat([a for a, _ in parts])
-    inputs = Inputs.of(config["feature_spec"])
+    inputs = Inputs.of(FeatureSpec.model_validate(config["feature_spec"]))
     if inputs is not None:
         x, hx = inputs(x), inputs(hx)
     return x, torch.cat([b for _, b in parts]), hx, hy

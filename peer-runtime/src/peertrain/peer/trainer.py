@@ -31,7 +31,7 @@ import httpx
 import structlog
 import structlog.contextvars
 import torch
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from peertrain.common.events.tasks import (
     ACCEPTED,
@@ -184,16 +184,6 @@ class Trainer:
 
     # -- on the worker thread ---------------------------------------------------------------
 
-    def handle(self, body: bytes) -> UpdateAnnounced | None:
-        """Parse a task message and run it; a malformed one is logged and dropped."""
-        try:
-            task = TaskMessage.model_validate_json(body)
-        except ValidationError as exc:
-            fields = [".".join(map(str, e["loc"])) for e in exc.errors()][:10]
-            log.warning("malformed task dropped", errors=exc.error_count(), fields=fields)
-            return None
-        return self.run(task)
-
     def run(self, task: TaskMessage) -> UpdateAnnounced | None:
         """Do ``task``; its announced update, or ``None`` (failed, cancelled, ignored)."""
         with self._lock:
@@ -266,7 +256,7 @@ class Trainer:
         check()
         x, y = load_shard(self.fetch_shard(task))
         check()
-        model = build_model(task.model_spec, task.feature_spec)
+        model = build_model(task.model_spec, task.feature_spec.data_shape)
         model.load_state_dict(state, strict=True)
         local_key = f"{task.job_id}/{task.shard}"
         received = None

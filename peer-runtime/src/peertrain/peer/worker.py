@@ -1,25 +1,26 @@
 """The worker: a thread that does the work, so a long task never stalls the listener.
 
 The listener hands over each message it accepted with :meth:`Worker.submit` and never
-waits for it. Tasks queue up and run one at a time on the worker's thread (through the
-:class:`~peertrain.peer.trainer.Trainer`, when there is one). A cancel never queues
+waits for it. A :class:`WorkItem` parses its body once, when it is made: the worker, its
+queue and the trainer all read that one typed message. Tasks queue up and run one at a
+time on the worker's thread (through the :class:`~peertrain.peer.trainer.Trainer`, when
+there is one). A cancel never queues
 behind the task it cancels: :meth:`Worker.submit` handles it at once, on the caller's
 thread, by dropping the job's queued tasks and setting the running one's stop flag.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 from pydantic import ValidationError
 
-from peertrain.common.events.tasks import CANCEL, TASK, CancelMessage
+from peertrain.common.events.tasks import CANCEL, TASK, CancelMessage, TaskMessage
 
 if TYPE_CHECKING:
     from .trainer import Trainer
@@ -29,31 +30,59 @@ __all__ = ["WorkItem", "Worker"]
 log = structlog.get_logger(__name__)
 
 
+_MESSAGES: dict[str, type[TaskMessage] | type[CancelMessage]] = {
+    TASK: TaskMessage,
+    CANCEL: CancelMessage,
+}
+
+
+def _kind(routing_key: str) -> str:
+    return routing_key.rsplit(".", 1)[-1] if routing_key.count(".") >= 2 else ""
+
+
+def _parse(routing_key: str, body: bytes) -> TaskMessage | CancelMessage | None:
+    """The body as the message its kind names (``None``: another kind, or malformed,
+    which is logged)."""
+    kind = _kind(routing_key)
+    model = _MESSAGES.get(kind)
+    if model is None:
+        return None
+    try:
+        return model.model_validate_json(body)
+    except ValidationError as exc:
+        fields = [".".join(map(str, e["loc"])) for e in exc.errors()][:10]
+        log.warning(
+            f"malformed {kind} dropped",
+            routing_key=routing_key,
+            errors=exc.error_count(),
+            fields=fields,
+        )
+        return None
+
+
 @dataclass(frozen=True)
 class WorkItem:
-    """A message from the peer's own queue."""
+    """A message from the peer's own queue, parsed once (:attr:`message`)."""
 
     routing_key: str
     body: bytes
     message_id: str | None = None
     received_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    message: TaskMessage | CancelMessage | None = field(init=False, repr=False, compare=False)
+    """The body as its kind's message; ``None`` for another kind or a malformed body."""
 
-    def payload(self) -> Any:
-        """The body as JSON (``None`` if it is not JSON)."""
-        try:
-            return json.loads(self.body)
-        except ValueError:
-            return None
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", _parse(self.routing_key, self.body))
 
     @property
     def kind(self) -> str:
         """The last part of the routing key ``peer.<id>.<kind>`` (``task``, ``cancel``)."""
-        return self.routing_key.rsplit(".", 1)[-1] if self.routing_key.count(".") >= 2 else ""
+        return _kind(self.routing_key)
 
-    def field(self, name: str) -> Any:
-        """A top-level field of the JSON body (``None`` if absent)."""
-        payload = self.payload()
-        return payload.get(name) if isinstance(payload, dict) else None
+    @property
+    def task(self) -> TaskMessage | None:
+        """The task, for a well-formed ``task`` item."""
+        return self.message if isinstance(self.message, TaskMessage) else None
 
 
 class Worker:
@@ -94,17 +123,16 @@ class Worker:
 
     def cancel(self, item: WorkItem) -> None:
         """Drop the job's queued tasks and stop its running one (any thread)."""
-        try:
-            msg = CancelMessage.model_validate_json(item.body)
-        except ValidationError:
-            log.warning("malformed cancel dropped", routing_key=item.routing_key)
-            return
+        msg = item.message
+        if not isinstance(msg, CancelMessage):
+            return  # malformed: logged when parsed
 
         def matches(queued: WorkItem) -> bool:
+            task = queued.task
             return (
-                queued.kind == TASK
-                and queued.field("job_id") == msg.job_id
-                and (msg.task_id is None or queued.field("task_id") == msg.task_id)
+                task is not None
+                and task.job_id == msg.job_id
+                and (msg.task_id is None or task.task_id == msg.task_id)
             )
 
         with self._cond:
@@ -122,12 +150,12 @@ class Worker:
         )
 
     def _duplicate(self, item: WorkItem) -> bool:
-        task_id = item.field("task_id")
-        if not isinstance(task_id, str):
+        if item.task is None:
             return False
+        task_id = item.task.task_id
         running = self.trainer.running_task() if self.trainer else None
         with self._cond:
-            queued = any(q.kind == TASK and q.field("task_id") == task_id for q in self._items)
+            queued = any(q.task is not None and q.task.task_id == task_id for q in self._items)
         if running == task_id or queued:
             log.info("task delivered again while running or queued: ignored", task_id=task_id)
             return True
@@ -171,8 +199,8 @@ class Worker:
             "work item received",
             routing_key=item.routing_key,
             message_id=item.message_id,
-            kind=item.kind or item.field("type"),
+            kind=item.kind,
             size=len(item.body),
         )
-        if self.trainer is not None and item.kind == TASK:
-            self.trainer.handle(item.body)
+        if self.trainer is not None and item.task is not None:
+            self.trainer.run(item.task)

@@ -61,7 +61,7 @@ from peertrain.common.events.training import (
 from peertrain.common.events.weights import WeightsSource, weights_key
 from peertrain.common.leases import SoleInstance
 from peertrain.common.security import PeerMessage, Principal
-from peertrain.common.specs import ShardingSpec, parse_feature_spec, state_shapes
+from peertrain.common.specs import ShardingSpec, state_shapes
 from peertrain.dataset.domain.sharding import strategy_for
 from peertrain.dataset.prepare.shards import shard_key, write_shards
 from peertrain.ml.training import read_samples
@@ -248,7 +248,7 @@ class Simulation:
             return None
         state = read_starting_weights(self.init_weights)  # WeightsInvalid: not weights
         got = {k: (dtype_code(t), tuple(t.shape)) for k, t in state.items()}
-        want = state_shapes(self.spec.model, parse_feature_spec(self.data.feature_spec))
+        want = state_shapes(self.spec.model, self.data.feature_spec.data_shape)
         if got != want:
             wrong = sorted(k for k in got.keys() | want.keys() if got.get(k) != want.get(k))
             raise ValueError(

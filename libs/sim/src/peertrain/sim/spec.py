@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from peertrain.common.specs import AggregationSpec, MLPSpec, ModelSpec, TrainingParams
-from peertrain.orchestrator.models import ShardingRequest
+from peertrain.orchestrator.domain.job_request import ShardingRequest
 
 __all__ = ["IGNORED_KEYS", "JobSpec", "parse_job_spec"]
 

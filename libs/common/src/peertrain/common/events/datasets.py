@@ -38,6 +38,7 @@ from peertrain.common.features.missing import (
     LEGACY_MISSING_TOKENS,
     MissingMatch,
 )
+from peertrain.common.specs.model import DataShape, parse_data_shape
 from peertrain.common.specs.sharding import ShardingSpec
 
 from .catalogue import event_type
@@ -287,6 +288,17 @@ class FeatureSpec(BaseModel):
     def num_classes(self) -> int:
         """How many classes (the width of a classifier's last layer)."""
         return len(self.classes)
+
+    @property
+    def data_shape(self) -> DataShape:
+        """What sizes a model for this data: one sample's shape and the classes.
+
+        Raises
+        ------
+        SpecInvalid
+            When the shape is beyond what a model may consume (the model budgets).
+        """
+        return parse_data_shape(self)
 
     @model_validator(mode="after")
     def _consistent(self) -> FeatureSpec:

@@ -29,6 +29,8 @@ from pydantic import BeforeValidator, ConfigDict, Field, ValidationInfo
 from peertrain.common.specs import ModelSpec, TrainingParams
 from peertrain.common.text import StoreText
 
+from .datasets import FeatureSpec
+
 __all__ = [
     "ACCEPTED",
     "CANCEL",
@@ -129,12 +131,10 @@ class TaskMessage(_Body):
     data: Download
     upload: UploadForm
     model_spec: ModelSpec
-    feature_spec: dict[str, Any]
-    """The dataset's feature spec as ``job.configured`` carries it (the peer reads only
-    what :class:`peertrain.common.specs.FeatureSpec` needs from it)."""
+    feature_spec: FeatureSpec
+    """The dataset's feature spec, as ``job.configured`` carries it."""
     training: TrainingParams
-    """The job's ``training`` block as the strategy configures it for the task
-    (:meth:`peertrain.common.specs.AggregationSpec.configure_train`)."""
+    """The job's ``training`` block (FedProx's ``proximal_mu`` included)."""
     seed: int
     """This task's seed (derived from the job's seed, the round and the shard)."""
 

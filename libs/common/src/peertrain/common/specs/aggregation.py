@@ -9,7 +9,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from .errors import SpecInvalid
 from .model import spec_errors
-from .training import TrainingParams
 
 __all__ = [
     "AGGREGATION_STRATEGIES",
@@ -123,19 +122,6 @@ class AggregationSpec(BaseModel):
         root = math.sqrt(max(values, 0))
         bound = max(MIN_UPDATE_NORM, float(math.ceil(UPDATE_NORM_PER_ROOT * root)))
         return self.model_copy(update={"max_update_norm": bound})
-
-    def configure_train(self, training: TrainingParams) -> TrainingParams:
-        """The ``training`` config a task carries to its peer (Flower's ``configure_train``).
-
-        The job's block, plus what the strategy puts in: FedProx's proximal coefficient
-        ``proximal_mu`` (the job names it in its ``training`` block; 0 when it does not),
-        which the server's ``FedProx`` records from here too, so peers and server cannot
-        disagree. Other strategies pass the block through unchanged. Torch-free, so the
-        orchestrator, which builds task messages without torch, applies the same rule.
-        """
-        # ``proximal_mu`` is a field of the parsed block (its default in one place), so
-        # FedProx's value is already in it: every strategy passes the block on as it is.
-        return training
 
 
 def parse_aggregation_spec(value: Any) -> AggregationSpec:

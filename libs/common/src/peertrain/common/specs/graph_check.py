@@ -9,7 +9,7 @@ from typing import Any
 from .errors import SpecInvalid
 from .graph import INPUT, GraphNode, GraphSpec
 from .graph_ops import BATCH, OPS, Args, BadArg, BatchSize, Tensor, TensorSpec, bind
-from .model import MAX_ACTIVATIONS_PER_SAMPLE, MAX_PARAMETERS, FeatureSpec
+from .model import MAX_ACTIVATIONS_PER_SAMPLE, MAX_PARAMETERS, DataShape
 
 __all__ = [
     "MAX_GRAPH_ACTIVATIONS_PER_SAMPLE",
@@ -150,7 +150,7 @@ def _owner_conflicts(
     containers.update(".".join(parts[:k]) for k in range(1, len(parts)))
 
 
-def check_graph(spec: GraphSpec, features: FeatureSpec) -> GraphCheck:
+def check_graph(spec: GraphSpec, features: DataShape) -> GraphCheck:
     """Check ``spec`` against the data ``features`` describes and the size bounds.
 
     Raises

@@ -31,13 +31,13 @@ __all__ = [
     "MAX_PARAMETERS",
     "AnyModelSpec",
     "CNNSpec",
-    "FeatureSpec",
+    "DataShape",
     "GraphSpec",
     "LogRegSpec",
     "MLPSpec",
     "ModelSpec",
     "NamedArchSpec",
-    "parse_feature_spec",
+    "parse_data_shape",
     "parse_model_spec",
     "spec_errors",
 ]
@@ -146,12 +146,14 @@ ModelSpec = Annotated[AnyModelSpec, Field(discriminator="arch"), WrapValidator(_
 _MODEL_SPEC: TypeAdapter[AnyModelSpec] = TypeAdapter(ModelSpec)
 
 
-class FeatureSpec(BaseModel):
-    """What the model consumes: one sample's shape and the number of classes.
+class DataShape(BaseModel):
+    """The shape of the data a model is built for: one sample's shape and the number of
+    classes (all that sizes a model; the dataset's whole description is
+    :class:`peertrain.common.events.datasets.FeatureSpec`, whose ``data_shape`` this is).
 
     Exactly one of ``input_size`` (tables: a flat vector) and ``image_shape``
-    (``[channels, height, width]``) is set. The dataset service's richer feature spec
-    (``input_shape``, ``classes``, ...) is accepted too and reduced to these fields.
+    (``[channels, height, width]``) is set. A dataset feature spec's fields
+    (``input_shape``, ``classes``, ...) are accepted too and reduced to these fields.
     """
 
     model_config = ConfigDict(frozen=True, extra="ignore")
@@ -187,7 +189,7 @@ class FeatureSpec(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _one_shape(self) -> FeatureSpec:
+    def _one_shape(self) -> DataShape:
         if (self.input_size is None) == (self.image_shape is None):
             raise ValueError("give exactly one of input_size and image_shape")
         if self.image_shape is not None:
@@ -230,20 +232,21 @@ def parse_model_spec(value: Any) -> AnyModelSpec:
         raise SpecInvalid("the model spec is not valid", detail=spec_errors(exc)) from None
 
 
-def parse_feature_spec(value: Any) -> FeatureSpec:
-    """Validate a feature spec (a mapping, a :class:`FeatureSpec`, or any pydantic model
-    with the dataset service's fields).
+def parse_data_shape(value: Any) -> DataShape:
+    """Validate a data shape (a mapping, a :class:`DataShape`, or any pydantic model with
+    a dataset feature spec's fields, :class:`~peertrain.common.events.datasets.FeatureSpec`
+    among them).
 
     Raises
     ------
     SpecInvalid
         With one ``{"loc", "msg"}`` item per problem in ``detail``.
     """
-    if isinstance(value, FeatureSpec):
+    if isinstance(value, DataShape):
         return value
     if isinstance(value, BaseModel):
         value = value.model_dump()
     try:
-        return FeatureSpec.model_validate(value)
+        return DataShape.model_validate(value)
     except ValidationError as exc:
         raise SpecInvalid("the feature spec is not valid", detail=spec_errors(exc)) from None

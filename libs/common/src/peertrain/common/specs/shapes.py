@@ -12,7 +12,7 @@ from .model import (
     MAX_PARAMETERS,
     AnyModelSpec,
     CNNSpec,
-    FeatureSpec,
+    DataShape,
     GraphSpec,
     LogRegSpec,
     MLPSpec,
@@ -44,7 +44,7 @@ def cnn_block_shapes(
 
 
 def resolve_model(
-    spec: AnyModelSpec, features: FeatureSpec
+    spec: AnyModelSpec, features: DataShape
 ) -> LogRegSpec | MLPSpec | CNNSpec | GraphSpec:
     """``spec`` as built: a named architecture expanded into its graph for the data
     (:func:`~.named.named_graph`), any other spec as it is."""
@@ -62,7 +62,7 @@ def _linear(out: dict[str, TensorSpec], name: str, n_in: int, n_out: int) -> Non
     out[f"{name}.bias"] = (F32, (n_out,))
 
 
-def state_shapes(spec: AnyModelSpec, features: FeatureSpec) -> dict[str, TensorSpec]:
+def state_shapes(spec: AnyModelSpec, features: DataShape) -> dict[str, TensorSpec]:
     """Name -> (safetensors dtype, shape) of every tensor in the state dict of the model
     for ``spec`` on ``features``, computed torch-free (what starting weights must be;
     ``libs/ml/tests`` hold it to ``build_model(...).state_dict()``).
@@ -115,7 +115,7 @@ def state_shapes(spec: AnyModelSpec, features: FeatureSpec) -> dict[str, TensorS
     return out
 
 
-def count_parameters(spec: AnyModelSpec, features: FeatureSpec) -> int:
+def count_parameters(spec: AnyModelSpec, features: DataShape) -> int:
     """How many values the state dict of the model for ``spec`` on ``features`` holds
     (parameters, and a layer graph's buffers), after checking a graph."""
     spec = resolve_model(spec, features)
@@ -124,7 +124,7 @@ def count_parameters(spec: AnyModelSpec, features: FeatureSpec) -> int:
     return sum(math.prod(shape) for _, shape in state_shapes(spec, features).values())
 
 
-def check_budget(spec: AnyModelSpec, features: FeatureSpec) -> int:
+def check_budget(spec: AnyModelSpec, features: DataShape) -> int:
     """The parameter count, after checking it and the activation sizes against the bounds.
 
     A layer graph is checked node by node, torch-free

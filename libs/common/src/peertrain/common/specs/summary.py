@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .graph import GraphSpec
 from .graph_check import check_graph
 from .graph_ops import BATCH, OPS, Tensor
-from .model import AnyModelSpec, FeatureSpec, NamedArchSpec
+from .model import AnyModelSpec, DataShape, NamedArchSpec
 from .shapes import resolve_model
 from .zoo_graph import zoo_graph
 
@@ -66,7 +66,7 @@ def _shown(value: Any) -> str:
     return "N" if value is None else str(value)
 
 
-def model_summary(spec: AnyModelSpec, features: FeatureSpec) -> ModelSummary:
+def model_summary(spec: AnyModelSpec, features: DataShape) -> ModelSummary:
     """The architecture of the model ``spec`` describes for ``features``' data.
 
     Raises

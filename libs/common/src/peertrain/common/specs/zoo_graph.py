@@ -13,7 +13,7 @@ from typing import Any
 
 from .errors import SpecInvalid
 from .graph import INPUT, GraphNode, GraphSpec
-from .model import CNNSpec, FeatureSpec, LogRegSpec, MLPSpec
+from .model import CNNSpec, DataShape, LogRegSpec, MLPSpec
 
 __all__ = ["zoo_graph"]
 
@@ -34,7 +34,7 @@ class _Nodes:
         self.last = name
 
 
-def zoo_graph(spec: LogRegSpec | MLPSpec | CNNSpec, features: FeatureSpec) -> GraphSpec:
+def zoo_graph(spec: LogRegSpec | MLPSpec | CNNSpec, features: DataShape) -> GraphSpec:
     """The graph of the zoo model ``spec`` describes for ``features``' data.
 
     Raises
@@ -70,7 +70,7 @@ def zoo_graph(spec: LogRegSpec | MLPSpec | CNNSpec, features: FeatureSpec) -> Gr
     return GraphSpec(arch="graph", input_shape=shape, nodes=tuple(g.nodes), output=g.last)
 
 
-def _cnn(g: _Nodes, spec: CNNSpec, features: FeatureSpec) -> None:
+def _cnn(g: _Nodes, spec: CNNSpec, features: DataShape) -> None:
     if features.image_shape is None:
         raise SpecInvalid(
             "a cnn needs images: the feature spec has no image_shape",

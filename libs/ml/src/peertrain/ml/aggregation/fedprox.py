@@ -20,9 +20,8 @@ class FedProx(FedAvg):
 
     The server side is FedAvg; each peer adds ``proximal_mu / 2 * ||w - w_global||^2`` to
     its loss (:func:`peertrain.ml.training.train_local` does when ``proximal_mu > 0``).
-    Peers learn ``proximal_mu`` from their task's ``training`` config, which
-    :meth:`peertrain.common.specs.AggregationSpec.configure_train` fills in (as Flower's
-    ``FedProx.configure_train`` does); :meth:`from_spec` records the same value.
+    Peers learn ``proximal_mu`` from their task's ``training`` block (the job's own, where
+    it is a field defaulting to 0); :meth:`from_spec` records the same value.
     """
 
     name = "fedprox"
@@ -46,7 +45,7 @@ class FedProx(FedAvg):
     @classmethod
     def from_spec(cls, spec: AggregationSpec, setup: Setup = NO_SETUP) -> Self:
         """With the ``proximal_mu`` the job's tasks carry (0 when it names none)."""
-        mu = spec.configure_train(setup.training).proximal_mu
+        mu = setup.training.proximal_mu
         return cls(
             proximal_mu=mu,
             server_lr=cls.server_lr_of(spec),

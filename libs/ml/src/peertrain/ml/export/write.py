@@ -23,14 +23,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from peertrain.common.events.datasets import FeatureSpec as DatasetFeatureSpec
+from peertrain.common.events.datasets import FeatureSpec
 from peertrain.common.specs import (
     AnyModelSpec,
-    FeatureSpec,
+    DataShape,
     GraphSpec,
     NamedArchSpec,
     SpecInvalid,
-    parse_feature_spec,
+    parse_data_shape,
     parse_model_spec,
 )
 
@@ -66,22 +66,22 @@ class FinalModel:
 
     model: nn.Module
     spec: AnyModelSpec
-    feature_spec: FeatureSpec
+    data_shape: DataShape
 
 
 def _features_json(features: Any) -> dict[str, Any]:
     """The dataset's whole feature spec when given one, else the shapes-only form."""
-    if isinstance(features, DatasetFeatureSpec):
+    if isinstance(features, FeatureSpec):
         return features.model_dump(mode="json")
     if isinstance(features, Mapping) and {"classes", "label_column"} <= set(features):
-        return DatasetFeatureSpec.model_validate(features).model_dump(mode="json")
-    return parse_feature_spec(features).model_dump(mode="json", exclude_none=True)
+        return FeatureSpec.model_validate(features).model_dump(mode="json")
+    return parse_data_shape(features).model_dump(mode="json", exclude_none=True)
 
 
 def _documents(spec: Any, features: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Model spec, feature spec and plain architecture, as JSON-like documents."""
     model_spec = parse_model_spec(spec)
-    shapes = parse_feature_spec(features)
+    shapes = parse_data_shape(features)
     model = build_model(model_spec, shapes, seed=0)
     input_shape = shapes.image_shape or (shapes.flat_size,)
     if isinstance(model_spec, GraphSpec | NamedArchSpec):
@@ -135,11 +135,11 @@ def save_final(
 
 
 def _rebuild(spec: Any, features: Any, state: Mapping[str, torch.Tensor]) -> FinalModel:
-    model_spec, feature_spec = parse_model_spec(spec), parse_feature_spec(features)
-    model = build_model(model_spec, feature_spec, seed=0)
+    model_spec, data_shape = parse_model_spec(spec), parse_data_shape(features)
+    model = build_model(model_spec, data_shape, seed=0)
     model.load_state_dict(dict(state), strict=True)
     model.eval()
-    return FinalModel(model=model, spec=model_spec, feature_spec=feature_spec)
+    return FinalModel(model=model, spec=model_spec, data_shape=data_shape)
 
 
 def load_final(source: str | Path | bytes) -> FinalModel:

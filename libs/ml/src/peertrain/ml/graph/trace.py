@@ -18,7 +18,7 @@ import torch.fx
 import torch.nn.functional as F
 from torch import nn
 
-from peertrain.common.specs import FeatureSpec, check_graph, parse_model_spec
+from peertrain.common.specs import DataShape, check_graph, parse_model_spec
 from peertrain.common.specs.graph import INPUT, GraphSpec
 
 from ..errors import GraphUnsupported
@@ -403,7 +403,7 @@ def to_graph(module: nn.Module, example_input: torch.Tensor, *, atol: float = 1e
     return spec
 
 
-def features_of(example_input: torch.Tensor, output: torch.Tensor) -> FeatureSpec:
+def features_of(example_input: torch.Tensor, output: torch.Tensor) -> DataShape:
     """The feature spec an input batch and the model's output on it imply."""
     shape = list(example_input.shape[1:])
     key = "image_shape" if len(shape) == 3 else "input_size"
@@ -412,7 +412,7 @@ def features_of(example_input: torch.Tensor, output: torch.Tensor) -> FeatureSpe
         raise GraphUnsupported(
             "the input must be [N, F] or [N, C, H, W] and the output [N, classes]"
         )
-    return FeatureSpec.model_validate({key: value, "num_classes": output.shape[1]})
+    return DataShape.model_validate({key: value, "num_classes": output.shape[1]})
 
 
 def verify_graph(

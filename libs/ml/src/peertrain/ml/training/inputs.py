@@ -10,26 +10,15 @@ batch gets the bits the exported model's preprocessing gives its pixels.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import torch
-from pydantic import BaseModel
 
+from peertrain.common.events.datasets import FeatureSpec
 from peertrain.common.specs import AugmentSpec, TrainingParams
 
 from ..errors import DataInvalid
 from .augment import augment
 
 __all__ = ["Inputs"]
-
-
-def _field(value: Any, name: str) -> Any:
-    if isinstance(value, BaseModel):
-        return getattr(value, name, None)
-    if isinstance(value, Mapping):
-        return value.get(name)
-    return None
 
 
 class Inputs:
@@ -51,7 +40,7 @@ class Inputs:
         self.augment = None if augment is None or augment.does_nothing else augment
 
     @classmethod
-    def of(cls, feature_spec: Any, training: TrainingParams | None = None) -> Inputs | None:
+    def of(cls, feature_spec: FeatureSpec, training: TrainingParams | None = None) -> Inputs | None:
         """The inputs of a dataset (its feature spec): ``None`` when its ``X`` already
         holds the model's inputs (tables; images validated before pixels were kept).
 
@@ -60,16 +49,16 @@ class Inputs:
         DataInvalid
             ``training.augment`` on data that is not stored as pixels.
         """
-        image = _field(feature_spec, "image")
+        image = feature_spec.image
         wanted = training.augment if training is not None else None
-        if image is None or _field(image, "stored") != "uint8":
+        if image is None or image.stored != "uint8":
             if wanted is not None and not wanted.does_nothing:
                 raise DataInvalid(
                     "training.augment needs an image dataset stored as pixels "
                     "(upload it again to keep its pixels)"
                 )
             return None
-        return cls(tuple(_field(image, "mean")), tuple(_field(image, "std")), wanted)
+        return cls(image.mean, image.std, wanted)
 
     def check(self, x: torch.Tensor) -> None:
         """Refuse ``X`` that is not a batch of pixels with this dataset's channels.

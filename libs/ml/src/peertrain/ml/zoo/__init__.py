@@ -1,6 +1,6 @@
 """The built-in model zoo: models described by JSON, never code from the network.
 
-The specs (``ModelSpec``, ``FeatureSpec``, budgets) are :mod:`peertrain.common.specs`.
+The specs (``ModelSpec``, ``DataShape``, budgets) are :mod:`peertrain.common.specs`.
 """
 
 from .build import build_model

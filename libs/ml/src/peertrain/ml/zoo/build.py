@@ -8,12 +8,12 @@ import torch
 from torch import nn
 
 from peertrain.common.specs import (
-    FeatureSpec,
+    DataShape,
     GraphSpec,
     LogRegSpec,
     MLPSpec,
     check_budget,
-    parse_feature_spec,
+    parse_data_shape,
     parse_model_spec,
     resolve_model,
 )
@@ -50,7 +50,7 @@ def build_model(spec: Any, feature_spec: Any, seed: int = 0) -> nn.Module:
     SpecInvalid
         For an invalid spec, a cnn without images, or a model over the size bounds.
     """
-    features: FeatureSpec = parse_feature_spec(feature_spec)
+    features: DataShape = parse_data_shape(feature_spec)
     model_spec = resolve_model(parse_model_spec(spec), features)  # a named arch: its graph
     check_budget(model_spec, features)
     with torch.random.fork_rng(devices=[]):

@@ -17,7 +17,7 @@ from typing import Any
 
 from peertrain.common.events.tasks import peer_message_key
 from peertrain.common.events.training import JobConfigured, ShardPlan
-from peertrain.common.specs import parse_feature_spec, state_shapes
+from peertrain.common.specs import state_shapes
 
 from .job import Job
 
@@ -50,7 +50,7 @@ def configure(job: Job, *, bucket: str, exchanges: Mapping[str, str]) -> Configu
         for s in sorted(sharded.shards, key=lambda s: s.index)
     )
     rounds = job.rounds_total
-    shapes = state_shapes(created.model, parse_feature_spec(sharded.feature_spec))
+    shapes = state_shapes(created.model, sharded.feature_spec.data_shape)
     aggregation = created.aggregation.sized_for(sum(math.prod(s) for _, s in shapes.values()))
     config: dict[str, Any] = {
         "job_id": job.job_id,

@@ -9,7 +9,6 @@ overlap freely.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.datasets import (
@@ -17,6 +16,7 @@ from peertrain.common.events.datasets import (
     DatasetRejected,
     DatasetUploaded,
     DatasetValidated,
+    FeatureSpec,
 )
 from peertrain.common.events.peers import (
     PeerEnrolled,
@@ -76,7 +76,7 @@ class DatasetInfo:
     owner_id: str | None = None
     name: str | None = None
     state: str = "validating"
-    feature_spec: dict[str, Any] | None = None
+    feature_spec: FeatureSpec | None = None
     train_rows: int = 0
     classes: tuple[str, ...] = ()
     seq: int = 0
@@ -144,7 +144,7 @@ def _apply_dataset(ds: DatasetInfo, data: object) -> None:
         ds.name = data.name
     elif isinstance(data, DatasetValidated):
         ds.state = "validated"
-        ds.feature_spec = data.feature_spec.model_dump(mode="json")
+        ds.feature_spec = data.feature_spec
         ds.train_rows = data.train_rows
         ds.classes = data.classes
     elif isinstance(data, DatasetRejected):

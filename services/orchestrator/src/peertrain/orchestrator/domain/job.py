@@ -473,8 +473,9 @@ class Dispatch:
 
     @property
     def training(self) -> TrainingParams:
-        """The ``training`` block the task carries (the strategy's ``configure_train``)."""
-        return self.configured.aggregation.configure_train(self.configured.training)
+        """The ``training`` block the task carries: the job's own (FedProx's ``proximal_mu``
+        is one of its fields, so peers and the server read the same value)."""
+        return self.configured.training
 
     @property
     def seed(self) -> int:

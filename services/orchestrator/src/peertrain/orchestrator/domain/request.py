@@ -1,4 +1,5 @@
-"""``POST /api/jobs``: turning the request (``models.JobRequest``) into ``job.created``.
+"""``POST /api/jobs``: turning the request (:class:`.job_request.JobRequest`) into
+``job.created``.
 
 Everything is checked against the orchestrator's own projections (the dataset must be
 validated and the caller's, the peers online and usable by the caller) and the spec
@@ -9,17 +10,16 @@ parameter budget), so a job that is accepted can run.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from peertrain.common.errors import QuotaExceeded
+from peertrain.common.events.datasets import FeatureSpec
 from peertrain.common.events.training import JobCreated, ModelSource, ShardingSpec
 from peertrain.common.events.weights import WeightsSource
 from peertrain.common.peers import RANKED_MEMORY_GB, NotEnoughPeers, own_first, pick
 from peertrain.common.security import Principal
-from peertrain.common.specs import FeatureSpec, SpecInvalid, check_budget, parse_feature_spec
+from peertrain.common.specs import DataShape, SpecInvalid, check_budget
 from peertrain.common.specs.shapes import state_shapes
 
-from ..models import JobRequest, PeerSelection
 from .directory import Directory, PeerInfo
 from .errors import (
     DatasetNotFound,
@@ -28,6 +28,7 @@ from .errors import (
     PeersUnavailable,
 )
 from .job import Job
+from .job_request import JobRequest, PeerSelection
 
 __all__ = ["check_running_quota", "plan_job"]
 
@@ -83,17 +84,17 @@ def _model_problems(exc: SpecInvalid) -> list[dict[str, str]]:
     return out
 
 
-def _augment_problems(request: JobRequest, dataset_spec: Mapping[str, Any]) -> list[dict[str, str]]:
+def _augment_problems(request: JobRequest, dataset_spec: FeatureSpec) -> list[dict[str, str]]:
     """``training.augment`` needs images kept as pixels (``ImageEncoding.stored``)."""
     augment = request.training.augment
     if augment is None or augment.does_nothing:
         return []
-    image = dataset_spec.get("image") or {}
-    if image.get("stored") == "uint8":
-        if augment.crop_padding > min(int(image["height"]), int(image["width"])):
+    image = dataset_spec.image
+    if image is not None and image.stored == "uint8":
+        if augment.crop_padding > min(image.height, image.width):
             msg = (
                 f"crop_padding={augment.crop_padding} is more than the images' "
-                f"{image['width']}x{image['height']} pixels"
+                f"{image.width}x{image.height} pixels"
             )
             return [{"loc": "training.augment.crop_padding", "msg": msg}]
         return []
@@ -109,10 +110,10 @@ def _augment_problems(request: JobRequest, dataset_spec: Mapping[str, Any]) -> l
 
 def _fit_problems(
     request: JobRequest,
-    features: FeatureSpec,
+    features: DataShape,
     peer_count: int,
     train_rows: int,
-    dataset_spec: Mapping[str, Any],
+    dataset_spec: FeatureSpec,
 ) -> list[dict[str, str]]:
     """What does not fit together: the model and the data, ``min_peers`` and the peers,
     the rows and the peers; one ``{"loc", "msg"}`` item each (none when it all fits)."""
@@ -132,7 +133,7 @@ def _fit_problems(
 
 
 def _source(
-    request: JobRequest, who: Principal, jobs: Mapping[str, Job], data: dict[str, Any]
+    request: JobRequest, who: Principal, jobs: Mapping[str, Job], data: FeatureSpec
 ) -> tuple[ModelSource | None, list[dict[str, str]]]:
     """The model version the job starts from, or why it cannot (``data``: the new
     job's dataset feature spec)."""
@@ -152,11 +153,8 @@ def _source(
         theirs = job.created.model.model_dump_json()
         msg = f"the model spec differs from job {want.job_id!r}'s: {theirs}"
         problems.append({"loc": "init_from", "msg": msg})
-    known = job.configured.feature_spec.model_dump(mode="json") if job.configured else None
-    if known is None or (known["input_shape"], known["classes"]) != (
-        list(data.get("input_shape") or []),
-        list(data.get("classes") or []),
-    ):
+    known = job.configured.feature_spec if job.configured else None
+    if known is None or (known.input_shape, known.classes) != (data.input_shape, data.classes):
         msg = f"the data's shape or classes differ from job {want.job_id!r}'s"
         problems.append({"loc": "init_from", "msg": msg})
     if created is None or problems:
@@ -172,7 +170,7 @@ MAX_WEIGHT_PROBLEMS = 100
 
 
 def _weights(
-    request: JobRequest, who: Principal, directory: Directory, features: FeatureSpec
+    request: JobRequest, who: Principal, directory: Directory, features: DataShape
 ) -> tuple[WeightsSource | None, list[dict[str, str]]]:
     """The uploaded weights the job starts from, or every way they do not fit its model
     (names, shapes and dtypes, against the model's state dict computed from its spec)."""
@@ -252,8 +250,8 @@ def plan_job(
             f"dataset {request.dataset_id!r} is {ds.state}, not validated",
             detail={"state": ds.state},
         )
-    features = parse_feature_spec(ds.feature_spec)
-    source, source_problems = _source(request, who, jobs or {}, dict(ds.feature_spec))
+    features = ds.feature_spec.data_shape
+    source, source_problems = _source(request, who, jobs or {}, ds.feature_spec)
     weights, weight_problems = _weights(request, who, directory, features)
     source_problems += weight_problems
     if request.peers is not None:

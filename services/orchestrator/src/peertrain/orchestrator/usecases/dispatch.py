@@ -22,7 +22,7 @@ from peertrain.common.events.tasks import (
     peer_message_key,
 )
 from peertrain.common.events.training import JobCancelled, TaskAssigned
-from peertrain.common.specs import count_parameters, parse_feature_spec
+from peertrain.common.specs import count_parameters
 
 from .. import projections
 from ..metrics import TASKS_DISPATCHED
@@ -127,8 +127,10 @@ async def task_message(octx: OrchestratorContext, assigned: TaskAssigned) -> Tas
     remaining = (task.deadline - datetime.now(UTC)).total_seconds()
     expires = int(max(60.0, remaining) + settings.presign_slack_s)
     expires = min(expires, 7 * 24 * 3600)
-    features = parse_feature_spec(conf.feature_spec.model_dump(mode="json"))
-    max_bytes = count_parameters(conf.model, features) * 4 + settings.update_overhead_bytes
+    max_bytes = (
+        count_parameters(conf.model, conf.feature_spec.data_shape) * 4
+        + settings.update_overhead_bytes
+    )
     form = await blobs.presigned_post(task.update_key, max_bytes=max_bytes, expires_s=expires)
     return TaskMessage(
         task_id=task.task_id,
@@ -157,7 +159,7 @@ async def task_message(octx: OrchestratorContext, assigned: TaskAssigned) -> Tas
             max_bytes=max_bytes,
         ),
         model_spec=conf.model,
-        feature_spec=conf.feature_spec.model_dump(mode="json"),
+        feature_spec=conf.feature_spec,
         training=found.training,
         seed=found.seed,
     )

@@ -12,14 +12,14 @@ from peertrain.common.events.training import JobCreated, job_stream
 from peertrain.common.events.weights import weights_stream
 from peertrain.common.ids import new_id
 from peertrain.common.security import Principal
-from peertrain.common.specs import ModelSummary, model_summary, parse_feature_spec
+from peertrain.common.specs import ModelSummary, model_summary
 
 from .. import projections
 from ..domain import Job
 from ..domain.errors import DatasetNotFound, JobNotFound
 from ..domain.job import decide_cancel
+from ..domain.job_request import JobRequest
 from ..domain.request import check_running_quota, plan_job
-from ..models import JobRequest
 from .advance import execute, gauge
 from .context import OrchestratorContext
 
@@ -72,12 +72,12 @@ def job_model(octx: OrchestratorContext, job: Job) -> ModelSummary:
     created = job.created
     assert created is not None
     if job.configured is not None:
-        features = parse_feature_spec(job.configured.feature_spec)
+        features = job.configured.feature_spec.data_shape
     else:
         ds = octx.directory.datasets.get(created.dataset_id)
         if ds is None or ds.feature_spec is None:
             raise DatasetNotFound(f"job {job.job_id!r}: no dataset {created.dataset_id!r}")
-        features = parse_feature_spec(ds.feature_spec)
+        features = ds.feature_spec.data_shape
     return model_summary(created.model, features)
 
 

@@ -17,18 +17,18 @@ from peertrain.common.specs import ModelSummary
 from ...domain import Job
 from ...domain.errors import JobNotFound
 from ...domain.job import JobState
-from ...models import (
+from ...domain.job_request import JobRequest
+from ...usecases import jobs
+from ..deps import OrchestratorDep
+from ..views import (
     EventPublic,
     JobAccepted,
     JobCancelling,
     JobChecked,
     JobDetail,
     JobMetrics,
-    JobRequest,
     JobSummary,
 )
-from ...usecases import jobs
-from ..deps import OrchestratorDep
 
 __all__ = ["router"]
 

@@ -11,8 +11,8 @@ from peertrain.common.specs import (
     MLPSpec,
     TrainingParams,
 )
+from peertrain.orchestrator.api.views import EventPublic, JobDetail, JobMetrics, JobSummary
 from peertrain.orchestrator.domain import Job
-from peertrain.orchestrator.models import EventPublic, JobDetail, JobMetrics, JobSummary
 
 LATER = datetime.now(UTC) + timedelta(hours=1)
 CREATED = JobCreated(
