@@ -240,20 +240,7 @@ class Listener:
             if not lost.done():
                 lost.set_result(None)
 
-        broker = RabbitBroker(
-            access.amqp_url(),
-            default_channel=Channel(prefetch_count=1, publisher_confirms=True),
-            timeout=10,
-            on_close=(on_close,),
-            app_id=None,
-            logger=None,
-            apply_types=False,
-        )
-        broker.subscriber(
-            RabbitQueue(access.queue, declare=False),
-            ack_policy=AckPolicy.MANUAL,
-            decoder=_incoming,
-        )(self._on_message)
+        broker = self._broker(access, on_close)
         sender: asyncio.Task[None] | None = None
         try:
             await broker.start()
@@ -292,6 +279,24 @@ class Listener:
                 await asyncio.wait_for(broker.stop(), 3)
         if lost.done() and not stop.is_set():
             raise ConnectionError("broker connection lost")
+
+    def _broker(self, access: BrokerAccess, on_close: Callable[..., None]) -> RabbitBroker:
+        """A session's broker: its queue consumed into :meth:`_on_message` (not started)."""
+        broker = RabbitBroker(
+            access.amqp_url(),
+            default_channel=Channel(prefetch_count=1, publisher_confirms=True),
+            timeout=10,
+            on_close=(on_close,),
+            app_id=None,
+            logger=None,
+            apply_types=False,
+        )
+        broker.subscriber(
+            RabbitQueue(access.queue, declare=False),
+            ack_policy=AckPolicy.MANUAL,
+            decoder=_incoming,
+        )(self._on_message)
+        return broker
 
     async def _heartbeat_until(
         self,
