@@ -242,7 +242,9 @@ class Listener:
 
         broker = self._broker(access, on_close)
         sender: asyncio.Task[None] | None = None
+        connection = None
         try:
+            connection = await broker.connect()
             await broker.start()
             channel = await broker.config.channel_manager.get_channel()
             channel.close_callbacks.add(on_close)
@@ -277,6 +279,11 @@ class Listener:
                     await sender
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(broker.stop(), 3)
+            # Closed whatever stopping did: a robust connection left open would reconnect
+            # and consume on its own, beside the next session's.
+            if connection is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(connection.close(), 3)
         if lost.done() and not stop.is_set():
             raise ConnectionError("broker connection lost")
 
