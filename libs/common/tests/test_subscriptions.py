@@ -123,3 +123,22 @@ async def test_a_handler_that_fails_for_good_has_its_message_set_aside() -> None
         await br.publish(b"x", queue="t.bug")
     assert tries == [b"x"]  # never retried in place
     assert _count("t.bug", "set_aside") == set_aside + 1
+
+
+async def test_a_handler_failing_on_the_last_allowed_delivery_dead_letters_it() -> None:
+    async def on_event(event: RecordedEvent) -> None:
+        raise ValueError("a bug")
+
+    subs = Subscriptions(delivery_limit=5)
+    subs.add("t.last", [DIAGNOSTIC_PINGED], on_event)
+    broker = RabbitBroker(apply_types=False, logger=None)
+    subs.attach(broker)
+    set_aside = _count("t.last", "set_aside")
+    dead = REGISTRY.get_sample_value("peertrain_events_rejected_total", {"queue": "t.last"}) or 0.0
+    async with TestRabbitBroker(broker) as br:
+        await br.publish(to_message(_event()), queue="t.last", headers={"x-delivery-count": 5})
+    assert (
+        REGISTRY.get_sample_value("peertrain_events_rejected_total", {"queue": "t.last"})
+        == dead + 1
+    )
+    assert _count("t.last", "set_aside") == set_aside
