@@ -86,13 +86,13 @@ def test_outbox_is_bounded_and_drops_the_oldest() -> None:
 class FakeExchange:
     def __init__(self, fail_first: int) -> None:
         self.fail_first = fail_first
-        self.published: list[tuple[str, Any]] = []
+        self.published: list[tuple[str, bytes, dict[str, Any]]] = []
 
-    async def publish(self, message: Any, routing_key: str, **_: Any) -> None:
+    async def publish(self, body: bytes, routing_key: str, **options: Any) -> None:
         if self.fail_first > 0:
             self.fail_first -= 1
             raise ConnectionError("connection lost")
-        self.published.append((routing_key, message))
+        self.published.append((routing_key, body, options))
 
 
 def _listener(outbox: Outbox) -> Listener:
@@ -127,12 +127,12 @@ async def test_unconfirmed_telemetry_is_sent_again_in_the_next_session() -> None
     sender = asyncio.create_task(listener._send_outbox(healthy))  # type: ignore[arg-type]
     assert await outbox.drained(5)
     sender.cancel()
-    keys = [k for k, _ in healthy.published]
+    keys = [k for k, _, _ in healthy.published]
     assert keys == ["peer.p1.accepted", "peer.p1.progress"]
-    first = healthy.published[0][1]
-    assert first.headers == {"authorization": "Bearer tok"} or "tok" in str(first.headers)
-    assert first.delivery_mode.value == 2 and first.message_id
-    assert json.loads(first.body) == {"n": 1}
+    _, body, first = healthy.published[0]
+    assert first["headers"] == {"authorization": "Bearer tok"} or "tok" in str(first["headers"])
+    assert first["persist"] is True and first["message_id"] and first["mandatory"] is True
+    assert json.loads(body) == {"n": 1}
 
 
 # -- shard cache and shards -------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The peer's and the CLI's wheels (``make dist``), installed into clean virtual envs.
 
 What a volunteer installs must hold only what a peer uses: peertrain-common without its
-``service`` extra, so none of FastAPI, uvicorn, FastStream, PyMongo, aiobotocore. How the
+``service`` extra, so none of FastAPI, uvicorn, PyMongo, aiobotocore (FastStream's
+RabbitMQ client it holds: the one AMQP client of services and peers). How the
 installs are made: ``wheels.py``. The installed peer and CLI at work against the stack,
 from another machine's network: ``tests/stack/test_remote_peer.py``.
 """
@@ -25,7 +26,6 @@ SERVICE_SIDE = frozenset(
         "fastapi-offline",
         "starlette",
         "uvicorn",
-        "faststream",
         "pymongo",
         "aiobotocore",
         "botocore",
@@ -35,7 +35,7 @@ SERVICE_SIDE = frozenset(
 )
 # The modules those install.
 SERVICE_MODULES = frozenset(
-    {"fastapi", "fastapi_offline", "starlette", "uvicorn", "faststream", "pymongo", "bson"}
+    {"fastapi", "fastapi_offline", "starlette", "uvicorn", "pymongo", "bson"}
     | {"aiobotocore", "botocore", "prometheus_client", "jose"}
 )
 
@@ -65,7 +65,9 @@ def test_peer_install_holds_the_versioned_wheels_and_no_service_side_package(
     assert peer.packages["peertrain-peer"] == _version("peer-runtime/pyproject.toml")
     assert peer.packages["peertrain-ml"] == _version("libs/ml/pyproject.toml")
     assert peer.packages["peertrain-common"] == _version("libs/common/pyproject.toml")
-    assert {"torch", "safetensors", "numpy", "httpx", "aio-pika"} <= set(peer.packages)
+    assert {"torch", "safetensors", "numpy", "httpx", "aio-pika", "faststream"} <= set(
+        peer.packages
+    )
     assert SERVICE_SIDE & set(peer.packages) == set()
     assert "peertrain-testkit" not in peer.packages
 
@@ -97,7 +99,7 @@ def test_no_module_of_the_installed_peer_imports_a_service_side_package(
     assert done.returncode == 0, done.stderr
     tops, walked = done.stdout.splitlines()
     loaded = set(tops.split())
-    assert {"peertrain", "torch", "aio_pika"} <= loaded
+    assert {"peertrain", "torch", "aio_pika", "faststream"} <= loaded
     assert SERVICE_MODULES & loaded == set()
     assert "peertrain.peer.runtime" in walked.split()
     assert [m for m in walked.split() if "testing" in m.split(".")] == []
@@ -108,7 +110,7 @@ def test_client_install_holds_the_cli_without_service_side_packages_or_torch(
 ) -> None:
     assert client.packages["peertrain-client"] == _version("libs/client/pyproject.toml")
     assert SERVICE_SIDE & set(client.packages) == set()
-    assert "torch" not in client.packages
+    assert "torch" not in client.packages and "faststream" not in client.packages
     done = client.run("peertrain", "--help")
     assert done.returncode == 0, done.stderr
     assert "login" in done.stdout

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from peertrain.common.bus import subscription
-from peertrain.common.bus.subscription import InOrder
+from peertrain.common.bus import ordering
+from peertrain.common.bus.ordering import InOrder
 
 
 async def _deliver(order: InOrder, channel: object, tag: int, log: list[str]) -> None:
@@ -44,7 +44,7 @@ async def test_channels_are_independent_lines() -> None:
 async def test_a_predecessor_that_never_arrives_stalls_the_line_only_for_a_while(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(subscription, "STALL_S", 0.05)
+    monkeypatch.setattr(ordering, "STALL_S", 0.05)
     order = InOrder()
     channel = object()
     log: list[str] = []

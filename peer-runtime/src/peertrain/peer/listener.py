@@ -10,7 +10,14 @@ goes through :meth:`Listener.send` into an :class:`~peertrain.peer.outbox.Outbox
 sender task in each session publishes it persistent, with publisher confirms, and drops
 a message only once confirmed, so nothing is lost across reconnects and order is kept.
 
-Any loss (broker restart, network) ends the session; the listener reconnects with
+The client is FastStream's :class:`~faststream.rabbit.RabbitBroker`, as in the services
+(one AMQP client): one broker per session, its default channel (prefetch 1, publisher
+confirms) both consuming the peer's queue and publishing telemetry. Neither the queue
+nor the exchange is declared (the peer may not): both are looked up passively. The
+handler gets the client's message itself (acknowledged by hand, at once).
+
+Any loss (broker restart, network) ends the session (the broker's own reconnecting is
+cut short: the session stops it); the listener reconnects with
 jittered backoff by itself, at most ~2 s apart during the first minute of an outage
 (see :class:`~peertrain.peer.backoff.Backoff`). The worker thread is not told: a task
 in training goes on, and its ``update`` waits in the outbox for the next session. A
@@ -26,6 +33,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,6 +43,8 @@ import aiormq
 import structlog
 from aio_pika.abc import AbstractIncomingMessage
 from aiormq.abc import FieldValue
+from faststream.middlewares import AckPolicy
+from faststream.rabbit import Channel, RabbitBroker, RabbitExchange, RabbitMessage, RabbitQueue
 from pydantic import BaseModel
 
 from peertrain.common.events.peers import (
@@ -70,6 +80,22 @@ def _refused(exc: BaseException) -> bool:
         | aiormq.exceptions.ProbableAuthenticationError
         | aiormq.exceptions.ChannelAccessRefused,
     ) or "ACCESS_REFUSED" in str(exc)
+
+
+@dataclass(frozen=True)
+class _Telemetry:
+    """Where a session publishes: its broker and the telemetry exchange."""
+
+    broker: RabbitBroker
+    exchange: RabbitExchange
+
+    async def publish(self, body: bytes, routing_key: str, **options: Any) -> None:
+        await self.broker.publish(body, exchange=self.exchange, routing_key=routing_key, **options)
+
+
+async def _incoming(message: RabbitMessage) -> AbstractIncomingMessage:
+    """The handler gets the client's message itself (its routing key, its id)."""
+    return message.raw_message
 
 
 class Listener:
@@ -208,22 +234,21 @@ class Listener:
         return access
 
     async def _session(self, access: BrokerAccess, stop: asyncio.Event) -> None:
-        connection = await aio_pika.connect(access.amqp_url(), timeout=10)
         lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
         def on_close(*_: Any) -> None:
             if not lost.done():
                 lost.set_result(None)
 
-        connection.close_callbacks.add(on_close)
+        broker = self._broker(access, on_close)
         sender: asyncio.Task[None] | None = None
+        connection = None
         try:
-            channel = await connection.channel(publisher_confirms=True)
+            connection = await broker.connect()
+            await broker.start()
+            channel = await broker.config.channel_manager.get_channel()
             channel.close_callbacks.add(on_close)
-            await channel.set_qos(prefetch_count=1)
-            exchange = await channel.get_exchange(access.telemetry_exchange, ensure=False)
-            queue = await channel.get_queue(access.queue, ensure=False)
-            await queue.consume(self._on_message)
+            exchange = _Telemetry(broker, RabbitExchange(access.telemetry_exchange, declare=False))
             await self._publish(exchange, ANNOUNCE, self._announce())
             self.heartbeats_sent += 1  # an announce is a heartbeat too
             sender = asyncio.create_task(self._send_outbox(exchange))
@@ -253,13 +278,36 @@ class Listener:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await sender
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(connection.close(), 3)
+                await asyncio.wait_for(broker.stop(), 3)
+            # Closed whatever stopping did: a robust connection left open would reconnect
+            # and consume on its own, beside the next session's.
+            if connection is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(connection.close(), 3)
         if lost.done() and not stop.is_set():
             raise ConnectionError("broker connection lost")
 
+    def _broker(self, access: BrokerAccess, on_close: Callable[..., None]) -> RabbitBroker:
+        """A session's broker: its queue consumed into :meth:`_on_message` (not started)."""
+        broker = RabbitBroker(
+            access.amqp_url(),
+            default_channel=Channel(prefetch_count=1, publisher_confirms=True),
+            timeout=10,
+            on_close=(on_close,),
+            app_id=None,
+            logger=None,
+            apply_types=False,
+        )
+        broker.subscriber(
+            RabbitQueue(access.queue, declare=False),
+            ack_policy=AckPolicy.MANUAL,
+            decoder=_incoming,
+        )(self._on_message)
+        return broker
+
     async def _heartbeat_until(
         self,
-        exchange: aio_pika.abc.AbstractExchange,
+        exchange: _Telemetry,
         stop: asyncio.Event,
         lost: asyncio.Future[None],
     ) -> None:
@@ -311,20 +359,18 @@ class Listener:
             raise ApiError("no access token")
         return dict(peer_headers(token))
 
-    async def _publish(
-        self, exchange: aio_pika.abc.AbstractExchange, kind: str, body: Heartbeat | Leaving
-    ) -> None:
-        message = aio_pika.Message(
+    async def _publish(self, exchange: _Telemetry, kind: str, body: Heartbeat | Leaving) -> None:
+        await exchange.publish(
             body.model_dump_json().encode(),
+            telemetry_key(self.identity.peer_id, kind),
             content_type="application/json",
             headers=await self._headers(),
-            delivery_mode=aio_pika.DeliveryMode.NOT_PERSISTENT,
+            persist=False,
             expiration=max(1.0, self.interval_s * 3) if kind == HEARTBEAT else None,
             message_id=str(uuid.uuid4()),
         )
-        await exchange.publish(message, routing_key=telemetry_key(self.identity.peer_id, kind))
 
-    async def _send_outbox(self, exchange: aio_pika.abc.AbstractExchange) -> None:
+    async def _send_outbox(self, exchange: _Telemetry) -> None:
         """Publish the outbox, oldest first, each after the previous one was confirmed.
 
         Returns (ending the session) when a publish fails for any reason other than a
@@ -346,19 +392,14 @@ class Listener:
             self.outbox.confirmed(item)
             self.telemetry_sent += 1
 
-    async def _publish_outgoing(
-        self, exchange: aio_pika.abc.AbstractExchange, item: Outgoing
-    ) -> None:
-        message = aio_pika.Message(
+    async def _publish_outgoing(self, exchange: _Telemetry, item: Outgoing) -> None:
+        await exchange.publish(
             item.body,
+            telemetry_key(self.identity.peer_id, item.kind),
             content_type="application/json",
             headers=await self._headers(),
-            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+            persist=True,
             message_id=item.message_id,
-        )
-        await exchange.publish(
-            message,
-            routing_key=telemetry_key(self.identity.peer_id, item.kind),
             mandatory=True,
             timeout=30,
         )

@@ -4,7 +4,7 @@ Consumers retry a message whose handler failed. A bug or a poison message fails 
 same way every time, so it is dead-lettered after the queue's delivery limit. An outage
 of the event store, the bucket or the broker fails *every* message until it ends, so a
 handler that meets one keeps its message and waits with backoff (see
-:mod:`peertrain.common.bus.subscription`): dead-lettering during an outage would strand
+:mod:`peertrain.common.bus.retry`): dead-lettering during an outage would strand
 facts that nothing drives again.
 """
 

@@ -1,9 +1,10 @@
 """The bus: broker, topology (exchanges, quorum queues, dead letters), relay, consumers."""
 
 from .broker import make_broker
+from .handling import EventHandler, MessageHandler
 from .inbox import Inbox
 from .relay import OutboxRelay
-from .subscription import EventHandler, MessageHandler, Subscription, Subscriptions
+from .subscription import Subscription, Subscriptions
 from .topology import (
     DLX,
     EVENTS,

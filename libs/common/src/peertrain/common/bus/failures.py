@@ -1,7 +1,7 @@
 """What a consumer does with a message whose handler failed: a decision as a value.
 
 Messages are handled one after the other, in queue order (see
-:mod:`peertrain.common.bus.subscription`), so whatever a consumer does while one message
+:mod:`peertrain.common.bus.ordering`), so whatever a consumer does while one message
 fails, every message behind it waits. The rules, pure and clock-free:
 
 * A failure that repeats (a bug, a poison message: :func:`~peertrain.common.faults.is_transient`

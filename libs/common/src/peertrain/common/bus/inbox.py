@@ -23,6 +23,7 @@ PostgreSQL backend the lookup uses the ``_id`` index's companion:
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -61,6 +62,17 @@ class Inbox:
     async def seen(self, event_id: str) -> bool:
         """Whether ``event_id`` was fully processed by this consumer (a lookup)."""
         return await self.processed.find_one({"_id": self._key(event_id)}) is not None
+
+    async def once(self, event_id: str, apply: Callable[[], Awaitable[None]]) -> bool:
+        """Run ``apply`` unless ``event_id`` was processed; record it once it completed.
+
+        Returns ``False`` for a duplicate (nothing run), ``True`` once applied.
+        """
+        if await self.seen(event_id):
+            return False
+        await apply()
+        await self.done(event_id)
+        return True
 
     @staticmethod
     async def apply_once_to(

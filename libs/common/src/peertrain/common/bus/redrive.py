@@ -20,6 +20,10 @@ decision from the log), so one that had handled it already does nothing. A messa
 queue takes (``mandatory``) stays in the DLQ. Only the messages present when the
 redrive starts are moved, so one that fails again ends in the DLQ again instead of
 looping.
+
+It runs on FastStream's connection (:func:`~.broker.broker_channel`), through that
+connection's aio-pika channel: FastStream has no call to fetch a queue's messages one
+by one (``basic.get``) nor to publish a message as it came, headers and all.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import httpx
 
 from peertrain.common.settings import ServiceSettings
 
+from .broker import broker_channel
 from .topology import dlq_name
 
 __all__ = ["dead_letter_queues", "origin", "redrive"]
@@ -90,9 +95,8 @@ async def dead_letter_queues(management_url: str, amqp_url: str) -> dict[str, in
 async def redrive(amqp_url: str, queues: list[str], *, dry_run: bool = False) -> dict[str, int]:
     """Move what ``<q>.dlq`` holds now back into ``q`` for each ``q``; returns the counts."""
     moved: dict[str, int] = {}
-    connection = await aio_pika.connect(amqp_url)
-    try:
-        channel = await connection.channel(publisher_confirms=True)
+    # FastStream's connection; its aio-pika channel for basic.get (FastStream has none)
+    async with broker_channel(amqp_url, publisher_confirms=True) as channel:
         for queue in queues:
             dlq = await channel.declare_queue(dlq_name(queue), passive=True)
             waiting = dlq.declaration_result.message_count or 0
@@ -137,8 +141,6 @@ async def redrive(amqp_url: str, queues: list[str], *, dry_run: bool = False) ->
                 moved[queue] += 1
             for message in kept:  # back into the DLQ, once every message was tried
                 await message.nack(requeue=True)
-    finally:
-        await connection.close()
     return moved
 
 

@@ -30,36 +30,34 @@ sent; measured on a quorum queue, that capped an ordered consumer at a few hundr
 events a second. A message that failed is the exception to the order: it goes back
 behind the window, since holding the line for it would hold every other message (one
 peer sending a message that fails each time stalled every peer's updates).
+
+One concern a piece, composed in :meth:`Subscriptions.attach`: decoding
+(:mod:`.decoding`, a FastStream decoder), in-order handling (:mod:`.ordering`),
+retry, set-aside and dead-lettering (:mod:`.retry`, by the rules of :mod:`.failures`,
+the outage budget included), the inbox (:mod:`.inbox`) and the counted, logged handler
+(:mod:`.handling`). Ordering and retry are FastStream middlewares; FastStream 0.7 takes
+middlewares per broker or router, not per subscriber, so each subscription gets a router
+of its own carrying its own line and outage state.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import NoReturn
+from functools import partial
+from typing import Any
 
-import structlog
-from faststream.exceptions import NackMessage, RejectMessage
 from faststream.middlewares import AckPolicy
-from faststream.rabbit import Channel, RabbitBroker, RabbitExchange, RabbitMessage
+from faststream.rabbit import Channel, RabbitBroker, RabbitExchange, RabbitMessage, RabbitRouter
 
-from peertrain.common.events import MalformedEvent, RecordedEvent, UnknownEventType, decode_message
-from peertrain.common.faults import is_transient
-from peertrain.common.metrics import DEAD_LETTERED, EVENTS_CONSUMED
+from peertrain.common.events import RecordedEvent
 
-from .failures import (
-    OUTAGE_BUDGET_S,
-    RETRY_OUTAGE_MAX_S,
-    DeadLetter,
-    Failure,
-    Outage,
-    Retry,
-    SetAside,
-    decide,
-)
+from .decoding import event_decoder, the_message_itself
+from .failures import OUTAGE_BUDGET_S, RETRY_OUTAGE_MAX_S, Outage
+from .handling import EventHandler, MessageHandler, handle_events, handle_messages
 from .inbox import Inbox
+from .ordering import InOrder, InOrderMiddleware
+from .retry import RetryMiddleware
 from .topology import EVENTS, declare_queue, dlq_name, quorum_queue
 
 __all__ = [
@@ -67,67 +65,13 @@ __all__ = [
     "PIPELINE",
     "RETRY_OUTAGE_MAX_S",
     "EventHandler",
-    "InOrder",
+    "MessageHandler",
     "Subscription",
     "Subscriptions",
 ]
 
-log = structlog.get_logger(__name__)
-
-EventHandler = Callable[[RecordedEvent], Awaitable[None]]
-MessageHandler = Callable[[RabbitMessage], Awaitable[None]]
-
 PIPELINE = 32
 """Messages prefetched per subscription (handled one after the other, in order)."""
-
-STALL_S = 30.0
-"""How long a delivery waits for a predecessor that never reached its handler."""
-
-
-@dataclass
-class _Line:
-    next: int = 1
-    running: bool = False
-    waiting: dict[int, asyncio.Event] = field(default_factory=dict)
-
-
-class InOrder:
-    """Handle a channel's deliveries one at a time, in delivery-tag order.
-
-    RabbitMQ numbers a channel's deliveries 1, 2, 3, ... (a new channel after a
-    reconnect starts again at 1), and the client handles each in a task of its own,
-    which may reach the handler in another order. A delivery waits here until the one
-    before it on its channel has been handled; a finished delivery wakes only its
-    successor (waking every waiter cost a task per prefetched message for each message
-    handled). Should a predecessor never arrive (it cannot, short of a bug in the
-    client), the line moves on after :data:`STALL_S`.
-    """
-
-    def __init__(self) -> None:
-        self._lines: dict[int, _Line] = {}
-
-    @asynccontextmanager
-    async def turn(self, channel: object, tag: int) -> AsyncIterator[None]:
-        """Wait for every earlier delivery of ``channel``; hold the line meanwhile."""
-        line = self._lines.setdefault(id(channel), _Line())
-        while line.next < tag:
-            wake = line.waiting.setdefault(tag, asyncio.Event())
-            try:
-                await asyncio.wait_for(wake.wait(), STALL_S)
-            except TimeoutError:
-                if not line.running and min(line.waiting) == tag:
-                    log.warning("a delivery never reached its handler", missing=line.next)
-                    line.next = tag
-        line.waiting.pop(tag, None)
-        line.running = True
-        try:
-            yield
-        finally:
-            line.next = max(line.next, tag + 1)
-            line.running = False
-            successor = line.waiting.get(line.next)
-            if successor is not None:
-                successor.set()
 
 
 @dataclass(frozen=True)
@@ -246,9 +190,34 @@ class Subscriptions:
             )
 
     def attach(self, broker: RabbitBroker) -> None:
-        """Create the FastStream subscribers (call before ``broker.start()``)."""
+        """Create the FastStream subscribers (call before ``broker.start()``).
+
+        Each gets its own router carrying its middlewares, outermost first: its turn in
+        line (:class:`~.ordering.InOrderMiddleware`), then retry or give-up
+        (:class:`~.retry.RetryMiddleware`); inside them the decoder and the handler.
+        The acknowledgement (``NACK_ON_ERROR``) comes after, outside them all.
+        """
         for sub in self.items:
-            broker.subscriber(
+            router = RabbitRouter(
+                middlewares=(
+                    partial(InOrderMiddleware, order=InOrder()),
+                    partial(
+                        RetryMiddleware,
+                        queue=sub.queue,
+                        delivery_limit=self.delivery_limit,
+                        outage=Outage(),
+                    ),
+                )
+            )
+            handler: Callable[[Any], Awaitable[None]]
+            decoder: Callable[[RabbitMessage], Awaitable[Any]]
+            if sub.raw is not None:
+                handler, decoder = handle_messages(sub.queue, sub.raw), the_message_itself
+            else:
+                handler = handle_events(sub.queue, sub.handler, sub.inbox, self.observe)
+                decoder = event_decoder(sub.queue)
+            handler.__name__ = f"on_{sub.queue.replace('.', '_')}"
+            router.subscriber(
                 quorum_queue(
                     sub.queue,
                     delivery_limit=self.delivery_limit,
@@ -258,134 +227,6 @@ class Subscriptions:
                 channel=sub.channel,
                 ack_policy=AckPolicy.NACK_ON_ERROR,
                 title=sub.queue,
-                decoder=_the_message_itself,
-            )(_consumer(sub, self.delivery_limit, self.observe))
-
-
-def _consumer(
-    sub: Subscription,
-    delivery_limit: int,
-    observe: Callable[[RecordedEvent], None] | None = None,
-) -> Callable[[RabbitMessage], Awaitable[None]]:
-    order = InOrder()
-    outage = Outage()
-
-    async def consume(message: RabbitMessage) -> None:
-        raw = message.raw_message
-        loop = asyncio.get_running_loop()
-        async with order.turn(raw.channel, raw.delivery_tag or 0):
-            # Deliveries before this one (set aside, a crash, a restart) count too.
-            deliveries = _delivery_count(message)
-            tries, first_failure = 0, 0.0
-            while True:
-                try:
-                    if sub.raw is not None:
-                        await _handle_raw(sub, sub.raw, message)
-                    else:
-                        await _handle(sub, message, observe)
-                except RejectMessage:
-                    raise
-                except Exception as exc:
-                    now = loop.time()
-                    tries, first_failure = tries + 1, first_failure or now
-                    failure = Failure(is_transient(exc), deliveries, tries, now - first_failure)
-                    decision = decide(failure, outage, delivery_limit=delivery_limit, now=now)
-                    if isinstance(decision, Retry):
-                        await asyncio.sleep(decision.delay_s)
-                        continue
-                    _give_up(sub, decision, failure, exc)
-                else:
-                    if outage.since is not None:
-                        log.info(
-                            "a dependency is back",
-                            queue=sub.queue,
-                            waited_s=round(outage.age(loop.time()), 3),
-                        )
-                    outage.passed()
-                    return
-
-    consume.__name__ = f"on_{sub.queue.replace('.', '_')}"
-    return consume
-
-
-def _give_up(
-    sub: Subscription, decision: SetAside | DeadLetter, failure: Failure, exc: Exception
-) -> NoReturn:
-    """Set the message aside (nack, requeued) or dead-letter it (reject), logged."""
-    detail = {
-        "queue": sub.queue,
-        "delivery": failure.deliveries + 1,
-        "reason": decision.reason,
-        "error": repr(exc)[:500],
-    }
-    if isinstance(decision, SetAside):
-        EVENTS_CONSUMED.labels(queue=sub.queue, outcome="set_aside").inc()
-        log.warning("setting a failed message aside", **detail)
-        raise NackMessage(requeue=True) from exc
-    DEAD_LETTERED.labels(queue=sub.queue).inc()
-    log.error("dead-lettering a message that kept failing", **detail)
-    raise RejectMessage() from exc
-
-
-async def _the_message_itself(message: RabbitMessage) -> RabbitMessage:
-    """The handler gets the message, not a decoded body (the broker has no FastDepends)."""
-    return message
-
-
-def _delivery_count(message: RabbitMessage) -> int:
-    count = (message.headers or {}).get("x-delivery-count", 0)
-    return count if isinstance(count, int) and count >= 0 else 0
-
-
-async def _handle(
-    sub: Subscription,
-    message: RabbitMessage,
-    observe: Callable[[RecordedEvent], None] | None = None,
-) -> None:
-    try:
-        event = decode_message(message.body)
-    except (MalformedEvent, UnknownEventType) as exc:
-        EVENTS_CONSUMED.labels(queue=sub.queue, outcome="rejected").inc()
-        DEAD_LETTERED.labels(queue=sub.queue).inc()
-        log.error("rejecting malformed message", queue=sub.queue, reason=str(exc))
-        raise RejectMessage() from exc
-    if observe is not None:
-        observe(event)
-    with structlog.contextvars.bound_contextvars(
-        correlation_id=event.correlation_id, event_id=event.id, event_type=event.type
-    ):
-        if sub.inbox is not None and await sub.inbox.seen(event.id):
-            EVENTS_CONSUMED.labels(queue=sub.queue, outcome="duplicate").inc()
-            return
-        try:
-            await sub.handler(event)
-        except Exception as exc:
-            EVENTS_CONSUMED.labels(queue=sub.queue, outcome="failed").inc()
-            _log_failure(sub, exc)
-            raise
-        if sub.inbox is not None:
-            await sub.inbox.done(event.id)
-        EVENTS_CONSUMED.labels(queue=sub.queue, outcome="applied").inc()
-
-
-async def _handle_raw(sub: Subscription, handler: MessageHandler, message: RabbitMessage) -> None:
-    try:
-        await handler(message)
-    except RejectMessage:
-        EVENTS_CONSUMED.labels(queue=sub.queue, outcome="rejected").inc()
-        DEAD_LETTERED.labels(queue=sub.queue).inc()
-        raise
-    except Exception as exc:
-        EVENTS_CONSUMED.labels(queue=sub.queue, outcome="failed").inc()
-        _log_failure(sub, exc)
-        raise
-    EVENTS_CONSUMED.labels(queue=sub.queue, outcome="applied").inc()
-
-
-def _log_failure(sub: Subscription, exc: Exception) -> None:
-    if is_transient(exc):
-        log.warning(
-            "a dependency is away; the message waits", queue=sub.queue, error=repr(exc)[:300]
-        )
-    else:
-        log.exception("handler failed", queue=sub.queue)
+                decoder=decoder,
+            )(handler)
+            broker.include_router(router)

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import aio_pika
 import structlog
 from faststream.rabbit import (
     Channel,
@@ -44,6 +43,8 @@ from faststream.rabbit import (
     RabbitQueue,
 )
 from faststream.rabbit.schemas.queue import QuorumQueueArgs
+
+from .broker import broker_channel
 
 log = structlog.get_logger(__name__)
 
@@ -192,14 +193,13 @@ async def retire_queues(amqp_url: str, names: Sequence[str], *, dead_letters: bo
 
     ``dead_letters=False`` keeps each ``<name>.dlq``: it may now be the shared DLQ of the
     per-instance queues that replaced ``<name>`` (another instance may have declared it a
-    moment ago)."""
-    connection = await aio_pika.connect(amqp_url)
-    try:
-        channel = await connection.channel()
+    moment ago).
+
+    FastStream has no call to delete a queue: this uses the aio-pika channel of its
+    connection (:func:`~.broker.broker_channel`)."""
+    async with broker_channel(amqp_url) as channel:  # FastStream has no queue.delete
         for name in names:
             for queue in (name, dlq_name(name)) if dead_letters else (name,):
                 result = await channel.queue_delete(queue)
                 if result.message_count:
                     log.info("retired a queue", queue=queue, messages=result.message_count)
-    finally:
-        await connection.close()
