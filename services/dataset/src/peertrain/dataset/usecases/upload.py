@@ -176,7 +176,7 @@ async def receive_upload(
 
     Raises
     ------
-    UnsupportedMediaType, UploadTooLarge, QuotaExceeded, InvalidUploadForm, InvalidDataset
+    UnsupportedMediaType, UploadTooLarge, DatasetQuotaExceeded, InvalidUploadForm, InvalidDataset
         The upload is refused; nothing of it is stored.
     """
     boundary = boundary_of(content_type)
