@@ -24,11 +24,11 @@ from peertrain.common.events import NewEvent, RecordedEvent
 from peertrain.common.events.datasets import ArtifactRef, DatasetUploaded
 from peertrain.common.features import parse_missing_values
 from peertrain.common.ids import new_id
-from peertrain.dataset.api.form import FormPart, StreamingForm, boundary_of
 from peertrain.dataset.domain.dataset import raw_prefix
 from peertrain.dataset.domain.errors import InvalidUploadForm, UploadTooLarge
 from peertrain.dataset.domain.holdout import MAX_HOLDOUT_SEED
 from peertrain.dataset.domain.quota import Usage
+from peertrain.dataset.ingest.form import FormPart, StreamingForm, boundary_of
 from peertrain.dataset.ingest.formats import SNIFF_BYTES, detect_format
 
 if TYPE_CHECKING:
