@@ -137,8 +137,20 @@ class MemoryReadModel:
 
 
 @pytest.fixture
-def dataset_app(tmp_path: Path) -> DatasetApp:
-    """The dataset service's application on in-memory ports (log, bucket, clock) and an
-    in-memory read model; its scratch space under ``tmp_path``."""
-    ports = Ports(log=MemoryEventLog(), blobs=MemoryBlobStore(), clock=ManualClock())  # type: ignore[arg-type]
-    return DatasetApp.of(ports, DatasetSettings(work_dir=tmp_path / "work"), MemoryReadModel())
+def make_dataset_app(tmp_path: Path) -> Callable[..., DatasetApp]:
+    """``make_dataset_app(**settings)``: the dataset service's application on in-memory
+    ports (log, bucket, clock) and an in-memory read model; its scratch space under
+    ``tmp_path``."""
+
+    def make(**settings: Any) -> DatasetApp:
+        ports = Ports(log=MemoryEventLog(), blobs=MemoryBlobStore(), clock=ManualClock())  # type: ignore[arg-type]
+        config = DatasetSettings(work_dir=tmp_path / "work", **settings)
+        return DatasetApp.of(ports, config, MemoryReadModel())
+
+    return make
+
+
+@pytest.fixture
+def dataset_app(make_dataset_app: Callable[..., DatasetApp]) -> DatasetApp:
+    """The application as :func:`make_dataset_app` makes it, with the default settings."""
+    return make_dataset_app()

@@ -4,7 +4,7 @@ subscription table binds (:func:`~peertrain.common.app.deliver`)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -22,7 +22,7 @@ from peertrain.common.events.datasets import (
 from peertrain.common.events.training import JobCreated
 from peertrain.dataset.application import DATASET_SUBSCRIPTIONS, DatasetApp
 from peertrain.dataset.domain.dataset import raw_prefix, schema_key
-from peertrain.dataset.domain.errors import DatasetNotFound
+from peertrain.dataset.domain.errors import DatasetNotFound, DatasetQuotaExceeded
 from peertrain.dataset.prepare.shards import job_prefix, shard_key
 from peertrain.dataset.usecases.manage import delete_dataset, get_dataset
 from peertrain.dataset.usecases.upload import receive_upload
@@ -190,3 +190,16 @@ async def test_a_deleted_dataset_leaves_no_objects_and_is_not_found(
     with pytest.raises(DatasetNotFound):
         await get_dataset(dataset_app, dataset_id, OWNER)
     assert (await dataset_app.views.usage(OWNER)).datasets == 0
+
+
+async def test_an_upload_past_the_datasets_quota_is_refused_and_stores_nothing(
+    make_dataset_app: Callable[..., DatasetApp], clean_csv: bytes
+) -> None:
+    app = make_dataset_app(max_datasets_per_user=1)
+    platform = Platform(app)
+    await platform.upload(clean_csv)
+    kept = dict(app.blobs.objects)  # type: ignore[attr-defined]
+    with pytest.raises(DatasetQuotaExceeded):
+        await platform.upload(clean_csv)
+    assert app.blobs.objects == kept  # type: ignore[attr-defined]
+    await platform.upload(clean_csv, owner="user-2")  # another user's quota
