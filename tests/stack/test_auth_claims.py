@@ -17,13 +17,15 @@ from typing import Any
 
 import pytest
 
+from peertrain.auth.application import AuthApp
 from peertrain.auth.config import AuthSettings
 from peertrain.auth.domain.errors import InvalidEnrollmentToken, InvalidRefreshToken
 from peertrain.auth.domain.hashing import Argon2Params, PasswordHasher
 from peertrain.auth.domain.passwords import PasswordPolicy
 from peertrain.auth.store import KeyStore, PeerStore, SessionStore, ThrottleStore, UserStore
-from peertrain.auth.usecases import AuthContext, accounts, peers, sessions
+from peertrain.auth.usecases import accounts, peers, sessions
 from peertrain.auth.usecases import keys as key_cases
+from peertrain.common.app import Ports
 from peertrain.common.eventlog import EventLog
 from peertrain.common.security import ROLE_USER, Principal, Security
 
@@ -32,13 +34,13 @@ TRIALS = 4
 
 
 @pytest.fixture
-async def auth(mongo: Any, run_id: str, tmp_path: Path) -> AsyncIterator[AuthContext]:
+async def auth(mongo: Any, run_id: str, tmp_path: Path) -> AsyncIterator[AuthApp]:
     db = mongo[f"pt_authclaims_{run_id}_{uuid.uuid4().hex[:6]}"]
     log = EventLog(db)
     await log.ensure_indexes()
-    context = AuthContext(
+    context = AuthApp(
+        ports=Ports(log=log),
         settings=AuthSettings(signing_key_dir=tmp_path),
-        log=log,
         security=Security(log),
         users=UserStore(db),
         sessions=SessionStore(db),
@@ -55,12 +57,12 @@ async def auth(mongo: Any, run_id: str, tmp_path: Path) -> AsyncIterator[AuthCon
     await mongo.drop_database(db.name)
 
 
-async def _user(auth: AuthContext) -> Any:
+async def _user(auth: AuthApp) -> Any:
     name = f"u{uuid.uuid4().hex[:12]}"
     return await accounts.register(auth, name, f"pass {uuid.uuid4().hex}", address="127.0.0.9")
 
 
-async def test_concurrent_refreshes_with_one_token_rotate_it_once(auth: AuthContext) -> None:
+async def test_concurrent_refreshes_with_one_token_rotate_it_once(auth: AuthApp) -> None:
     user = await _user(auth)
     for _ in range(TRIALS):
         issued = await sessions.start_session(auth, user)
@@ -74,7 +76,7 @@ async def test_concurrent_refreshes_with_one_token_rotate_it_once(auth: AuthCont
         assert len(rotated) == 1 and len(refused) == RACERS - 1, answers
 
 
-async def test_concurrent_enrollments_with_one_token_make_one_peer(auth: AuthContext) -> None:
+async def test_concurrent_enrollments_with_one_token_make_one_peer(auth: AuthApp) -> None:
     user = await _user(auth)
     owner = Principal(user.id, frozenset({ROLE_USER}), "jti", 0, 0, username=user.username)
     for trial in range(TRIALS):

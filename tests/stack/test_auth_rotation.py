@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from datetime import timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +19,14 @@ import httpx
 import pytest
 from jose import jwt
 
+from peertrain.auth.application import AuthApp
 from peertrain.auth.config import AuthSettings
 from peertrain.auth.domain.hashing import Argon2Params, PasswordHasher
 from peertrain.auth.domain.passwords import PasswordPolicy
 from peertrain.auth.store import KeyStore, PeerStore, SessionStore, ThrottleStore, UserStore
-from peertrain.auth.usecases import AuthContext
 from peertrain.auth.usecases import keys as key_cases
+from peertrain.common.app import Ports
+from peertrain.common.clock import ManualClock
 from peertrain.common.eventlog import EventLog
 from peertrain.common.events.auth import AUTH_KEYS_ROTATED, KeysRotated
 from peertrain.common.security import (
@@ -216,14 +218,15 @@ async def test_retired_keys_leave_the_published_set(
     await log.ensure_indexes()
     settings = AuthSettings(signing_key_dir=tmp_path, access_ttl_s=60, signer_cache_s=0)
     security = Security(log, SecuritySettings(leeway_s=0))
-    auth = AuthContext(
+    clock = ManualClock(datetime.now(UTC))
+    auth = AuthApp(
+        ports=Ports(log=log, clock=clock),
         settings=settings,
-        log=log,
         security=security,
         users=UserStore(db),
         sessions=SessionStore(db),
         throttle=ThrottleStore(db),
-        keys=KeyStore(db, tmp_path, cache_s=0),
+        keys=KeyStore(db, tmp_path, cache_s=0, clock=clock),
         peers=PeerStore(db),
         hasher=PasswordHasher(Argon2Params(time_cost=1, memory_kib=8192)),
         policy=PasswordPolicy(frozenset()),
@@ -236,8 +239,7 @@ async def test_retired_keys_leave_the_published_set(
     assert security.keys.kids == {first, second}
     assert await key_cases.retire_due(auth) == 0  # its last token may still be alive
 
-    later = auth.now() + timedelta(seconds=61)
-    auth.now = lambda: later  # type: ignore[method-assign]
+    clock.advance(61)
     assert await key_cases.retire_due(auth) == 1
     assert [k.kid for k in await key_cases.published(auth)] == [second]
     assert not (tmp_path / f"{first}.pem").exists()  # its private key is gone too

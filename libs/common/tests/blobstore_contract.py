@@ -134,6 +134,17 @@ class BlobStoreContract:
         await store.delete(f"{prefix}bb")
         assert [i.key for i in await store.list(prefix)] == [f"{prefix}a/1"]
 
+    async def test_a_copy_has_the_same_bytes_and_a_missing_source_is_not_found(
+        self, store: Store, prefix: str
+    ) -> None:
+        await store.put_bytes(f"{prefix}src", b"payload")
+        await store.copy(f"{prefix}src", f"{prefix}dst")
+        assert await store.get_bytes(f"{prefix}dst") == b"payload"
+        assert await store.get_bytes(f"{prefix}src") == b"payload"
+        with pytest.raises(BlobNotFound):
+            await store.copy(f"{prefix}gone", f"{prefix}other")
+        assert not await store.exists(f"{prefix}other")
+
     async def test_presigning_checks_its_bounds(self, store: Store, prefix: str) -> None:
         key = f"{prefix}signed"
         assert await store.presigned_get(key, expires_s=60)  # no object needed

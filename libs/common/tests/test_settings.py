@@ -67,3 +67,11 @@ def test_create_app_refuses_to_build_a_service_with_development_secrets() -> Non
     with pytest.raises(ValueError, match=r"refusing to start in production mode: .*AMQP_URL"):
         create_app(ToySettings(environment="production"))
     create_app(ToySettings(environment="production", **SAFE))
+
+
+def test_queues_are_named_under_the_prefix_or_else_the_service_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert ToySettings().queue("audit") == "toy.audit"
+    monkeypatch.setenv("PEERTRAIN_TOY_QUEUE_PREFIX", "toy-run7")
+    assert ToySettings().queue("audit") == "toy-run7.audit"

@@ -28,21 +28,19 @@ from peertrain.common.security import (
 
 
 class Log(MemoryEventLog):
-    """The event log in memory, counting the stream reads :class:`Security` makes."""
+    """The in-memory event log, with a count of the stream reads :class:`Security` makes."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.stream_reads = 0
+    stream_reads = 0
 
     async def read_stream(self, stream: str, *, after_seq: int = 0) -> list[RecordedEvent]:
         self.stream_reads += 1
         return await super().read_stream(stream, after_seq=after_seq)
 
-    async def add(self, stream: str, data: EventData) -> RecordedEvent:
-        """Append ``data`` at the end of ``stream`` (as auth or the registry would)."""
-        new = NewEvent.of(data, producer="auth")
-        version = await self.stream_version(stream)
-        return (await self.append(stream, [new], expected_version=version))[0]
+
+async def add(log: MemoryEventLog, stream: str, data: EventData) -> RecordedEvent:
+    """Append ``data`` at the end of ``stream`` (as auth or the registry would)."""
+    new = NewEvent.of(data, producer="auth")
+    return (await log.append(stream, [new], expected_version=await log.stream_version(stream)))[0]
 
 
 def rotated(*keys: NewKey) -> KeysRotated:
@@ -82,7 +80,7 @@ async def started(log: Log, **settings: Any) -> Security:
 
 async def test_a_foreign_key_set_on_the_bus_never_replaces_the_logs(keys: list[NewKey]) -> None:
     log = Log()
-    await log.add(AUTH_KEYS_STREAM, rotated(keys[0]))
+    await add(log, AUTH_KEYS_STREAM, rotated(keys[0]))
     security = await started(log)
     signed = token(keys[0])
     assert security.verify(signed).subject == "user-1"
@@ -91,7 +89,7 @@ async def test_a_foreign_key_set_on_the_bus_never_replaces_the_logs(keys: list[N
     assert security.keys.kids == {keys[0].kid} and security.keys.version == 1
     assert (await security.authenticate(signed)).subject == "user-1"
     # The log's own next set still comes in from its event.
-    real = await log.add(AUTH_KEYS_STREAM, rotated(keys[1], keys[0]))
+    real = await add(log, AUTH_KEYS_STREAM, rotated(keys[1], keys[0]))
     await security.on_event(real)
     assert security.keys.kids == {keys[0].kid, keys[1].kid} and security.keys.version == 2
     assert (await security.authenticate(token(keys[1]))).subject == "user-1"
@@ -101,7 +99,7 @@ async def test_an_unknown_kid_rereads_every_key_set_and_repairs_a_wrong_one(
     keys: list[NewKey],
 ) -> None:
     log = Log()
-    await log.add(AUTH_KEYS_STREAM, rotated(keys[0]))
+    await add(log, AUTH_KEYS_STREAM, rotated(keys[0]))
     security = await started(log, min_refresh_interval_s=0)
     security.keys.replace([k.jwk.model_dump() for k in keys[1:5]], version=7)  # gone wrong
     signed = token(keys[0])
@@ -113,7 +111,7 @@ async def test_an_unknown_kid_rereads_every_key_set_and_repairs_a_wrong_one(
 
 async def test_an_unknown_kid_rereads_at_most_once_per_interval(keys: list[NewKey]) -> None:
     log = Log()
-    await log.add(AUTH_KEYS_STREAM, rotated(keys[0]))
+    await add(log, AUTH_KEYS_STREAM, rotated(keys[0]))
     security = await started(log, min_refresh_interval_s=3600)
     reads = log.stream_reads
     for _ in range(20):
@@ -124,8 +122,8 @@ async def test_an_unknown_kid_rereads_at_most_once_per_interval(keys: list[NewKe
 
 async def test_a_duplicate_or_older_key_set_message_costs_no_read(keys: list[NewKey]) -> None:
     log = Log()
-    first = await log.add(AUTH_KEYS_STREAM, rotated(keys[0]))
-    await log.add(AUTH_KEYS_STREAM, rotated(keys[1], keys[0]))
+    first = await add(log, AUTH_KEYS_STREAM, rotated(keys[0]))
+    await add(log, AUTH_KEYS_STREAM, rotated(keys[1], keys[0]))
     security = await started(log)
     reads = log.stream_reads
     await security.on_event(first)
@@ -135,12 +133,12 @@ async def test_a_duplicate_or_older_key_set_message_costs_no_read(keys: list[New
 
 async def test_a_removed_peer_is_refused_at_once_and_after_a_restart(keys: list[NewKey]) -> None:
     log = Log()
-    await log.add(AUTH_KEYS_STREAM, rotated(keys[0]))
+    await add(log, AUTH_KEYS_STREAM, rotated(keys[0]))
     security = await started(log)
     peer = token(keys[0], subject="peer-1", roles=("peer",), owner="user-1")
     other = token(keys[0], subject="peer-2", roles=("peer",), owner="user-1")
     assert security.verify(peer).subject == "peer-1"
-    removed = await log.add(peer_stream("peer-1"), PeerRemoved(peer_id="peer-1"))
+    removed = await add(log, peer_stream("peer-1"), PeerRemoved(peer_id="peer-1"))
     await security.on_event(removed)
     with pytest.raises(InvalidToken):
         security.verify(peer)
@@ -154,9 +152,9 @@ async def test_a_removed_peer_is_refused_at_once_and_after_a_restart(keys: list[
 
 async def test_a_disabled_user_refuses_their_peers_too(keys: list[NewKey]) -> None:
     log = Log()
-    await log.add(AUTH_KEYS_STREAM, rotated(keys[0]))
+    await add(log, AUTH_KEYS_STREAM, rotated(keys[0]))
     security = await started(log)
-    await log.add("user:user-1", UserDisabled(user_id="user-1"))
+    await add(log, "user:user-1", UserDisabled(user_id="user-1"))
     await security.refresh()
     with pytest.raises(InvalidToken):
         security.verify(token(keys[0], subject="peer-1", roles=("peer",), owner="user-1"))

@@ -10,8 +10,8 @@ from peertrain.common.events.datasets import (
     DatasetRejected,
     DatasetUploaded,
 )
+from peertrain.dataset.application import DATASET_FOLD
 from peertrain.dataset.domain.dataset import DatasetState, fold
-from peertrain.dataset.usecases.context import DATASET_FOLD
 from peertrain.dataset.usecases.validate import _while_validating
 
 STREAM = "dataset:d"

@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from peertrain.dataset.api.form import StreamingForm, boundary_of
 from peertrain.dataset.domain.errors import InvalidUploadForm, UnsupportedMediaType
+from peertrain.dataset.ingest.form import StreamingForm, boundary_of
 from peertrain.dataset.usecases.upload import safe_filename
 
 BOUNDARY = b"----peertrain-boundary"

@@ -162,10 +162,10 @@ export interface components {
             status: "validating";
         };
         /**
-         * DatasetError
+         * DatasetErrorView
          * @description Why a dataset was rejected.
          */
-        DatasetError: {
+        DatasetErrorView: {
             /** Code */
             code: string;
             /** Detail */
@@ -188,7 +188,7 @@ export interface components {
             columns?: number | null;
             /** Created At */
             created_at?: string | null;
-            error?: components["schemas"]["DatasetError"] | null;
+            error?: components["schemas"]["DatasetErrorView"] | null;
             /** Filename */
             filename: string;
             /** Holdout Rows */

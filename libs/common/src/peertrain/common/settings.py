@@ -45,6 +45,9 @@ class ServiceSettings(BaseSettings):
     port: int = 8000
     api_prefix: str = ""
     """Where the service's public routes live, e.g. ``/api/auth`` (the gateway's path)."""
+    queue_prefix: str = ""
+    """Prefix of the service's queue names (``<prefix>.<purpose>``, :meth:`queue`); empty:
+    the service's name. A test run gets its own (``PEERTRAIN_AUTH_QUEUE_PREFIX``)."""
 
     mongo_url: str = "mongodb://127.0.0.1:27017/"
     mongo_db: str = "peertrain"
@@ -117,6 +120,10 @@ class ServiceSettings(BaseSettings):
                 " (MongoDB must require authentication)"
             )
         return problems
+
+    def queue(self, purpose: str) -> str:
+        """The name of the service's queue for ``purpose`` (``auth.audit``)."""
+        return f"{self.queue_prefix or self.service_name}.{purpose}"
 
     @property
     def own_db(self) -> str:

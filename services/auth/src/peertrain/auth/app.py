@@ -4,35 +4,29 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from peertrain.common.app import ServiceContext, create_app
+from peertrain.common.app import Ports, ServiceContext, create_app, subscribe
+from peertrain.common.clock import SYSTEM_CLOCK
+from peertrain.common.periodic import Periodic
 from peertrain.common.security import install_security
 
-from . import projections, subscribers
 from .api import ROUTERS
-from .api.deps import AUTH_EXTRA
+from .application import AUTH_SUBSCRIPTIONS, AuthApp
 from .config import AuthSettings
-from .usecases import AuthContext, accounts, keys, peers
-from .usecases.housekeeping import Housekeeping
 
 __all__ = ["create_auth_app", "setup_auth"]
 
 
-async def setup_auth(ctx: ServiceContext, settings: AuthSettings) -> AuthContext:
-    """Start-up: indexes, token verification, keys, admin, catch-up, background chores."""
+async def setup_auth(ctx: ServiceContext, settings: AuthSettings) -> AuthApp:
+    """Start-up: token verification, the application and its subscriptions, its start-up
+    work (indexes, keys, admin, catch-up), and the housekeeping timer."""
     security = await install_security(ctx, queue=settings.queue("security"))
-    auth = AuthContext.build(ctx, settings, security)
-    await auth.ensure_indexes()
-    subscribers.subscribe(ctx, auth)
-    await keys.ensure_keys(auth)
-    await accounts.bootstrap_admin(auth)
-    await accounts.record_pending(auth)
-    await peers.record_pending(auth)
-    await projections.replay_disabled(auth)
-    await keys.retire_due(auth)
-    chores = Housekeeping(auth, interval_s=settings.housekeeping_interval_s)
+    auth = AuthApp.build(Ports(log=ctx.log, clock=SYSTEM_CLOCK), ctx.db, settings, security)
+    subscribe(ctx, auth, AUTH_SUBSCRIPTIONS, settings)
+    await auth.start()
+    chores = Periodic("auth-housekeeping", settings.housekeeping_interval_s, auth.tick)
     chores.start()
     ctx.on_shutdown.append(chores.stop)
-    ctx.extras[AUTH_EXTRA] = auth
+    ctx.application = auth
     return auth
 
 

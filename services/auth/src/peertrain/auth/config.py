@@ -33,8 +33,6 @@ class AuthSettings(ServiceSettings):
     service_name: str = "auth"
     port: int = 8001
     api_prefix: str = "/api/auth"
-    queue_prefix: str = "auth"
-    """Names auth's queues (``auth.audit``, ``auth.security``); a test run gets its own."""
 
     admin_username: str = "admin"
     admin_password: SecretStr = SecretStr(DEFAULT_ADMIN_PASSWORD)
@@ -70,10 +68,6 @@ class AuthSettings(ServiceSettings):
     instance reaches it within this time; retiring keys stay published that much longer)."""
     max_published_keys: int = Field(default=8, ge=2)
     housekeeping_interval_s: float = Field(default=30.0, gt=0)
-
-    def queue(self, purpose: str) -> str:
-        """The name of auth's queue for ``purpose``."""
-        return f"{self.queue_prefix}.{purpose}"
 
     @field_validator("trusted_proxies", mode="before")
     @classmethod

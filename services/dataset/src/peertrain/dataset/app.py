@@ -2,32 +2,29 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from fastapi import FastAPI
 
-from peertrain.common.app import ServiceContext, create_app
+from peertrain.common.app import Ports, ServiceContext, create_app, subscribe
+from peertrain.common.clock import SYSTEM_CLOCK
 from peertrain.common.security import install_security
 
-from . import subscribers
 from .api import ROUTERS
-from .api.deps import DATASET_EXTRA
+from .application import DATASET_SUBSCRIPTIONS, DatasetApp
 from .config import DatasetSettings
-from .usecases import DatasetContext
 
 __all__ = ["create_dataset_app", "setup_dataset"]
 
 
-async def setup_dataset(ctx: ServiceContext, settings: DatasetSettings) -> DatasetContext:
-    """Start-up: token verification, indexes, scratch space, subscriptions."""
+async def setup_dataset(ctx: ServiceContext, settings: DatasetSettings) -> DatasetApp:
+    """Start-up: token verification, the application (indexes, scratch space) and its
+    subscriptions."""
     await install_security(ctx, queue=settings.queue("security"))
-    dctx = DatasetContext.build(ctx, settings)
-    await dctx.views.ensure_indexes()
-    await asyncio.to_thread(settings.work_dir.mkdir, parents=True, exist_ok=True)
-    await asyncio.to_thread(dctx.sweep_work_dir)
-    subscribers.subscribe(ctx, dctx)
-    ctx.extras[DATASET_EXTRA] = dctx
-    return dctx
+    ports = Ports(log=ctx.log, blobs=ctx.blobs, clock=SYSTEM_CLOCK)
+    app = DatasetApp.build(ports, ctx.db, settings)
+    await app.start()
+    subscribe(ctx, app, DATASET_SUBSCRIPTIONS, settings)
+    ctx.application = app
+    return app
 
 
 def create_dataset_app(settings: DatasetSettings | None = None) -> FastAPI:

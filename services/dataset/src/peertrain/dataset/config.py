@@ -30,8 +30,6 @@ class DatasetSettings(ServiceSettings):
     port: int = 8003
     api_prefix: str = "/api/datasets"
 
-    queue_prefix: str = "dataset"
-    """Prefix of this service's queue names (``<prefix>.uploads``, ``<prefix>.jobs``, ...)."""
     work_dir: Path = Path(tempfile.gettempdir()) / "peertrain-dataset"
     """Scratch space for validation and sharding (emptied after each run)."""
 
@@ -73,7 +71,3 @@ class DatasetSettings(ServiceSettings):
     def inflate_cap(self) -> int:
         """What an archive may expand to, in total."""
         return self.max_uncompressed_bytes or self.max_upload_bytes
-
-    def queue(self, purpose: str) -> str:
-        """This service's queue for ``purpose``."""
-        return f"{self.queue_prefix}.{purpose}"

@@ -11,7 +11,7 @@ from peertrain.common.events.datasets import ColumnSchema, ImageEncoding
 
 __all__ = [
     "DatasetAccepted",
-    "DatasetError",
+    "DatasetErrorView",
     "DatasetPublic",
     "Preview",
 ]
@@ -24,7 +24,8 @@ class DatasetAccepted(BaseModel):
     status: Literal["validating"] = "validating"
 
 
-class DatasetError(BaseModel):
+# The view of a ``dataset.rejected`` event's error (``DatasetError`` is the exception root).
+class DatasetErrorView(BaseModel):
     """Why a dataset was rejected."""
 
     code: str
@@ -39,7 +40,7 @@ class DatasetPublic(BaseModel):
     name: str
     filename: str
     status: Literal["validating", "validated", "rejected"]
-    error: DatasetError | None = None
+    error: DatasetErrorView | None = None
     size: int
     sha256: str
     kind: Literal["table", "images"] | None = None

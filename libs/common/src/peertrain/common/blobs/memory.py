@@ -91,6 +91,16 @@ class MemoryBlobStore:
         self._written[key] = datetime.now(UTC)
         return PutResult(key=key, size=len(data), sha256=hashlib.sha256(data).hexdigest())
 
+    async def copy(self, source: str, key: str) -> None:
+        """A copy of ``source`` at ``key``.
+
+        Raises
+        ------
+        BlobNotFound
+            No object at ``source``.
+        """
+        await self.put_bytes(key, self._get(source))
+
     async def delete(self, key: str) -> None:
         """Delete ``key``; deleting a missing key is not an error."""
         check_key(key)

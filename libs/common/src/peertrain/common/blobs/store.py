@@ -164,6 +164,22 @@ class BlobStore:
             await self.client.put_object(Bucket=self.bucket, Key=key, Body=data, **extra)
         return PutResult(key=key, size=len(data), sha256=hashlib.sha256(data).hexdigest())
 
+    async def copy(self, source: str, key: str) -> None:
+        """A server-side copy of ``source`` at ``key`` (the same bytes; nothing travels
+        through this process).
+
+        Raises
+        ------
+        BlobNotFound
+            No object at ``source``.
+        """
+        check_key(source)
+        check_key(key)
+        with translated(source):
+            await self.client.copy_object(
+                Bucket=self.bucket, Key=key, CopySource={"Bucket": self.bucket, "Key": source}
+            )
+
     async def delete(self, key: str) -> None:
         """Delete ``key``; deleting a missing key is not an error."""
         check_key(key)

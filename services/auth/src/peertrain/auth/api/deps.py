@@ -1,4 +1,4 @@
-"""Dependencies of auth's routes: the use-case context and the caller's address."""
+"""Dependencies of auth's routes: the application and the caller's address."""
 
 from __future__ import annotations
 
@@ -8,12 +8,11 @@ from fastapi import Depends, Request
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 
-from peertrain.auth.usecases import AuthContext
-from peertrain.common.app import extra
+from peertrain.auth.application import AuthApp
+from peertrain.common.app import application_dep
 from peertrain.common.errors import ValidationFailed
 
 __all__ = [
-    "AUTH_EXTRA",
     "AuthDep",
     "ClientAddress",
     "client_address",
@@ -21,12 +20,9 @@ __all__ = [
     "no_unknown_query",
 ]
 
-AUTH_EXTRA = "auth"
+get_auth = application_dep(AuthApp, "auth is starting")
 
-
-get_auth = extra(AUTH_EXTRA, AuthContext, "auth is starting")
-
-AuthDep = Annotated[AuthContext, Depends(get_auth)]
+AuthDep = Annotated[AuthApp, Depends(get_auth)]
 
 
 def client_address(request: Request, auth: AuthDep) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from dataclasses import dataclass
 from typing import Any
 
 from peertrain.common.ids import new_id
@@ -17,6 +18,7 @@ __all__ = [
     "ENROLLMENT_PREFIX",
     "PEER_SECRET_PREFIX",
     "REFRESH_PREFIX",
+    "IssuedTokens",
     "access_claims",
     "digest",
     "new_enrollment_token",
@@ -29,6 +31,15 @@ REFRESH_PREFIX = "ptr"
 ENROLLMENT_PREFIX = "pte"
 PEER_SECRET_PREFIX = "pts"  # noqa: S105 (a prefix, not a secret)
 _MAX_OPAQUE = 512
+
+
+@dataclass(frozen=True)
+class IssuedTokens:
+    """What a login, a refresh or a peer login hands out."""
+
+    access_token: str
+    expires_in: int
+    refresh_token: str | None = None
 
 
 def access_claims(

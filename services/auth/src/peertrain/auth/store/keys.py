@@ -9,7 +9,6 @@ into the database, not into events.
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -20,6 +19,7 @@ from pymongo import ASCENDING
 from pymongo.asynchronous.database import AsyncDatabase
 
 from peertrain.auth.domain.keys import NewKey
+from peertrain.common.clock import SYSTEM_CLOCK, Clock
 from peertrain.common.events.auth import PublicJwk
 from peertrain.common.security import ALGORITHMS
 
@@ -67,12 +67,17 @@ class KeyStore:
         Where ``<kid>.pem`` files live (created with mode 0700, files 0600).
     cache_s
         How long the active key is used before the database is asked again.
+    clock
+        Times that cache (monotonic).
     """
 
-    def __init__(self, db: AsyncDatabase[Doc], key_dir: Path, *, cache_s: float) -> None:
+    def __init__(
+        self, db: AsyncDatabase[Doc], key_dir: Path, *, cache_s: float, clock: Clock = SYSTEM_CLOCK
+    ) -> None:
         self.col = db["signing_keys"]
         self.key_dir = Path(key_dir)
         self.cache_s = cache_s
+        self.clock = clock
         self._signer: tuple[str, Any] | None = None
         self._signer_until = 0.0
         self._parsed: dict[str, Any] = {}
@@ -144,7 +149,7 @@ class KeyStore:
 
     async def signer(self) -> tuple[str, Any]:
         """``(kid, private key)`` of the active key (cached for ``cache_s``)."""
-        now = time.monotonic()
+        now = self.clock.monotonic()
         if self._signer is not None and now < self._signer_until:
             return self._signer
         doc = await self.col.find_one({"state": "active"})

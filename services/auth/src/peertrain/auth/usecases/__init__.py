@@ -1,5 +1,4 @@
-"""What the auth service does, one module per concern; routes and hooks call these."""
+"""What the auth service does, one module per concern; the application
+(:class:`peertrain.auth.application.AuthApp`), its routes and hooks call these."""
 
-from .context import AuthContext, IssuedTokens
-
-__all__ = ["AuthContext", "IssuedTokens"]
+__all__: list[str] = []

@@ -1,6 +1,15 @@
-"""Accounts: registration, the bootstrapped admin, disabling."""
+"""Accounts: registration, the bootstrapped admin, disabling.
+
+``user.disabled`` in the log is the truth; the ``disabled`` flag on a user document
+and the revocation of that user's sessions follow from it (:func:`apply_disabled`). The
+disable route applies them at once; the audit subscription applies them again on
+delivery (idempotently), and :func:`replay_disabled` rebuilds them from the log at
+start-up, so a crash between the append and the local writes leaves nothing behind.
+"""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -8,11 +17,13 @@ from peertrain.auth.domain.accounts import ADMIN_ROLES, USER_ROLES, validate_use
 from peertrain.auth.domain.errors import UsernameTaken
 from peertrain.auth.store import UserRecord
 from peertrain.common.errors import Conflict, NotFound
-from peertrain.common.events.users import UserDisabled, UserRegistered
+from peertrain.common.events.users import USER_DISABLED, UserDisabled, UserRegistered
 from peertrain.common.ids import new_id
 
-from .context import AuthContext
 from .throttling import admit
+
+if TYPE_CHECKING:
+    from peertrain.auth.application import AuthApp
 
 __all__ = [
     "apply_disabled",
@@ -20,6 +31,7 @@ __all__ = [
     "disable_user",
     "record_pending",
     "register",
+    "replay_disabled",
     "user_stream",
 ]
 
@@ -32,7 +44,7 @@ def user_stream(user_id: str) -> str:
 
 
 async def _create(
-    auth: AuthContext, username: str, password_hash: str, roles: tuple[str, ...], actor: str | None
+    auth: AuthApp, username: str, password_hash: str, roles: tuple[str, ...], actor: str | None
 ) -> UserRecord:
     user = UserRecord(
         id=new_id(),
@@ -47,9 +59,7 @@ async def _create(
     return user
 
 
-async def _record_registered(
-    auth: AuthContext, user: UserRecord, event_id: str, *, actor: str
-) -> None:
+async def _record_registered(auth: AuthApp, user: UserRecord, event_id: str, *, actor: str) -> None:
     """``user.registered`` as the stream's first event (again: the same event, stored
     once); a stream that has other events already is left as it is."""
     data = UserRegistered(user_id=user.id, username=user.username, roles=user.roles)
@@ -60,7 +70,7 @@ async def _record_registered(
     await auth.users.event_recorded(user.id)
 
 
-async def register(auth: AuthContext, username: str, password: str, *, address: str) -> UserRecord:
+async def register(auth: AuthApp, username: str, password: str, *, address: str) -> UserRecord:
     """Create a user account and append ``user.registered``.
 
     A valid request takes a slot of the per-address registration limit before the
@@ -84,7 +94,7 @@ async def register(auth: AuthContext, username: str, password: str, *, address: 
     return await _create(auth, name, password_hash, USER_ROLES, actor=None)
 
 
-async def bootstrap_admin(auth: AuthContext) -> UserRecord:
+async def bootstrap_admin(auth: AuthApp) -> UserRecord:
     """Make sure the admin account from the environment exists, with that password.
 
     Outside development mode the password must also meet the policy (the service
@@ -111,7 +121,7 @@ async def bootstrap_admin(auth: AuthContext) -> UserRecord:
     return await auth.users.get(user.id) or user
 
 
-async def record_pending(auth: AuthContext) -> int:
+async def record_pending(auth: AuthApp) -> int:
     """Append the ``user.registered`` events a crash may have left out (idempotent)."""
     pending = await auth.users.pending()
     for user, event_id in pending:
@@ -120,7 +130,7 @@ async def record_pending(auth: AuthContext) -> int:
 
 
 async def disable_user(
-    auth: AuthContext, user_id: str, *, actor: str, reason: str | None
+    auth: AuthApp, user_id: str, *, actor: str, reason: str | None
 ) -> UserRecord:
     """Disable an account: ``user.disabled``, sessions revoked, tokens refused everywhere.
 
@@ -145,8 +155,18 @@ async def disable_user(
     return await auth.users.get(user.id) or user
 
 
-async def apply_disabled(auth: AuthContext, user_id: str) -> None:
+async def apply_disabled(auth: AuthApp, user_id: str) -> None:
     """The local effects of ``user.disabled`` (idempotent; also run by the subscriber)."""
     auth.security.disabled.add(user_id)
     await auth.users.mark_disabled(user_id)
     await auth.sessions.revoke_user(user_id, now=auth.now(), reason="user disabled")
+
+
+async def replay_disabled(auth: AuthApp) -> int:
+    """Apply every ``user.disabled`` in the log to the accounts here (start-up)."""
+    count = 0
+    async for event in auth.log.read_all(types=[USER_DISABLED]):
+        if isinstance(event.data, UserDisabled) and await auth.users.get(event.data.user_id):
+            await apply_disabled(auth, event.data.user_id)
+            count += 1
+    return count

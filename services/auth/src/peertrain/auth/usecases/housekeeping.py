@@ -3,30 +3,23 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
-from peertrain.common.periodic import Periodic
-
-from .context import AuthContext
 from .keys import retire_due
 
-__all__ = ["Housekeeping"]
+if TYPE_CHECKING:
+    from peertrain.auth.application import AuthApp
+
+__all__ = ["ENROLLMENT_KEEP", "housekeeping"]
 
 ENROLLMENT_KEEP = timedelta(days=7)
 """Expired enrollments stay listed this long, then go."""
 
 
-class Housekeeping(Periodic):
-    """A background task doing :meth:`run_once` every ``interval_s``."""
-
-    def __init__(self, auth: AuthContext, *, interval_s: float) -> None:
-        super().__init__("auth-housekeeping", interval_s, self.run_once)
-        self.auth = auth
-
-    async def run_once(self) -> None:
-        """Retire due keys; delete expired sessions, throttle windows and enrollments."""
-        auth = self.auth
-        now = auth.now()
-        await retire_due(auth)
-        await auth.sessions.purge(now=now)
-        await auth.throttle.purge(now=now)
-        await auth.peers.purge_enrollments(before=now - ENROLLMENT_KEEP)
+async def housekeeping(auth: AuthApp) -> None:
+    """Retire due keys; delete expired sessions, throttle windows and enrollments."""
+    now = auth.now()
+    await retire_due(auth)
+    await auth.sessions.purge(now=now)
+    await auth.throttle.purge(now=now)
+    await auth.peers.purge_enrollments(before=now - ENROLLMENT_KEEP)

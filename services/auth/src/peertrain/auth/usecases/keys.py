@@ -9,6 +9,7 @@ publishes that key; a verifier that has not heard of it yet finds it in the log.
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -19,14 +20,15 @@ from peertrain.common.errors import Conflict
 from peertrain.common.eventlog import ConcurrencyError
 from peertrain.common.events.auth import AUTH_KEYS_STREAM, KeysRotated, PublicJwk
 
-from .context import AuthContext
+if TYPE_CHECKING:
+    from peertrain.auth.application import AuthApp
 
 __all__ = ["ensure_keys", "published", "retire_due", "rotate"]
 
 log = structlog.get_logger(__name__)
 
 
-async def published(auth: AuthContext) -> list[PublicJwk]:
+async def published(auth: AuthApp) -> list[PublicJwk]:
     """The public keys to publish (active first, then newer, then retiring)."""
     records = await auth.keys.all()
     order = {"active": 0, "next": 1, "retiring": 2}
@@ -35,7 +37,7 @@ async def published(auth: AuthContext) -> list[PublicJwk]:
 
 
 async def _announce(
-    auth: AuthContext, keys: list[PublicJwk], active_kid: str, actor: str | None
+    auth: AuthApp, keys: list[PublicJwk], active_kid: str, actor: str | None
 ) -> None:
     event = auth.event(KeysRotated(keys=tuple(keys), active_kid=active_kid), actor=actor)
     try:  # decided on the stream as it is now; a rotation that races this one wins
@@ -45,7 +47,7 @@ async def _announce(
     await auth.security.refresh()
 
 
-async def rotate(auth: AuthContext, *, actor: str | None) -> KeyRecord:
+async def rotate(auth: AuthApp, *, actor: str | None) -> KeyRecord:
     """Make a new key the signing key; the old one stays published until it retires.
 
     Raises
@@ -75,7 +77,7 @@ async def rotate(auth: AuthContext, *, actor: str | None) -> KeyRecord:
     return record
 
 
-async def _activate(auth: AuthContext, kid: str, old_kid: str | None) -> None:
+async def _activate(auth: AuthApp, kid: str, old_kid: str | None) -> None:
     now = auth.now()
     if old_kid is not None:
         when = retires_at(
@@ -87,7 +89,7 @@ async def _activate(auth: AuthContext, kid: str, old_kid: str | None) -> None:
     await auth.keys.move(kid, "next", "active", activated_at=now)
 
 
-async def ensure_keys(auth: AuthContext) -> None:
+async def ensure_keys(auth: AuthApp) -> None:
     """At start-up: finish a rotation cut short, make a first key, check the log agrees."""
     records = await auth.keys.all()
     nxt = next((r for r in records if r.state == "next"), None)
@@ -110,7 +112,7 @@ async def ensure_keys(auth: AuthContext) -> None:
         await _announce(auth, keys, active.kid, None)
 
 
-async def retire_due(auth: AuthContext) -> int:
+async def retire_due(auth: AuthApp) -> int:
     """Unpublish retiring keys whose last token has expired; delete their PEMs."""
     now = auth.now()
     records = await auth.keys.all()

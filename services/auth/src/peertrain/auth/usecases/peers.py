@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import hmac
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from peertrain.auth.domain.errors import InvalidEnrollmentToken, InvalidPeerCredentials
-from peertrain.auth.domain.tokens import digest, new_enrollment_token, new_peer_secret
+from peertrain.auth.domain.tokens import IssuedTokens, digest, new_enrollment_token, new_peer_secret
 from peertrain.auth.store import EnrollmentRecord, PeerRecord
 from peertrain.common.errors import NotFound
 from peertrain.common.events.peers import PeerEnrolled, PeerRemoved, peer_stream
 from peertrain.common.ids import new_id
 from peertrain.common.security import ROLE_PEER, Principal
 
-from .context import AuthContext, IssuedTokens
+if TYPE_CHECKING:
+    from peertrain.auth.application import AuthApp
 
 __all__ = [
     "create_enrollment",
@@ -29,7 +31,7 @@ PEER_ROLES: tuple[str, ...] = (ROLE_PEER,)
 
 
 async def create_enrollment(
-    auth: AuthContext, owner: Principal, *, ttl_s: int | None = None
+    auth: AuthApp, owner: Principal, *, ttl_s: int | None = None
 ) -> tuple[EnrollmentRecord, str]:
     """A one-time enrollment token for a peer of ``owner`` (shown once)."""
     token = new_enrollment_token()
@@ -48,7 +50,7 @@ def _visible(owner_id: str, who: Principal) -> bool:
     return owner_id == who.subject or who.is_admin
 
 
-async def get_enrollment(auth: AuthContext, enrollment_id: str, who: Principal) -> EnrollmentRecord:
+async def get_enrollment(auth: AuthApp, enrollment_id: str, who: Principal) -> EnrollmentRecord:
     """One enrollment of the caller (another user's answers 404, like a missing one)."""
     record = await auth.peers.get_enrollment(enrollment_id)
     if record is None or not _visible(record.owner_id, who):
@@ -56,7 +58,7 @@ async def get_enrollment(auth: AuthContext, enrollment_id: str, who: Principal) 
     return record
 
 
-async def get_peer(auth: AuthContext, peer_id: str, who: Principal) -> PeerRecord:
+async def get_peer(auth: AuthApp, peer_id: str, who: Principal) -> PeerRecord:
     """One peer of the caller (another user's answers 404, like a missing one)."""
     peer = await auth.peers.get_peer(peer_id)
     if peer is None or not _visible(peer.owner_id, who):
@@ -64,7 +66,7 @@ async def get_peer(auth: AuthContext, peer_id: str, who: Principal) -> PeerRecor
     return peer
 
 
-async def enroll(auth: AuthContext, token: str, name: str) -> tuple[PeerRecord, str]:
+async def enroll(auth: AuthApp, token: str, name: str) -> tuple[PeerRecord, str]:
     """Redeem an enrollment token: a new peer of the token's owner, and its secret.
 
     Raises
@@ -98,7 +100,7 @@ async def enroll(auth: AuthContext, token: str, name: str) -> tuple[PeerRecord, 
     return peer, secret
 
 
-async def _record_enrolled(auth: AuthContext, peer: PeerRecord, event_id: str) -> None:
+async def _record_enrolled(auth: AuthApp, peer: PeerRecord, event_id: str) -> None:
     """``peer.enrolled`` as the stream's first event (again: the same event, stored once);
     a stream that has other events already is left as it is."""
     data = PeerEnrolled(peer_id=peer.id, owner_id=peer.owner_id, name=peer.name)
@@ -109,7 +111,7 @@ async def _record_enrolled(auth: AuthContext, peer: PeerRecord, event_id: str) -
     await auth.peers.event_recorded(peer.id)
 
 
-async def record_pending(auth: AuthContext) -> int:
+async def record_pending(auth: AuthApp) -> int:
     """Append the ``peer.enrolled`` events a crash may have left out (idempotent)."""
     pending = await auth.peers.pending()
     for peer, event_id in pending:
@@ -117,7 +119,7 @@ async def record_pending(auth: AuthContext) -> int:
     return len(pending)
 
 
-async def peer_token(auth: AuthContext, peer_id: str, secret: str) -> IssuedTokens:
+async def peer_token(auth: AuthApp, peer_id: str, secret: str) -> IssuedTokens:
     """An access token for a peer (role ``peer``, ``sub`` = peer id, ``owner`` claim).
 
     Raises
@@ -137,7 +139,7 @@ async def peer_token(auth: AuthContext, peer_id: str, secret: str) -> IssuedToke
     return await auth.access_token(subject=peer.id, roles=PEER_ROLES, owner=peer.owner_id)
 
 
-async def removed(auth: AuthContext, event: PeerRemoved, *, at: datetime) -> None:
+async def removed(auth: AuthApp, event: PeerRemoved, *, at: datetime) -> None:
     """``peer.removed`` (from the registry): the peer gets no token from now on (tokens
     it holds expire within their lifetime; the registry refuses its telemetry)."""
     await auth.peers.mark_removed(event.peer_id, at=at)

@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 import structlog
 
 from peertrain.auth.domain.accounts import canonical_username, could_exist
 from peertrain.auth.domain.errors import InvalidCredentials, InvalidRefreshToken, TooManyAttempts
 from peertrain.auth.domain.refresh import Family, Verdict, judge
-from peertrain.auth.domain.tokens import digest, new_refresh_token, split_refresh_token
+from peertrain.auth.domain.tokens import (
+    IssuedTokens,
+    digest,
+    new_refresh_token,
+    split_refresh_token,
+)
 from peertrain.auth.store import UserRecord
 from peertrain.common.events.auth import RefreshReuseDetected
 from peertrain.common.ids import new_id
 
-from .context import AuthContext, IssuedTokens
 from .throttling import admit
+
+if TYPE_CHECKING:
+    from peertrain.auth.application import AuthApp
 
 __all__ = ["login", "logout", "refresh", "start_session"]
 
@@ -26,7 +34,7 @@ def _family_stream(family_id: str) -> str:
     return f"session:{family_id}"
 
 
-async def login(auth: AuthContext, username: str, password: str, *, address: str) -> IssuedTokens:
+async def login(auth: AuthApp, username: str, password: str, *, address: str) -> IssuedTokens:
     """Check a password and start a session.
 
     An unknown username costs one hash too, and fails exactly like a wrong password.
@@ -61,7 +69,7 @@ async def login(auth: AuthContext, username: str, password: str, *, address: str
     return await start_session(auth, user)
 
 
-async def start_session(auth: AuthContext, user: UserRecord) -> IssuedTokens:
+async def start_session(auth: AuthApp, user: UserRecord) -> IssuedTokens:
     """A new refresh-token family and the first pair of tokens."""
     family_id = new_id()
     token = new_refresh_token(family_id)
@@ -77,7 +85,7 @@ async def start_session(auth: AuthContext, user: UserRecord) -> IssuedTokens:
     return IssuedTokens(issued.access_token, issued.expires_in, refresh_token=token)
 
 
-async def refresh(auth: AuthContext, token: str) -> IssuedTokens:
+async def refresh(auth: AuthApp, token: str) -> IssuedTokens:
     """Rotate: the presented refresh token is spent, a new pair is issued.
 
     Presenting an already-spent token revokes the whole family and appends
@@ -115,7 +123,7 @@ async def refresh(auth: AuthContext, token: str) -> IssuedTokens:
     raise InvalidRefreshToken()
 
 
-async def _reuse_detected(auth: AuthContext, family: Family) -> None:
+async def _reuse_detected(auth: AuthApp, family: Family) -> None:
     if not await auth.sessions.revoke(family.id, now=auth.now(), reason="refresh token reuse"):
         return  # already revoked by a concurrent detection: one event is enough
     log.warning("refresh token reuse: family revoked", family_id=family.id, user_id=family.user_id)
@@ -124,7 +132,7 @@ async def _reuse_detected(auth: AuthContext, family: Family) -> None:
     await auth.streams.save(new, [auth.event(data, actor=family.user_id)])
 
 
-async def logout(auth: AuthContext, token: str) -> None:
+async def logout(auth: AuthApp, token: str) -> None:
     """Revoke the family of a refresh token (current or already used).
 
     Answers the same whatever the token (RFC 7009): nothing to learn from it.

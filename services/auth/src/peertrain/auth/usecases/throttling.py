@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import structlog
 from prometheus_client import Counter
 
 from peertrain.auth.domain.errors import TooManyAttempts
 from peertrain.auth.domain.throttle import Limit, Refused, Slot
 
-from .context import AuthContext
+if TYPE_CHECKING:
+    from peertrain.auth.application import AuthApp
 
 __all__ = ["THROTTLED", "admit"]
 
@@ -21,7 +24,7 @@ THROTTLED = Counter(
 )
 
 
-async def admit(auth: AuthContext, limit: Limit, *parts: str) -> Slot:
+async def admit(auth: AuthApp, limit: Limit, *parts: str) -> Slot:
     """A slot of ``limit`` for the key of ``parts``.
 
     Raises

@@ -6,14 +6,12 @@ from typing import Annotated
 
 from fastapi import Depends
 
-from peertrain.common.app import extra
-from peertrain.dataset.usecases import DatasetContext
+from peertrain.common.app import application_dep
+from peertrain.dataset.application import DatasetApp
 
-__all__ = ["DATASET_EXTRA", "DatasetDep", "get_dataset_context"]
-
-DATASET_EXTRA = "dataset"
+__all__ = ["DatasetDep", "get_dataset_app"]
 
 
-get_dataset_context = extra(DATASET_EXTRA, DatasetContext, "the dataset service is starting")
+get_dataset_app = application_dep(DatasetApp, "the dataset service is starting")
 
-DatasetDep = Annotated[DatasetContext, Depends(get_dataset_context)]
+DatasetDep = Annotated[DatasetApp, Depends(get_dataset_app)]

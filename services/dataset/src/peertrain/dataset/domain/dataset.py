@@ -14,7 +14,7 @@ from peertrain.common.events.datasets import (
     DatasetValidated,
 )
 
-__all__ = ["DatasetState", "Status", "apply", "fold", "raw_prefix"]
+__all__ = ["DatasetState", "Status", "apply", "fold", "raw_prefix", "schema_key"]
 
 Status = Literal["validating", "validated", "rejected", "deleted"]
 
@@ -22,6 +22,11 @@ Status = Literal["validating", "validated", "rejected", "deleted"]
 def raw_prefix(dataset_id: str) -> str:
     """Every object of a dataset lives under ``datasets/<id>/``."""
     return f"datasets/{dataset_id}/"
+
+
+def schema_key(dataset_id: str) -> str:
+    """Where a validated dataset's full schema is kept (JSON list of columns)."""
+    return f"{raw_prefix(dataset_id)}schema.json"
 
 
 @dataclass(frozen=True)

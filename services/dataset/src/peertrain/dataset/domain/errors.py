@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from peertrain.common.errors import PeerTrainError
-from peertrain.common.errors import QuotaExceeded as CommonQuotaExceeded
+from peertrain.common.errors import PeerTrainError, QuotaExceeded
 
 __all__ = [
     "ArchiveBomb",
@@ -20,6 +19,7 @@ __all__ = [
     "DatasetGone",
     "DatasetNotFound",
     "DatasetNotReady",
+    "DatasetQuotaExceeded",
     "EmptyFile",
     "FieldTooLarge",
     "InvalidDataset",
@@ -28,7 +28,6 @@ __all__ = [
     "MissingLabelColumn",
     "NotCsvOrZip",
     "NotUtf8",
-    "QuotaExceeded",
     "RaggedRow",
     "SingleClass",
     "TooFewRows",
@@ -84,7 +83,7 @@ class UploadTooLarge(DatasetError, ValueError):
         )
 
 
-class QuotaExceeded(CommonQuotaExceeded, DatasetError):
+class DatasetQuotaExceeded(QuotaExceeded, DatasetError):
     """The upload would take the user past a quota (datasets kept, or bytes stored).
 
     ``detail`` names the ``quota`` (``datasets`` or ``bytes``), its ``limit``, what is

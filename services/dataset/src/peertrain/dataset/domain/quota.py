@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from peertrain.dataset.domain.errors import QuotaExceeded
+from peertrain.dataset.domain.errors import DatasetQuotaExceeded
 
 __all__ = ["Quota", "Usage"]
 
@@ -34,7 +34,7 @@ class Quota:
         return max(0, self.max_bytes - usage.bytes)
 
     def check(self, usage: Usage, incoming: int = 0) -> None:
-        """Refuse (:class:`QuotaExceeded`) one more dataset of ``incoming`` bytes.
+        """Refuse (:class:`DatasetQuotaExceeded`) one more dataset of ``incoming`` bytes.
 
         Parameters
         ----------
@@ -44,7 +44,7 @@ class Quota:
             The new dataset's size, or a lower bound of it (0 when unknown yet).
         """
         if usage.datasets >= self.max_datasets:
-            raise QuotaExceeded(
+            raise DatasetQuotaExceeded(
                 f"you keep {usage.datasets} datasets, the most allowed: delete one first",
                 quota="datasets",
                 limit=self.max_datasets,
@@ -53,9 +53,9 @@ class Quota:
         if usage.bytes + incoming > self.max_bytes or usage.bytes >= self.max_bytes:
             raise self.bytes_exceeded(usage, incoming)
 
-    def bytes_exceeded(self, usage: Usage, incoming: int) -> QuotaExceeded:
+    def bytes_exceeded(self, usage: Usage, incoming: int) -> DatasetQuotaExceeded:
         """The refusal of ``incoming`` more bytes (at least that many, while streaming)."""
-        return QuotaExceeded(
+        return DatasetQuotaExceeded(
             f"this upload would take your datasets past {self.max_bytes} bytes: delete some first",
             quota="bytes",
             limit=self.max_bytes,

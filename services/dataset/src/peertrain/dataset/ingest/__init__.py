@@ -1,1 +1,2 @@
-"""Reading uploads safely: format detection, ZIP checks, bounded decompression, CSV text."""
+"""Reading uploads safely: the streamed form, format detection, ZIP checks, bounded
+decompression, CSV text."""

@@ -1,5 +1,4 @@
-"""The dataset service's use cases: the shell around the pure core."""
+"""The dataset service's use cases: the shell around the pure core; they take the
+application (:class:`peertrain.dataset.application.DatasetApp`)."""
 
-from .context import DatasetContext
-
-__all__ = ["DatasetContext"]
+__all__: list[str] = []

@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from peertrain.common.blobs import BlobStore
-from peertrain.common.blobs.errors import translated
 from peertrain.common.events.datasets import ArtifactRef
 
 __all__ = ["copy_object", "upload_file"]
@@ -42,8 +41,5 @@ async def upload_file(
 
 async def copy_object(blobs: BlobStore, source: ArtifactRef, key: str) -> ArtifactRef:
     """A server-side copy of ``source`` at ``key`` (same bytes, same SHA-256)."""
-    with translated(source.key):
-        await blobs.client.copy_object(
-            Bucket=blobs.bucket, Key=key, CopySource={"Bucket": blobs.bucket, "Key": source.key}
-        )
+    await blobs.copy(source.key, key)
     return source.model_copy(update={"key": key})

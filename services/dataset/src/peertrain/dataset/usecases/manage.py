@@ -3,28 +3,29 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from peertrain.common.blobs import BlobNotFound
 from peertrain.common.eventlog import ConcurrencyError
 from peertrain.common.events.datasets import DatasetDeleted
-from peertrain.dataset.domain.dataset import DatasetState, raw_prefix
+from peertrain.dataset.domain.dataset import DatasetState, raw_prefix, schema_key
 from peertrain.dataset.domain.errors import DatasetNotFound, DatasetNotReady
-from peertrain.dataset.projections import schema_key
 
-from .context import DatasetContext
+if TYPE_CHECKING:
+    from peertrain.dataset.application import DatasetApp
+
 
 __all__ = ["delete_dataset", "get_dataset", "preview"]
 
 Doc = dict[str, Any]
 
 
-async def get_dataset(dctx: DatasetContext, dataset_id: str, user_id: str) -> Doc:
+async def get_dataset(app: DatasetApp, dataset_id: str, user_id: str) -> Doc:
     """The read model's document, if the caller owns the dataset (else 404)."""
-    doc = await dctx.views.get(dataset_id)
+    doc = await app.views.get(dataset_id)
     if doc is None:
         # Appended but not projected yet (or the projection lags): fold the log.
-        state = await dctx.load(dataset_id)
+        state = await app.load(dataset_id)
         if state is not None and state.visible_to(user_id):
             doc = {
                 "_id": dataset_id,
@@ -40,15 +41,15 @@ async def get_dataset(dctx: DatasetContext, dataset_id: str, user_id: str) -> Do
         raise DatasetNotFound(dataset_id)
     if doc.get("status") == "validated" and doc.get("schema") is None:
         try:  # a wide table: its schema is kept in the bucket
-            doc["schema"] = json.loads(await dctx.blobs.get_bytes(schema_key(dataset_id)))
+            doc["schema"] = json.loads(await app.blobs.get_bytes(schema_key(dataset_id)))
         except BlobNotFound:
             raise DatasetNotFound(dataset_id) from None
     return doc
 
 
-async def preview(dctx: DatasetContext, dataset_id: str, user_id: str) -> Any:
+async def preview(app: DatasetApp, dataset_id: str, user_id: str) -> Any:
     """The first rows, as written by validation."""
-    doc = await get_dataset(dctx, dataset_id, user_id)
+    doc = await get_dataset(app, dataset_id, user_id)
     key = doc.get("preview_key")
     if doc.get("status") != "validated" or not key:
         raise DatasetNotReady(
@@ -56,12 +57,12 @@ async def preview(dctx: DatasetContext, dataset_id: str, user_id: str) -> Any:
             detail={"status": doc.get("status")},
         )
     try:
-        return json.loads(await dctx.blobs.get_bytes(key))
+        return json.loads(await app.blobs.get_bytes(key))
     except BlobNotFound:
         raise DatasetNotFound(dataset_id) from None
 
 
-async def delete_dataset(dctx: DatasetContext, dataset_id: str, user_id: str) -> None:
+async def delete_dataset(app: DatasetApp, dataset_id: str, user_id: str) -> None:
     """Append ``dataset.deleted`` and remove every object under ``datasets/<id>/``."""
 
     def decide(state: DatasetState | None) -> list[DatasetDeleted]:
@@ -70,9 +71,9 @@ async def delete_dataset(dctx: DatasetContext, dataset_id: str, user_id: str) ->
         return [DatasetDeleted(dataset_id=dataset_id, owner_id=user_id)]
 
     try:  # validation may finish meanwhile: then it is decided again on the new state
-        await dctx.execute(
+        await app.execute(
             dataset_id, decide, retries=4, refresh=True, actor=user_id, correlation_id=dataset_id
         )
     except ConcurrencyError:
         raise DatasetNotReady(f"dataset {dataset_id!r} keeps changing; try again") from None
-    await dctx.blobs.delete_prefix(raw_prefix(dataset_id))
+    await app.blobs.delete_prefix(raw_prefix(dataset_id))

@@ -11,6 +11,7 @@ import asyncio
 import io
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import structlog
@@ -32,7 +33,10 @@ from peertrain.dataset.domain.sharding import ShardingStrategy, strategy_for
 from peertrain.dataset.prepare.shards import ShardFile, job_prefix, shard_key, write_shards
 
 from .artifacts import copy_object, upload_file
-from .context import DatasetContext
+
+if TYPE_CHECKING:
+    from peertrain.dataset.application import DatasetApp
+
 
 __all__ = ["shard_for_job"]
 
@@ -42,51 +46,49 @@ _POLL_S = 0.5
 _PARALLEL_UPLOADS = 2
 
 
-async def _wait_until_decided(dctx: DatasetContext, dataset_id: str) -> DatasetState | None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + dctx.settings.shard_wait_s
+async def _wait_until_decided(app: DatasetApp, dataset_id: str) -> DatasetState | None:
+    clock = app.clock
+    deadline = clock.monotonic() + app.settings.shard_wait_s
     while True:
-        state = await dctx.load(dataset_id)
-        if state is None or state.status != "validating" or loop.time() >= deadline:
+        state = await app.load(dataset_id)
+        if state is None or state.status != "validating" or clock.monotonic() >= deadline:
             return state
         await asyncio.sleep(_POLL_S)
 
 
-async def shard_for_job(dctx: DatasetContext, event: RecordedEvent) -> None:
+async def shard_for_job(app: DatasetApp, event: RecordedEvent) -> None:
     """Shard the job's dataset (or record why not)."""
     assert isinstance(event.data, JobCreated)
     job = event.data
     stream = sharding_stream(job.job_id)
-    if (await dctx.sharding.load(stream)).version > 0:
+    if (await app.sharding.load(stream)).version > 0:
         return
-    state = await _wait_until_decided(dctx, job.dataset_id)
+    state = await _wait_until_decided(app, job.dataset_id)
     if state is None or state.status == "deleted" or state.owner_id != job.owner_id:
-        await _fail(dctx, event, "dataset_not_found", f"no dataset {job.dataset_id!r} for this job")
+        await _fail(app, event, "dataset_not_found", f"no dataset {job.dataset_id!r} for this job")
         return
     if state.status == "rejected":
-        await _fail(dctx, event, "dataset_rejected", f"dataset {job.dataset_id!r} was rejected")
+        await _fail(app, event, "dataset_rejected", f"dataset {job.dataset_id!r} was rejected")
         return
     if state.status != "validated" or state.validated is None:
-        await _fail(
-            dctx, event, "dataset_not_ready", f"dataset {job.dataset_id!r} is not validated"
-        )
+        await _fail(app, event, "dataset_not_ready", f"dataset {job.dataset_id!r} is not validated")
         return
     try:
-        sharded = await _shard(dctx, job, state.validated)
+        sharded = await _shard(app, job, state.validated)
     except (TooFewRows, DatasetGone) as exc:
-        await _fail(dctx, event, exc.code, exc.message)
+        await _fail(app, event, exc.code, exc.message)
         return
-    if not await _record(dctx, event, sharded):
+    if not await _record(app, event, sharded):
         return  # another delivery got there first; its shards are the same bytes
     log.info("dataset sharded", job_id=job.job_id, shards=len(sharded.shards))
 
 
 async def _record(
-    dctx: DatasetContext, cause: RecordedEvent, outcome: DatasetSharded | DatasetShardingFailed
+    app: DatasetApp, cause: RecordedEvent, outcome: DatasetSharded | DatasetShardingFailed
 ) -> bool:
     """Append the job's one sharding outcome; ``False`` if it has one already."""
     assert isinstance(cause.data, JobCreated)
-    saved = await dctx.sharding.execute(
+    saved = await app.sharding.execute(
         sharding_stream(cause.data.job_id),
         lambda version: [] if version else [outcome],
         new=True,
@@ -96,12 +98,12 @@ async def _record(
     return bool(saved.events)
 
 
-async def _shard(dctx: DatasetContext, job: JobCreated, data: DatasetValidated) -> DatasetSharded:
-    blobs = dctx.blobs
+async def _shard(app: DatasetApp, job: JobCreated, data: DatasetValidated) -> DatasetSharded:
+    blobs = app.blobs
     prefix = job_prefix(job.job_id)
     strategy = strategy_for(job.sharding)
     started = time.perf_counter()
-    async with dctx.workspace(f"shard-{job.job_id}") as scratch:
+    async with app.workspace(f"shard-{job.job_id}") as scratch:
         try:
             labels_bytes = await blobs.get_bytes(data.train_y.key)
             x_path = scratch / "train-x.npy"
@@ -170,12 +172,12 @@ def _cut(
     return write_shards(x_path, labels, assignment, n_shards, num_classes, out)
 
 
-async def _fail(dctx: DatasetContext, cause: RecordedEvent, code: str, message: str) -> None:
+async def _fail(app: DatasetApp, cause: RecordedEvent, code: str, message: str) -> None:
     assert isinstance(cause.data, JobCreated)
     job = cause.data
     failed = DatasetShardingFailed(
         dataset_id=job.dataset_id, job_id=job.job_id, code=code, message=message
     )
-    if not await _record(dctx, cause, failed):
+    if not await _record(app, cause, failed):
         return
     log.info("sharding failed", job_id=job.job_id, reason=code)

@@ -17,21 +17,23 @@ import math
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from peertrain.common.blobs import BlobTooLarge
 from peertrain.common.events import NewEvent, RecordedEvent
 from peertrain.common.events.datasets import ArtifactRef, DatasetUploaded
 from peertrain.common.features import parse_missing_values
 from peertrain.common.ids import new_id
-from peertrain.dataset.api.form import FormPart, StreamingForm, boundary_of
 from peertrain.dataset.domain.dataset import raw_prefix
 from peertrain.dataset.domain.errors import InvalidUploadForm, UploadTooLarge
 from peertrain.dataset.domain.holdout import MAX_HOLDOUT_SEED
 from peertrain.dataset.domain.quota import Usage
+from peertrain.dataset.ingest.form import FormPart, StreamingForm, boundary_of
 from peertrain.dataset.ingest.formats import SNIFF_BYTES, detect_format
 
-from .context import DatasetContext
+if TYPE_CHECKING:
+    from peertrain.dataset.application import DatasetApp
+
 
 __all__ = ["FORM_FIELDS", "UploadOptions", "receive_upload"]
 
@@ -134,13 +136,13 @@ async def _prefix(chunks: AsyncIterator[bytes]) -> tuple[bytes, bool]:
 
 
 async def _store_file(
-    dctx: DatasetContext, part: FormPart, dataset_id: str, usage: Usage
+    app: DatasetApp, part: FormPart, dataset_id: str, usage: Usage
 ) -> tuple[ArtifactRef, str]:
-    cap = dctx.settings.max_upload_bytes
-    limit = min(cap, dctx.quota.room(usage))
+    cap = app.settings.max_upload_bytes
+    limit = min(cap, app.quota.room(usage))
 
     def too_large() -> Exception:  # past the file cap (413), or past the quota (403)
-        return UploadTooLarge(cap) if limit == cap else dctx.quota.bytes_exceeded(usage, limit + 1)
+        return UploadTooLarge(cap) if limit == cap else app.quota.bytes_exceeded(usage, limit + 1)
 
     filename = part.filename or "upload"
     chunks = part.data()
@@ -156,14 +158,14 @@ async def _store_file(
 
     key = f"{raw_prefix(dataset_id)}raw/{safe_filename(filename)}"
     try:
-        result = await dctx.blobs.put_stream(key, body(), max_bytes=limit)
+        result = await app.blobs.put_stream(key, body(), max_bytes=limit)
     except BlobTooLarge:
         raise too_large() from None
     return ArtifactRef(key=key, sha256=result.sha256, size=result.size), filename
 
 
 async def receive_upload(
-    dctx: DatasetContext,
+    app: DatasetApp,
     body: AsyncIterator[bytes],
     *,
     content_type: str | None,
@@ -174,16 +176,16 @@ async def receive_upload(
 
     Raises
     ------
-    UnsupportedMediaType, UploadTooLarge, QuotaExceeded, InvalidUploadForm, InvalidDataset
+    UnsupportedMediaType, UploadTooLarge, DatasetQuotaExceeded, InvalidUploadForm, InvalidDataset
         The upload is refused; nothing of it is stored.
     """
     boundary = boundary_of(content_type)
-    cap = dctx.settings.max_upload_bytes
+    cap = app.settings.max_upload_bytes
     if content_length is not None and content_length > cap + _FORM_OVERHEAD:
         raise UploadTooLarge(cap)
-    usage = await dctx.views.usage(owner_id)
+    usage = await app.views.usage(owner_id)
     announced = max(0, (content_length or 0) - _FORM_OVERHEAD)  # the file's least size
-    dctx.quota.check(usage, announced)
+    app.quota.check(usage, announced)
     dataset_id = new_id()
     form = StreamingForm(body, boundary)
     fields: dict[str, str] = {}
@@ -198,12 +200,12 @@ async def receive_upload(
             if part.name in fields or (part.name == "file" and raw is not None):
                 raise InvalidUploadForm(f"form field {part.name!r} is given twice")
             if part.name == "file":
-                raw, filename = await _store_file(dctx, part, dataset_id, usage)
+                raw, filename = await _store_file(app, part, dataset_id, usage)
             else:
                 fields[part.name] = await part.text(_FIELD_LIMIT)
         if raw is None:
             raise InvalidUploadForm("the form has no 'file' part", detail={"field": "file"})
-        options = _options(fields, dctx.settings.default_holdout_fraction)
+        options = _options(fields, app.settings.default_holdout_fraction)
         uploaded = DatasetUploaded(
             dataset_id=dataset_id,
             owner_id=owner_id,
@@ -218,13 +220,13 @@ async def receive_upload(
             missing_values=options.missing_values,
         )
         event = NewEvent.of(
-            uploaded, producer=dctx.producer, actor=owner_id, correlation_id=dataset_id
+            uploaded, producer=app.producer, actor=owner_id, correlation_id=dataset_id
         )
-        async with dctx.owner_lock(owner_id):  # other uploads of the user finished meanwhile
-            dctx.quota.check(await dctx.views.usage(owner_id), raw.size)
-            saved = await dctx.execute(dataset_id, lambda _: [event], new=True, retries=0)
+        async with app.owner_lock(owner_id):  # other uploads of the user finished meanwhile
+            app.quota.check(await app.views.usage(owner_id), raw.size)
+            saved = await app.execute(dataset_id, lambda _: [event], new=True, retries=0)
     except BaseException:
         if raw is not None:
-            await asyncio.shield(dctx.blobs.delete(raw.key))
+            await asyncio.shield(app.blobs.delete(raw.key))
         raise
     return saved.events[0]

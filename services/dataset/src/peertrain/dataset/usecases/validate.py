@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -23,39 +24,41 @@ from peertrain.common.events.datasets import (
     DatasetUploaded,
     DatasetValidated,
 )
-from peertrain.dataset.domain.dataset import DatasetState, raw_prefix
+from peertrain.dataset.domain.dataset import DatasetState, raw_prefix, schema_key
 from peertrain.dataset.domain.errors import InvalidDataset
 from peertrain.dataset.domain.holdout import holdout_seed
 from peertrain.dataset.prepare import PreparedDataset, PrepareOptions, prepare_upload
-from peertrain.dataset.projections import schema_key
 
 from .artifacts import upload_file
-from .context import DatasetContext
+
+if TYPE_CHECKING:
+    from peertrain.dataset.application import DatasetApp
+
 
 __all__ = ["validate_upload"]
 
 log = structlog.get_logger(__name__)
 
 
-async def validate_upload(dctx: DatasetContext, event: RecordedEvent) -> None:
+async def validate_upload(app: DatasetApp, event: RecordedEvent) -> None:
     """Validate the upload ``event`` announced (a no-op once it was decided)."""
     assert isinstance(event.data, DatasetUploaded)
-    state = await dctx.load(event.data.dataset_id)
+    state = await app.load(event.data.dataset_id)
     if state is None or state.status != "validating":
         return
     uploaded = state.uploaded
     clock = _Clock()
-    async with dctx.workspace(f"validate-{uploaded.dataset_id}") as scratch:
+    async with app.workspace(f"validate-{uploaded.dataset_id}") as scratch:
         raw_path = scratch / "raw"
         try:
-            digest = await dctx.blobs.download_to(uploaded.raw.key, raw_path)
+            digest = await app.blobs.download_to(uploaded.raw.key, raw_path)
             clock.lap("downloaded")
         except BlobNotFound:
-            await _reject(dctx, state, event, InvalidDataset("the uploaded file is gone"))
+            await _reject(app, state, event, InvalidDataset("the uploaded file is gone"))
             return
         if digest.sha256 != uploaded.raw.sha256:
             await _reject(
-                dctx, state, event, InvalidDataset("the uploaded file changed after upload")
+                app, state, event, InvalidDataset("the uploaded file changed after upload")
             )
             return
         options = PrepareOptions(
@@ -72,32 +75,32 @@ async def validate_upload(dctx: DatasetContext, event: RecordedEvent) -> None:
         work.mkdir()
         try:
             prepared = await asyncio.to_thread(
-                prepare_upload, raw_path, uploaded.filename, work, options, dctx.limits
+                prepare_upload, raw_path, uploaded.filename, work, options, app.limits
             )
         except InvalidDataset as exc:
-            await _reject(dctx, state, event, exc)
+            await _reject(app, state, event, exc)
             return
         except (MemoryError, OSError, BlobError):
             raise  # the machine, not the data: worth another delivery
         except Exception as exc:
             log.exception("validation failed unexpectedly", dataset_id=uploaded.dataset_id)
             await _reject(
-                dctx, state, event, InvalidDataset(f"the file could not be read: {exc!r}"[:300])
+                app, state, event, InvalidDataset(f"the file could not be read: {exc!r}"[:300])
             )
             return
         clock.lap("prepared")
         raw_path.unlink(missing_ok=True)
-        await _accept(dctx, state, event, prepared)
+        await _accept(app, state, event, prepared)
         clock.lap("stored")
         log.info("validation timings", dataset_id=uploaded.dataset_id, **clock.laps)
 
 
 async def _accept(
-    dctx: DatasetContext, state: DatasetState, cause: RecordedEvent, prepared: PreparedDataset
+    app: DatasetApp, state: DatasetState, cause: RecordedEvent, prepared: PreparedDataset
 ) -> None:
     dataset_id = state.dataset_id
     prefix = raw_prefix(dataset_id)
-    blobs = dctx.blobs
+    blobs = app.blobs
     preview_path = prepared.train_x.parent / "preview.json"
     preview_path.write_text(json.dumps(prepared.preview, ensure_ascii=False))
     train_x = await upload_file(
@@ -136,7 +139,7 @@ async def _accept(
         holdout_seed=prepared.holdout_seed,
         notes=prepared.notes,
     )
-    saved = await dctx.execute(
+    saved = await app.execute(
         dataset_id, _while_validating(validated), causation=cause, actor=state.owner_id
     )
     if not saved.events:
@@ -149,10 +152,10 @@ async def _accept(
 
 
 async def _reject(
-    dctx: DatasetContext, state: DatasetState, cause: RecordedEvent, error: InvalidDataset
+    app: DatasetApp, state: DatasetState, cause: RecordedEvent, error: InvalidDataset
 ) -> None:
     dataset_id = state.dataset_id
-    await dctx.blobs.delete_prefix(raw_prefix(dataset_id))
+    await app.blobs.delete_prefix(raw_prefix(dataset_id))
     detail = error.detail if isinstance(error.detail, dict) else None
     rejected = DatasetRejected(
         dataset_id=dataset_id,
@@ -160,7 +163,7 @@ async def _reject(
         message=error.message,
         detail={k: _scalar(v) for k, v in detail.items()} if detail else None,
     )
-    saved = await dctx.execute(
+    saved = await app.execute(
         dataset_id, _while_validating(rejected), causation=cause, actor=state.owner_id
     )
     if not saved.events:

@@ -8,8 +8,9 @@ from fastapi import APIRouter, Depends, Form, Response, status
 
 from peertrain.auth.api.deps import AuthDep, ClientAddress, no_unknown_query
 from peertrain.auth.api.responses import errors
+from peertrain.auth.domain.tokens import IssuedTokens
 from peertrain.auth.models import RefreshRequest, TokenPair
-from peertrain.auth.usecases import IssuedTokens, sessions
+from peertrain.auth.usecases import sessions
 
 __all__ = ["router"]
 

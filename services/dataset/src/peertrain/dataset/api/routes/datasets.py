@@ -87,7 +87,7 @@ _UPLOAD_BODY = {
     openapi_extra=_UPLOAD_BODY,
 )
 async def upload(
-    request: Request, response: Response, user: CurrentUser, dctx: DatasetDep
+    request: Request, response: Response, user: CurrentUser, app: DatasetDep
 ) -> DatasetAccepted:
     """The body streams to object storage as it arrives, with its SHA-256 computed on the
     way; a body over the cap is refused (413) as soon as it passes the cap, one that
@@ -95,37 +95,37 @@ async def upload(
     does not arrive in time with 408."""
     length = request.headers.get("content-length")
     event = await receive_upload(
-        dctx,
+        app,
         request.stream(),
         content_type=request.headers.get("content-type"),
         content_length=int(length) if length and length.isdigit() else None,
         owner_id=user.subject,
     )
     dataset_id = event.data.dataset_id  # type: ignore[union-attr]
-    response.headers["Location"] = f"{dctx.settings.api_prefix}/{dataset_id}"
+    response.headers["Location"] = f"{app.settings.api_prefix}/{dataset_id}"
     return DatasetAccepted(dataset_id=dataset_id)
 
 
 @router.get("/", summary="The caller's datasets, newest first", responses=errors())
 async def list_datasets(
-    user: CurrentUser, dctx: DatasetDep, paging: PagingDep
+    user: CurrentUser, app: DatasetDep, paging: PagingDep
 ) -> Page[DatasetPublic]:
     """Validating, validated and rejected datasets (not deleted ones)."""
-    docs = await dctx.views.list_for(user.subject, limit=paging.fetch, offset=paging.offset)
+    docs = await app.views.list_for(user.subject, limit=paging.fetch, offset=paging.offset)
     return Page[DatasetPublic].of([DatasetPublic.from_doc(d) for d in docs], paging)
 
 
 @router.get("/{dataset_id}", summary="One dataset", responses=errors(404))
-async def read_dataset(dataset_id: str, user: CurrentUser, dctx: DatasetDep) -> DatasetPublic:
+async def read_dataset(dataset_id: str, user: CurrentUser, app: DatasetDep) -> DatasetPublic:
     """Status (``validating``, ``validated``, ``rejected`` with the reason), counts, schema,
     label column and classes."""
-    return DatasetPublic.from_doc(await get_dataset(dctx, dataset_id, user.subject))
+    return DatasetPublic.from_doc(await get_dataset(app, dataset_id, user.subject))
 
 
 @router.get("/{dataset_id}/preview", summary="The first rows", responses=errors(404, 409))
-async def read_preview(dataset_id: str, user: CurrentUser, dctx: DatasetDep) -> Preview:
+async def read_preview(dataset_id: str, user: CurrentUser, app: DatasetDep) -> Preview:
     """The first rows as uploaded (trimmed); image datasets list their first files."""
-    return Preview.model_validate(await preview(dctx, dataset_id, user.subject))
+    return Preview.model_validate(await preview(app, dataset_id, user.subject))
 
 
 @router.delete(
@@ -134,9 +134,9 @@ async def read_preview(dataset_id: str, user: CurrentUser, dctx: DatasetDep) -> 
     summary="Delete a dataset and its objects",
     responses=errors(404, 409),
 )
-async def remove_dataset(dataset_id: str, user: CurrentUser, dctx: DatasetDep) -> Response:
+async def remove_dataset(dataset_id: str, user: CurrentUser, app: DatasetDep) -> Response:
     """The owner only. Shards already written for jobs stay with those jobs."""
-    await delete_dataset(dctx, dataset_id, user.subject)
+    await delete_dataset(app, dataset_id, user.subject)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 

@@ -1,4 +1,19 @@
-"""What every use case of the dataset service works with."""
+"""The dataset service's application: its ports, read model, limits and working memory,
+and what it hears, as data (:data:`DATASET_SUBSCRIPTIONS`).
+
+``<prefix>.uploads``
+    ``dataset.uploaded`` -> validation (its own event: the upload answers at once).
+``<prefix>.jobs``
+    ``job.created`` -> sharding.
+``<prefix>.projection``
+    the lifecycle events -> the read model (version-guarded) and the repository's
+    cache, and the removal of a deleted dataset's objects (repeated harmlessly if the
+    route already did it).
+
+The first two record processed events in an inbox; their effects are also guarded by
+the log itself (a decided dataset is not validated again, a job's sharding stream takes
+one event), so a redelivery has no second effect.
+"""
 
 from __future__ import annotations
 
@@ -11,36 +26,52 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import structlog
+from pymongo.asynchronous.database import AsyncDatabase
 
-from peertrain.common.app import ServiceContext
+from peertrain.common.app import On, Ports, Table
 from peertrain.common.blobs import BlobStore
+from peertrain.common.clock import Clock
 from peertrain.common.eventlog import VERSION_ONLY, Decide, EventLog, Fold, Repository, Saved
 from peertrain.common.events import RecordedEvent
-from peertrain.common.events.datasets import dataset_stream
+from peertrain.common.events.datasets import DATASET_UPLOADED, DatasetDeleted, dataset_stream
+from peertrain.common.events.training import JOB_CREATED
 from peertrain.common.processes import pid_alive
 from peertrain.dataset.config import DatasetSettings
-from peertrain.dataset.domain.dataset import DatasetState, apply
+from peertrain.dataset.domain.dataset import DatasetState, apply, raw_prefix
 from peertrain.dataset.domain.limits import Limits
 from peertrain.dataset.domain.quota import Quota
-from peertrain.dataset.projections import DatasetViews
+from peertrain.dataset.readmodel import LIFECYCLE_EVENTS, DatasetReadModel, DatasetViews
 
-__all__ = ["DatasetContext"]
+from .usecases.shard import shard_for_job
+from .usecases.validate import validate_upload
+
+__all__ = ["DATASET_FOLD", "DATASET_SUBSCRIPTIONS", "DatasetApp"]
 
 log = structlog.get_logger(__name__)
 
 DATASET_FOLD: Fold[DatasetState | None] = Fold(initial=lambda _stream: None, apply=apply)
 """A ``dataset:<id>`` stream folded into its :class:`DatasetState` (None until uploaded)."""
 
+DATASET_SUBSCRIPTIONS: Table = (
+    On("uploads", (DATASET_UPLOADED,), "on_uploaded", inbox=True),
+    On("jobs", (JOB_CREATED,), "on_job_created", inbox=True),
+    On("projection", LIFECYCLE_EVENTS, "on_lifecycle"),
+)
+"""What the dataset service hears (its token-verification queue, ``<prefix>.security``,
+is the common security's own)."""
+
 
 @dataclass
-class DatasetContext:
-    """The service's resources, settings and limits, for routes and subscribers alike."""
+class DatasetApp:
+    """The dataset service: ports, settings, read model and limits, for routes and
+    subscriptions alike; the use cases (:mod:`peertrain.dataset.usecases`) take it."""
 
-    ctx: ServiceContext
+    ports: Ports
     settings: DatasetSettings
-    views: DatasetViews
+    views: DatasetReadModel
     limits: Limits
     quota: Quota = field(default_factory=lambda: Quota(max_datasets=100, max_bytes=20 * 1024**3))
     work_slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(1))
@@ -56,16 +87,23 @@ class DatasetContext:
 
     def __post_init__(self) -> None:
         producer = self.settings.service_name
-        self.datasets = Repository(self.ctx.log, DATASET_FOLD, producer=producer)
-        self.sharding = Repository(self.ctx.log, VERSION_ONLY, producer=producer)
+        self.datasets = Repository(self.log, DATASET_FOLD, producer=producer)
+        self.sharding = Repository(self.log, VERSION_ONLY, producer=producer)
 
     @classmethod
-    def build(cls, ctx: ServiceContext, settings: DatasetSettings) -> DatasetContext:
-        """Wire the context from a connected service."""
+    def build(
+        cls, ports: Ports, db: AsyncDatabase[dict[str, Any]], settings: DatasetSettings
+    ) -> DatasetApp:
+        """The application on the service's own database (its read model)."""
+        return cls.of(ports, settings, DatasetViews(db, clock=ports.clock))
+
+    @classmethod
+    def of(cls, ports: Ports, settings: DatasetSettings, views: DatasetReadModel) -> DatasetApp:
+        """The application with its limits and quota from ``settings``."""
         return cls(
-            ctx=ctx,
+            ports=ports,
             settings=settings,
-            views=DatasetViews(ctx.db),
+            views=views,
             limits=Limits.from_settings(settings),
             quota=Quota(settings.max_datasets_per_user, settings.max_bytes_per_user),
             work_slots=asyncio.Semaphore(settings.max_concurrent_work),
@@ -74,18 +112,50 @@ class DatasetContext:
     @property
     def log(self) -> EventLog:
         """The shared event log."""
-        return self.ctx.log
+        return self.ports.log
 
     @property
     def blobs(self) -> BlobStore:
         """The bucket."""
-        assert self.ctx.blobs is not None, "the dataset service needs the blob store"
-        return self.ctx.blobs
+        assert self.ports.blobs is not None, "the dataset service needs the blob store"
+        return self.ports.blobs
+
+    @property
+    def clock(self) -> Clock:
+        """The service's time (waits for a dataset to be decided)."""
+        return self.ports.clock
 
     @property
     def producer(self) -> str:
         """This service's name on the events it appends."""
         return self.settings.service_name
+
+    # -- start-up and events --------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start-up: the read model's indexes, the scratch space (swept of what processes
+        that died left there)."""
+        await self.views.ensure_indexes()
+        await asyncio.to_thread(self.settings.work_dir.mkdir, parents=True, exist_ok=True)
+        await asyncio.to_thread(self.sweep_work_dir)
+
+    async def on_uploaded(self, event: RecordedEvent) -> None:
+        """``dataset.uploaded``: validate it."""
+        await validate_upload(self, event)
+
+    async def on_job_created(self, event: RecordedEvent) -> None:
+        """``job.created``: shard its dataset for it."""
+        await shard_for_job(self, event)
+
+    async def on_lifecycle(self, event: RecordedEvent) -> None:
+        """A lifecycle event: the repository's cache, the read model, and a deleted
+        dataset's objects."""
+        self.datasets.observe(event)  # keeps a cached dataset current without a read
+        await self.views.apply(event)
+        if isinstance(event.data, DatasetDeleted):
+            await self.blobs.delete_prefix(raw_prefix(event.data.dataset_id))
+
+    # -- helpers of the use cases ---------------------------------------------------------
 
     def owner_lock(self, owner_id: str) -> asyncio.Lock:
         """The user's lock (kept only while someone holds or waits for it)."""

@@ -1,4 +1,5 @@
-"""The read model: one small document per dataset, in the service's own database.
+"""The read model: one small document per dataset, in the service's own database (what
+the routes list and read).
 
 The log is the truth; this collection follows it. Every write is guarded by the
 event's ``seq`` (applied only over an older version), so applying an event twice, late,
@@ -10,14 +11,15 @@ stay in the bucket and the log; documents keep what a listing needs.
 from __future__ import annotations
 
 import contextlib
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple, Protocol
 
 from pymongo import ASCENDING, DESCENDING
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
+from peertrain.common.clock import SYSTEM_CLOCK, Clock
 from peertrain.common.eventlog import EventLog
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.datasets import (
@@ -32,7 +34,15 @@ from peertrain.common.events.datasets import (
 )
 from peertrain.dataset.domain.quota import Usage
 
-__all__ = ["INLINE_SCHEMA_COLUMNS", "LIFECYCLE_EVENTS", "DatasetViews", "replay", "schema_key"]
+__all__ = [
+    "INLINE_SCHEMA_COLUMNS",
+    "LIFECYCLE_EVENTS",
+    "Change",
+    "DatasetReadModel",
+    "DatasetViews",
+    "change_of",
+    "replay",
+]
 
 Doc = dict[str, Any]
 
@@ -40,11 +50,6 @@ INLINE_SCHEMA_COLUMNS = 256
 """Up to this many columns, a document carries the schema itself."""
 
 LIFECYCLE_EVENTS = (DATASET_UPLOADED, DATASET_VALIDATED, DATASET_REJECTED, DATASET_DELETED)
-
-
-def schema_key(dataset_id: str) -> str:
-    """Where a validated dataset's full schema is kept (JSON list of columns)."""
-    return f"datasets/{dataset_id}/schema.json"
 
 
 def _uploaded(data: DatasetUploaded, at: datetime) -> Doc:
@@ -98,11 +103,58 @@ def _rejected(data: DatasetRejected) -> Doc:
     }
 
 
+class Change(NamedTuple):
+    """What one lifecycle event writes on its dataset's document."""
+
+    dataset_id: str
+    fields: Doc
+    """The fields to set (``version`` and ``updated_at`` included)."""
+    creates: bool
+    """Whether it makes the document (the upload), else it only updates one."""
+
+
+def change_of(event: RecordedEvent, *, now: datetime) -> Change | None:
+    """The write ``event`` makes on the read model (``None``: not a lifecycle event).
+
+    Applied only over a document at an older ``version`` than ``event.seq``.
+    """
+    data = event.data
+    if isinstance(data, DatasetUploaded):
+        fields = _uploaded(data, event.occurred_at)
+        dataset_id = data.dataset_id
+    elif isinstance(data, DatasetValidated):
+        fields, dataset_id = _validated(data), data.dataset_id
+    elif isinstance(data, DatasetRejected):
+        fields, dataset_id = _rejected(data), data.dataset_id
+    elif isinstance(data, DatasetDeleted):
+        fields, dataset_id = {"status": "deleted"}, data.dataset_id
+    else:
+        return None
+    fields.update(version=event.seq, updated_at=now)
+    return Change(dataset_id, fields, isinstance(data, DatasetUploaded))
+
+
+class DatasetReadModel(Protocol):
+    """The read model's operations (:class:`DatasetViews` on MongoDB; tests keep one in
+    memory)."""
+
+    async def ensure_indexes(self) -> None: ...
+
+    async def apply(self, event: RecordedEvent) -> None: ...
+
+    async def get(self, dataset_id: str) -> Doc | None: ...
+
+    async def usage(self, owner_id: str) -> Usage: ...
+
+    async def list_for(self, owner_id: str, *, limit: int, offset: int) -> list[Doc]: ...
+
+
 class DatasetViews:
     """The ``datasets`` collection: what ``GET /api/datasets`` answers from."""
 
-    def __init__(self, db: AsyncDatabase[Doc]) -> None:
+    def __init__(self, db: AsyncDatabase[Doc], *, clock: Clock = SYSTEM_CLOCK) -> None:
         self.docs: AsyncCollection[Doc] = db["datasets"]
+        self.clock = clock
 
     async def ensure_indexes(self) -> None:
         """Indexes (FerretDB scans anyway; they pay off on MongoDB)."""
@@ -110,26 +162,13 @@ class DatasetViews:
 
     async def apply(self, event: RecordedEvent) -> None:
         """Fold one lifecycle event into its document (idempotent, version-guarded)."""
-        data = event.data
-        now = datetime.now(UTC)
-        if isinstance(data, DatasetUploaded):
-            fields = _uploaded(data, event.occurred_at)
-            dataset_id = data.dataset_id
-        elif isinstance(data, DatasetValidated):
-            fields, dataset_id = _validated(data), data.dataset_id
-        elif isinstance(data, DatasetRejected):
-            fields, dataset_id = _rejected(data), data.dataset_id
-        elif isinstance(data, DatasetDeleted):
-            fields, dataset_id = {"status": "deleted"}, data.dataset_id
-        else:
+        change = change_of(event, now=self.clock.now())
+        if change is None:
             return
-        fields.update(version=event.seq, updated_at=now)
-        guard = {"_id": dataset_id, "version": {"$lt": event.seq}}
+        guard = {"_id": change.dataset_id, "version": {"$lt": event.seq}}
         # A duplicate key means the document is already at this version or later.
         with contextlib.suppress(DuplicateKeyError):
-            await self.docs.update_one(
-                guard, {"$set": fields}, upsert=isinstance(data, DatasetUploaded)
-            )
+            await self.docs.update_one(guard, {"$set": change.fields}, upsert=change.creates)
 
     async def get(self, dataset_id: str) -> Doc | None:
         """One dataset's document (deleted ones included)."""
@@ -160,7 +199,7 @@ class DatasetViews:
         return [doc async for doc in cursor]
 
 
-async def replay(views: DatasetViews, log: EventLog) -> int:
+async def replay(views: DatasetReadModel, log: EventLog) -> int:
     """Apply every lifecycle event in the log (start-up catch-up; idempotent)."""
     count = 0
     async for event in log.read_all(types=LIFECYCLE_EVENTS):
