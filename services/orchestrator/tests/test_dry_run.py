@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
 
+from peertrain.common.app import Ports
 from peertrain.common.errors import QuotaExceeded
 from peertrain.common.security import Principal
+from peertrain.orchestrator.application import OrchestratorApp
+from peertrain.orchestrator.config import OrchestratorSettings
 from peertrain.orchestrator.domain.directory import DatasetInfo, Directory, PeerInfo
 from peertrain.orchestrator.domain.errors import PeersUnavailable
 from peertrain.orchestrator.models import JobChecked, JobRequest
-from peertrain.orchestrator.usecases import OrchestratorContext
 from peertrain.orchestrator.usecases.jobs import check_job
 
 USER = Principal("u1", frozenset({"user"}), "t", 0, 0)
@@ -33,10 +34,10 @@ class NoLog:
         raise AssertionError(f"a dry run used the log ({name})")
 
 
-def context(max_running_jobs: int = 3) -> OrchestratorContext:
-    ctx = SimpleNamespace(log=NoLog(), db=None)
-    settings = SimpleNamespace(max_running_jobs=max_running_jobs)
-    octx = OrchestratorContext(ctx=cast(Any, ctx), settings=cast(Any, settings))
+def context(max_running_jobs: int = 3) -> OrchestratorApp:
+    # (0 is below the setting's floor: a quota no user could reach)
+    settings = OrchestratorSettings().model_copy(update={"max_running_jobs": max_running_jobs})
+    octx = OrchestratorApp(Ports(log=cast(Any, NoLog())), settings)
     d: Directory = octx.directory
     d.datasets["d1"] = DatasetInfo(
         "d1", owner_id="u1", state="validated", feature_spec=FEATURES, train_rows=100

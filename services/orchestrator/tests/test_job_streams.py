@@ -20,7 +20,7 @@ from peertrain.common.events.training import (
 )
 from peertrain.orchestrator.domain import Job
 from peertrain.orchestrator.domain.reports import decide_report
-from peertrain.orchestrator.usecases.context import JOB_FOLD, JobsCache
+from peertrain.orchestrator.usecases.streams import JOB_FOLD, JobsCache
 
 SHA = "0" * 64
 LATER = datetime.now(UTC) + timedelta(hours=1)

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from itertools import count
-from types import SimpleNamespace
-from typing import Any, TypeVar, cast
+from typing import TypeVar
 
-from peertrain.common.eventlog import MemoryEventLog
+from peertrain.common.app import Ports
+from peertrain.common.clock import ManualClock
+from peertrain.common.eventlog import EventLog, MemoryEventLog
 from peertrain.common.events import EventData, NewEvent, RecordedEvent
 from peertrain.common.events.datasets import (
     ArtifactRef,
@@ -45,12 +47,12 @@ from peertrain.common.events.training import (
     ShardingSpec,
     TaskAssigned,
 )
+from peertrain.common.leases import MEMBER, Holding, Leases, MemoryLeaseStore
 from peertrain.common.security import ROLE_USER, Principal
+from peertrain.orchestrator.application import OrchestratorApp
 from peertrain.orchestrator.domain import Directory
 from peertrain.orchestrator.domain.configuration import configure
-from peertrain.orchestrator.projections import FACT_TYPES, catch_up, fold, read_on, replay
-from peertrain.orchestrator.usecases import OrchestratorContext
-from peertrain.orchestrator.usecases.advance import tick
+from peertrain.orchestrator.usecases.catchup import FACT_TYPES, catch_up, fold, read_on, replay
 from peertrain.orchestrator.usecases.jobs import read_job
 
 SHA = "0" * 64
@@ -260,10 +262,9 @@ async def holding(events: Sequence[RecordedEvent], log: L) -> L:
     return log
 
 
-def context(log: Log | None = None) -> OrchestratorContext:
+def context(log: Log | None = None, leases: Holding | None = None) -> OrchestratorApp:
     """Working memory only: ``fold`` and ``replay`` touch nothing else."""
-    ctx = SimpleNamespace(log=log or Log(), db=None)
-    return OrchestratorContext(ctx=cast(Any, ctx), settings=cast(Any, None))
+    return OrchestratorApp(Ports(log=log or Log(), leases=leases))
 
 
 def test_fold_sends_facts_to_the_directory_and_job_events_to_their_job() -> None:
@@ -324,7 +325,7 @@ def accepted_fact(job_id: str, task_id: str, peer_id: str) -> UpdateAccepted:
     )
 
 
-def running_job(octx: OrchestratorContext) -> list[RecordedEvent]:
+def running_job(octx: OrchestratorApp) -> list[RecordedEvent]:
     """j1 on p1: created, sharded (50 rows), configured, round 1 open, t0 assigned at T0;
     folded into ``octx``, and returned in log order."""
     events = [recorded("job:j1", 1, created()), recorded("sharding:j1", 1, sharded_fact("j1"))]
@@ -403,13 +404,13 @@ async def test_replay_reads_facts_and_job_events_and_overlaps_consuming_freely()
     assert job.find_task("t0") is not None and job.configured is not None
 
     # the start-up replay runs while the bus already delivers: folding both gives one state
-    consumed.ctx.log = await holding(log_events, Log())  # type: ignore[misc]
+    use_log(consumed, await holding(log_events, Log()))
     assert await replay(consumed) == len(log_events)
     assert consumed.directory.peers == fresh.directory.peers
     assert consumed.jobs["j1"] == job
 
 
-def closed_round(octx: OrchestratorContext) -> list[RecordedEvent]:
+def closed_round(octx: OrchestratorApp) -> list[RecordedEvent]:
     """j1's round 1: t0's update accepted (model stream), then the round closed (job
     stream), in log order."""
     events = running_job(octx)
@@ -432,9 +433,9 @@ def closed_round(octx: OrchestratorContext) -> list[RecordedEvent]:
     return events
 
 
-def use_log(octx: OrchestratorContext, log: Any) -> None:
+def use_log(octx: OrchestratorApp, log: EventLog) -> None:
     """Point the instance (and its repository) at another log."""
-    octx.ctx.log = log  # type: ignore[misc]
+    octx.ports = replace(octx.ports, log=log)
     octx.repository.log = log
 
 
@@ -497,34 +498,20 @@ class SlowStreams(Log):
         return await super().read_stream(stream, after_seq=after_seq)
 
 
-class Renewals:
-    """Leases that hold nothing and count their renewals (what ``tick`` does first)."""
-
-    held: list[str] = []
-
-    def __init__(self) -> None:
-        self.renewed = 0
-
-    def holds(self, key: str) -> bool:
-        return False
-
-    async def keep(self, active: Any) -> list[str]:
-        self.renewed += 1
-        return []
-
-
 async def test_a_slow_read_of_a_job_never_delays_lease_renewal() -> None:
-    octx = context()
+    store, clock = MemoryLeaseStore(), ManualClock()
+    other = Leases(store, "other", ttl_s=30.0, clock=clock)  # another instance holds j1
+    assert await other.claim("j1")
+    await other.keep(["j1"])
+    octx = context(leases=Leases(store, "mine", ttl_s=30.0, clock=clock))
     log_events = closed_round(octx)  # folded up to the task; the log holds more
     slow = await holding(log_events, SlowStreams())
     use_log(octx, slow)
-    leases = Renewals()
-    octx.leases = cast(Any, leases)
     owner = Principal("u1", frozenset({ROLE_USER}), "jti", 0, 0)
     reading = asyncio.create_task(read_job(octx, "j1", owner))  # GET /api/jobs/j1
     await slow.waiting.wait()  # the read is stuck in the store
-    await asyncio.wait_for(tick(octx), timeout=60)  # (a hang guard, not a timing)
-    assert leases.renewed == 1 and not reading.done()
+    await asyncio.wait_for(octx.tick(), timeout=60)  # (a hang guard, not a timing)
+    assert MEMBER + "mine" in store.leases and not reading.done()  # renewed
     slow.gate.set()
     job = await reading
     assert job is octx.jobs["j1"]  # nothing was deciding: folded into the job itself

@@ -71,7 +71,7 @@ from peertrain.ml.weights import dtype_code, read_starting_weights, state_from_b
 from peertrain.orchestrator.domain import Env, Job, reconcile
 from peertrain.orchestrator.domain.configuration import configure
 from peertrain.orchestrator.domain.job import decide_configured
-from peertrain.orchestrator.usecases.context import JOB_FOLD, JobsCache
+from peertrain.orchestrator.usecases.streams import JOB_FOLD, JobsCache
 
 from .data import SimData
 from .peers import Volunteers, hostile_update
