@@ -34,7 +34,12 @@ from peertrain.common.events.tasks import (
     TaskFailedBody,
     TaskProgressBody,
 )
-from peertrain.common.events.training import JOB_CANCELLED, JOB_EVENT_TYPES, TASK_ASSIGNED
+from peertrain.common.events.training import (
+    JOB_CANCELLED,
+    JOB_EVENT_TYPES,
+    TASK_ASSIGNED,
+    JobCreated,
+)
 from peertrain.common.leases import Holding, SoleInstance
 from peertrain.common.security import PeerMessage, Principal
 
@@ -151,6 +156,11 @@ class OrchestratorApp:
     async def create_job(self, request: JobRequest, who: Principal) -> Job:
         """Check and create a job (see :func:`~.usecases.jobs.create_job`)."""
         return await jobs.create_job(self, request, who)
+
+    async def open_job(self, created: JobCreated, *, actor: str | None = None) -> Job:
+        """Append a job already checked and planned (see :func:`~.usecases.jobs.open_job`)."""
+        async with self.lock:
+            return await jobs.open_job(self, created, actor=actor)
 
     async def cancel_job(self, job_id: str, who: Principal) -> Job:
         """Cancel a running job (see :func:`~.usecases.jobs.cancel_job`)."""

@@ -33,6 +33,7 @@ __all__ = [
     "get_job",
     "job_events",
     "job_model",
+    "open_job",
     "read_job",
     "visible_jobs",
 ]
@@ -136,17 +137,22 @@ async def create_job(app: OrchestratorApp, request: JobRequest, who: Principal) 
     await _known_weights(app, request)
     async with app.lock:
         check_running_quota(app.jobs.values(), who, app.settings.max_running_jobs)
-        job_id = new_id()
-        created = plan_job(job_id, request, who, app.directory, app.jobs)
-        job = Job(job_id)
-        app.jobs[job_id] = job
-        try:
-            await execute(app, job, lambda _: [created], actor=who.subject, retries=0)
-        except Exception:
-            app.jobs.pop(job_id, None)
-            raise
-        gauge(app)
-        return job
+        created = plan_job(new_id(), request, who, app.directory, app.jobs)
+        return await open_job(app, created, actor=who.subject)
+
+
+async def open_job(app: OrchestratorApp, created: JobCreated, *, actor: str | None) -> Job:
+    """Append a checked and planned job's ``job.created`` (the caller holds the lock);
+    sharding starts from that event."""
+    job = Job(created.job_id)
+    app.jobs[created.job_id] = job
+    try:
+        await execute(app, job, lambda _: [created], actor=actor, retries=0)
+    except Exception:
+        app.jobs.pop(created.job_id, None)
+        raise
+    gauge(app)
+    return job
 
 
 async def cancel_job(app: OrchestratorApp, job_id: str, who: Principal) -> Job:
