@@ -68,6 +68,7 @@ from peertrain.common.events.tasks import (
     TaskAcceptedBody,
     TaskMessage,
     UpdateAnnounced,
+    peer_message_key,
 )
 from peertrain.common.events.training import (
     JobCreated,
@@ -211,6 +212,7 @@ class Simulation:
         self.init_weights = init_weights
         self.peer_ids = [f"peer-{i:05d}" for i in range(peers)]
         self._index = {p: k for k, p in enumerate(self.peer_ids)}
+        self._task_keys = {peer_message_key(p, "task"): p for p in self.peer_ids}
         self.hostile = self.volunteers.hostile_peers(self.peer_ids)
         self._local: dict[tuple[str, int], dict[str, torch.Tensor]] = {}
         self.speeds = self.volunteers.speeds(self.peer_ids)
@@ -495,18 +497,13 @@ class Simulation:
         in the order the tasks were assigned."""
         fresh, self._sent = self.publisher.sent[self._sent :], len(self.publisher.sent)
         sent: dict[str, tuple[str, TaskMessage]] = {}
-        for message in fresh:
-            for peer_id in self.peer_ids_of(message.routing_key, "task"):
+        for message in fresh:  # cancel messages need no answer: the job has ended
+            peer_id = self._task_keys.get(message.routing_key)
+            if peer_id is not None:
                 task = TaskMessage.model_validate_json(message.body)
                 sent[task.task_id] = (peer_id, task)
         assigned, self._assigned = self._assigned, []
         return [sent[t] for t in assigned if t in sent]
-
-    def peer_ids_of(self, routing_key: str, kind: str) -> list[str]:
-        """The peer a message of ``kind`` is routed to (none if it is of another kind)."""
-        prefix, _, rest = routing_key.partition(".")
-        peer_id, _, found = rest.rpartition(".")
-        return [peer_id] if prefix == "peer" and found == kind and peer_id else []
 
     async def _start_tasks(self) -> None:
         """Train every task just sent (in the pool when there is one) and schedule its
