@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import heapq
 import io
+import json
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -36,6 +37,7 @@ from typing import Any, cast
 
 import numpy as np
 import torch
+from pydantic import BaseModel
 
 from peertrain.aggregator.config import AggregatorSettings
 from peertrain.aggregator.subscribers import JOB_EVENTS
@@ -65,8 +67,10 @@ from peertrain.common.events.models import (
 from peertrain.common.events.peers import PeerRegistered, PeerWentOffline, PeerWentOnline
 from peertrain.common.events.tasks import (
     ACCEPTED,
+    PROGRESS,
     TaskAcceptedBody,
     TaskMessage,
+    TaskProgressBody,
     UpdateAnnounced,
     peer_message_key,
 )
@@ -160,6 +164,11 @@ def _online(peer_id: str) -> PeerWentOnline:
     return PeerWentOnline(peer_id=peer_id, interval_s=HEARTBEAT_S)
 
 
+def _ref(task: TaskMessage) -> dict[str, Any]:
+    """The fields naming the task in every message about it."""
+    return task.model_dump(include={"task_id", "job_id", "round", "attempt", "shard"})
+
+
 def _principal(peer_id: str) -> Principal:
     """Who a virtual peer's messages come from (verified, as a peer token would be)."""
     no_token = f"sim-{peer_id}"
@@ -251,6 +260,7 @@ class Simulation:
         self._assigned: list[str] = []
         """Task ids in the order their ``task.assigned`` was appended."""
         self._sent = 0
+        self._features: tuple[dict[str, Any], FeatureSpec] | None = None
         """Messages of :attr:`publisher` the virtual peers have read."""
         self._timeline: list[tuple[datetime, int, Callable[[], Awaitable[None]]]] = []
         self._ticks = 0
@@ -492,25 +502,33 @@ class Simulation:
 
     # -- virtual peers ----------------------------------------------------------------
 
-    def _task_messages(self) -> list[tuple[str, TaskMessage]]:
-        """The task messages the orchestrator sent since the last look, with their peer,
-        in the order the tasks were assigned."""
+    def _task_messages(self) -> list[tuple[str, TaskMessage, FeatureSpec]]:
+        """The task messages the orchestrator sent since the last look, with their peer
+        and feature spec, in the order the tasks were assigned."""
         fresh, self._sent = self.publisher.sent[self._sent :], len(self.publisher.sent)
-        sent: dict[str, tuple[str, TaskMessage]] = {}
+        sent: dict[str, tuple[str, TaskMessage, FeatureSpec]] = {}
         for message in fresh:  # cancel messages need no answer: the job has ended
             peer_id = self._task_keys.get(message.routing_key)
             if peer_id is not None:
-                task = TaskMessage.model_validate_json(message.body)
-                sent[task.task_id] = (peer_id, task)
+                raw = json.loads(message.body)
+                features = self._features_of(raw.pop("feature_spec"))
+                task = TaskMessage.model_validate({**raw, "feature_spec": {}})
+                sent[task.task_id] = (peer_id, task, features)
         assigned, self._assigned = self._assigned, []
         return [sent[t] for t in assigned if t in sent]
+
+    def _features_of(self, raw: dict[str, Any]) -> FeatureSpec:
+        """The job's feature spec, parsed once (a wide one costs more than training)."""
+        if self._features is None or self._features[0] != raw:
+            self._features = (raw, FeatureSpec.model_validate(raw))
+        return self._features[1]
 
     async def _start_tasks(self) -> None:
         """Train every task just sent (in the pool when there is one) and schedule its
         announcement at the time its peer finishes; a peer that drops out goes silent
         and is seen offline a little later."""
         work: list[tuple[str, TaskMessage, TaskInput]] = []
-        for peer_id, task in self._task_messages():
+        for peer_id, task, features in self._task_messages():
             if not self.volunteers.answers(self._index[peer_id], task.round, task.attempt):
                 continue  # online and silent: the round's deadline ends the wait
             if self.volunteers.drops_out(peer_id, task.round, task.attempt):
@@ -529,7 +547,7 @@ class Simulation:
                         x=x,
                         y=y,
                         model_spec=task.model_spec,
-                        feature_spec=FeatureSpec.model_validate(task.feature_spec),
+                        feature_spec=features,
                         training=task.training,
                         seed=task.seed,
                         round=task.round,
@@ -541,16 +559,8 @@ class Simulation:
         if not work:
             return
         for peer_id, task, _ in work:  # as the peer's trainer does before it trains
-            body = TaskAcceptedBody(
-                task_id=task.task_id,
-                job_id=task.job_id,
-                round=task.round,
-                attempt=task.attempt,
-                shard=task.shard,
-                device=self.device or "cpu",
-            )
-            message = PeerMessage(peer_id, ACCEPTED, body, _principal(peer_id), None)
-            await self.orchestrator.on_peer(message)
+            accepted = TaskAcceptedBody(**_ref(task), device=self.device or "cpu")
+            await self._report(peer_id, ACCEPTED, accepted)
         trained = train_many([w[2] for w in work], self.pool)
         vol = self.volunteers
         for (peer_id, task, inputs), result in zip(work, trained, strict=True):
@@ -575,13 +585,20 @@ class Simulation:
             data = hostile_update(result.delta, self.volunteers.hostile_mode)
         else:
             data = state_to_bytes(result.delta)
+        epochs = task.training.local_epochs
+        progress = TaskProgressBody(  # the last epoch's (the simulation trains at once)
+            **_ref(task),
+            epoch=epochs,
+            epochs=epochs,
+            loss=result.loss,
+            accuracy=result.accuracy,
+            samples=result.samples,
+            duration_s=max(0.0, result.duration_s),
+        )
+        await self._report(peer_id, PROGRESS, progress)
         put = await self.blobs.put_bytes(task.upload.key, data)
         body = UpdateAnnounced(
-            task_id=task.task_id,
-            job_id=task.job_id,
-            round=task.round,
-            attempt=task.attempt,
-            shard=task.shard,
+            **_ref(task),
             key=task.upload.key,
             sha256=put.sha256,
             size=put.size,
@@ -592,6 +609,10 @@ class Simulation:
         )
         message = PeerMessage(peer_id, "update", body, _principal(peer_id), None)
         await receive_update(self.aggregator, message)
+
+    async def _report(self, peer_id: str, kind: str, body: BaseModel) -> None:
+        """A peer's telemetry about its task, to the orchestrator."""
+        await self.orchestrator.on_peer(PeerMessage(peer_id, kind, body, _principal(peer_id), None))
 
     # -- the end ----------------------------------------------------------------------
 
