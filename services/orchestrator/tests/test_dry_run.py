@@ -37,8 +37,8 @@ class NoLog:
 def context(max_running_jobs: int = 3) -> OrchestratorApp:
     # (0 is below the setting's floor: a quota no user could reach)
     settings = OrchestratorSettings().model_copy(update={"max_running_jobs": max_running_jobs})
-    octx = OrchestratorApp(Ports(log=cast(Any, NoLog())), settings)
-    d: Directory = octx.directory
+    app = OrchestratorApp(Ports(log=cast(Any, NoLog())), settings)
+    d: Directory = app.directory
     d.datasets["d1"] = DatasetInfo(
         "d1", owner_id="u1", state="validated", feature_spec=FEATURES, train_rows=100
     )
@@ -46,7 +46,7 @@ def context(max_running_jobs: int = 3) -> OrchestratorApp:
         d.peers[peer_id] = PeerInfo(
             peer_id, owner_id="u1", registered=True, online=online, memory_gb=8.0
         )
-    return octx
+    return app
 
 
 def request(**body: Any) -> JobRequest:
@@ -54,17 +54,17 @@ def request(**body: Any) -> JobRequest:
 
 
 async def test_a_dry_run_answers_the_job_it_would_create_and_creates_nothing() -> None:
-    octx = context()
-    checked = JobChecked.of(await check_job(octx, request(selection={"count": 2}), USER))
+    app = context()
+    checked = JobChecked.of(await check_job(app, request(selection={"count": 2}), USER))
     assert checked.dry_run and checked.peers == ["p1", "p2"]
     assert checked.training.rounds == 10  # the defaults, filled in
-    assert octx.jobs == {}
+    assert app.jobs == {}
 
 
 async def test_a_dry_run_refuses_what_a_creation_refuses() -> None:
-    octx = context()
+    app = context()
     with pytest.raises(PeersUnavailable) as refused:
-        await check_job(octx, request(peers=["p1", "off"]), USER)
+        await check_job(app, request(peers=["p1", "off"]), USER)
     assert refused.value.detail == {"peers": [{"peer_id": "off", "problem": "offline"}]}
     with pytest.raises(QuotaExceeded):
         await check_job(context(max_running_jobs=0), request(peers=["p1"]), USER)

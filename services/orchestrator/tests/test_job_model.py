@@ -41,12 +41,12 @@ def created_job(model: dict[str, Any]) -> Job:
 
 
 def context(feature_spec: dict[str, Any] | None) -> OrchestratorApp:
-    octx = OrchestratorApp(Ports(log=MemoryEventLog()))
+    app = OrchestratorApp(Ports(log=MemoryEventLog()))
     if feature_spec is not None:
-        octx.directory.datasets["d1"] = DatasetInfo(
+        app.directory.datasets["d1"] = DatasetInfo(
             "d1", owner_id="u1", state="validated", feature_spec=feature_spec, train_rows=10
         )
-    return octx
+    return app
 
 
 def test_before_sharding_a_named_architecture_is_summarised_for_the_datasets_images() -> None:

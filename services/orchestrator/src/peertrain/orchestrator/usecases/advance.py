@@ -38,7 +38,7 @@ DecideJob = Callable[[Job], Sequence[EventData]]
 
 
 async def replay(app: OrchestratorApp) -> None:
-    """Rebuild the projections and every job from the log, then catch up on the jobs
+    """Rebuild the directory and every job from the log, then catch up on the jobs
     this instance takes."""
     async with app.lock:
         count = await catchup.replay(app)
