@@ -260,8 +260,8 @@ class Simulation:
         self._assigned: list[str] = []
         """Task ids in the order their ``task.assigned`` was appended."""
         self._sent = 0
-        self._features: tuple[dict[str, Any], FeatureSpec] | None = None
         """Messages of :attr:`publisher` the virtual peers have read."""
+        self._features: tuple[dict[str, Any], FeatureSpec] | None = None
         self._timeline: list[tuple[datetime, int, Callable[[], Awaitable[None]]]] = []
         self._ticks = 0
         self._offline: set[str] = set()
