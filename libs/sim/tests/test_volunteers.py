@@ -6,6 +6,7 @@ import pytest
 
 import peertrain.sim as sim
 from peertrain.common.events.models import UpdateRejected
+from peertrain.common.events.peers import PeerWentOffline, PeerWentOnline
 from peertrain.common.events.training import PeerExcluded, RoundClosed, TaskAssigned, TaskLost
 
 from .conftest import SPEC
@@ -61,6 +62,27 @@ def test_a_vanished_peers_task_is_lost_and_given_to_a_spare(small_data) -> None:
     assert lost
     again = [t for t in _data(result, TaskAssigned) if t.reassigned_from is not None]
     assert {t.reassigned_from for t in again} >= {t.task_id for t in lost}
+
+
+def test_a_vanished_peer_is_seen_offline_by_the_registrys_events_and_back_for_the_next_round(
+    small_data,
+) -> None:
+    # the orchestrator knows who is online from the registry's events, as on the platform
+    volunteers = sim.Volunteers(dropout=0.3, seed=1)
+    result = sim.run(SPEC, small_data, peers=5, volunteers=volunteers, device="cpu")
+    events = result.log.events
+    lost = [e for e in events if isinstance(e.data, TaskLost) and e.data.reason == "peer_offline"]
+    assert lost
+    for e in lost:
+        peer = f"peer:{e.data.peer_id}"
+        offline = [
+            x.position for x in events if x.stream == peer and isinstance(x.data, PeerWentOffline)
+        ]
+        back = [
+            x.position for x in events if x.stream == peer and isinstance(x.data, PeerWentOnline)
+        ]
+        assert any(o < e.position for o in offline)  # seen offline, then its task lost
+        assert back[-1] > max(o for o in offline if o < e.position)  # online again after
 
 
 def test_stragglers_miss_the_virtual_deadline_and_the_round_closes_without_them(

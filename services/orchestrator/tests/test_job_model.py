@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
+from peertrain.common.app import Ports
+from peertrain.common.eventlog import MemoryEventLog
 from peertrain.common.events import NewEvent
 from peertrain.common.events.datasets import FeatureSpec
 from peertrain.common.events.training import JobCreated, ShardingSpec
+from peertrain.orchestrator.application import OrchestratorApp
 from peertrain.orchestrator.domain import Job
 from peertrain.orchestrator.domain.directory import DatasetInfo
 from peertrain.orchestrator.domain.errors import DatasetNotFound
-from peertrain.orchestrator.usecases import OrchestratorContext
 from peertrain.orchestrator.usecases.jobs import job_model
 
 IMAGES = {
@@ -50,18 +51,17 @@ def created_job(model: dict[str, Any]) -> Job:
     return job
 
 
-def context(feature_spec: dict[str, Any] | None) -> OrchestratorContext:
-    ctx = SimpleNamespace(log=None, db=None)
-    octx = OrchestratorContext(ctx=cast(Any, ctx), settings=cast(Any, SimpleNamespace()))
+def context(feature_spec: dict[str, Any] | None) -> OrchestratorApp:
+    app = OrchestratorApp(Ports(log=MemoryEventLog()))
     if feature_spec is not None:
-        octx.directory.datasets["d1"] = DatasetInfo(
+        app.directory.datasets["d1"] = DatasetInfo(
             "d1",
             owner_id="u1",
             state="validated",
             feature_spec=FeatureSpec.model_validate(feature_spec),
             train_rows=10,
         )
-    return octx
+    return app
 
 
 def test_before_sharding_a_named_architecture_is_summarised_for_the_datasets_images() -> None:

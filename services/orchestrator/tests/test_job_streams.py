@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from peertrain.common.app import Ports
 from peertrain.common.eventlog import MemoryEventLog, Repository
 from peertrain.common.events import EventData, NewEvent, RecordedEvent
 from peertrain.common.events.models import ModelVersionCreated
@@ -18,9 +19,9 @@ from peertrain.common.events.training import (
     TaskFailed,
     TaskProgress,
 )
+from peertrain.orchestrator.application import OrchestratorApp
 from peertrain.orchestrator.domain import Job
 from peertrain.orchestrator.domain.reports import decide_report
-from peertrain.orchestrator.usecases.context import JOB_FOLD, JobsCache
 
 SHA = "0" * 64
 LATER = datetime.now(UTC) + timedelta(hours=1)
@@ -74,12 +75,13 @@ class Log(MemoryEventLog):
 
 
 async def running() -> tuple[Log, dict[str, Job], Repository[Job]]:
+    """The orchestrator's jobs and its repository over them, j1 folded as it ran."""
     log = Log()
-    jobs = {"j1": Job("j1")}
+    app = OrchestratorApp(Ports(log=log))  # type: ignore[arg-type]
+    job = app.jobs["j1"] = Job("j1")
     for event in await log.write("job:j1", CREATED, OPENED, ASSIGNED):
-        jobs["j1"].apply(event)
-    repo = Repository(log, JOB_FOLD, producer="orchestrator", cache=JobsCache(jobs))
-    return log, jobs, repo
+        job.apply(event)
+    return log, app.jobs, app.repository
 
 
 def cancel_unless_ended(job: Job) -> list[EventData]:
@@ -108,8 +110,8 @@ async def test_a_job_read_for_the_first_time_folds_its_model_and_sharding_stream
         job_id="j1", version=0, key="m", sha256=SHA, size=1, strategy="fedavg"
     )
     await log.write("model:j1", version)
-    jobs: dict[str, Job] = {}
-    repo = Repository(log, JOB_FOLD, producer="orchestrator", cache=JobsCache(jobs))
+    fresh = OrchestratorApp(Ports(log=log))  # type: ignore[arg-type]
+    jobs, repo = fresh.jobs, fresh.repository
     loaded = await repo.load("job:j1")
     assert loaded.version == 3 and 0 in loaded.state.versions and jobs["j1"] is loaded.state
     assert log.reads == ["job:j1", "model:j1", "sharding:j1"]

@@ -2,14 +2,18 @@
 
 One job, in one process, on a virtual clock:
 
-* the orchestrator's aggregate repository and pure core: ``configure``, then
-  ``reconcile(job, Env(now, online))`` after every fact, as its ``advance`` does;
+* the orchestrator's application itself (:class:`OrchestratorApp`, in-memory ports, the
+  virtual clock): every appended event reaches it through its subscriptions table, as
+  its queues would bring it; its timers are ``tick()`` at virtual times; peers learn
+  their tasks from the messages it publishes and report back through ``on_peer``;
+* the registry's part, as events: every peer registered and online, offline when it
+  vanishes, back online for the next round;
 * the dataset service's sharding strategy and shard writer;
 * the aggregator's application (:class:`~peertrain.aggregator.application.AggregatorApp`)
   as the platform drives it: every job event through its subscriptions (v0,
   aggregation, evaluation, export) and every announced update to ``on_peer`` (decide,
   fetch, check, fold, record);
-* virtual peers that train each ``task.assigned`` with the peer runtime's call
+* virtual peers that train each task message with the peer runtime's call
   (:mod:`.training`) and announce their update when their speed says they are done.
 
 Every event goes through :class:`~peertrain.common.eventlog.MemoryEventLog`; whoever
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import heapq
 import io
+import json
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -33,22 +38,39 @@ from typing import Any
 
 import numpy as np
 import torch
+from pydantic import BaseModel
 
 from peertrain.aggregator.application import AGGREGATOR_SUBSCRIPTIONS, AggregatorApp
 from peertrain.aggregator.config import AggregatorSettings
 from peertrain.aggregator.usecases.versions import final_keys
-from peertrain.common.app import Ports, deliver
+from peertrain.common.app import MemoryPublisher, Ports, deliver
 from peertrain.common.blobs import MemoryBlobStore
+from peertrain.common.clock import ManualClock
 from peertrain.common.eventlog import VERSION_ONLY, MemoryEventLog, Repository
-from peertrain.common.events import RecordedEvent
-from peertrain.common.events.datasets import ArtifactRef, DatasetSharded, ShardRef, sharding_stream
+from peertrain.common.events import EventData, RecordedEvent
+from peertrain.common.events.datasets import (
+    ArtifactRef,
+    DatasetSharded,
+    FeatureSpec,
+    ShardRef,
+    sharding_stream,
+)
 from peertrain.common.events.models import (
     ModelEvaluated,
     ModelVersionCreated,
     UpdateRejected,
     model_key,
 )
-from peertrain.common.events.tasks import UpdateAnnounced
+from peertrain.common.events.peers import PeerRegistered, PeerWentOffline, PeerWentOnline
+from peertrain.common.events.tasks import (
+    ACCEPTED,
+    PROGRESS,
+    TaskAcceptedBody,
+    TaskMessage,
+    TaskProgressBody,
+    UpdateAnnounced,
+    peer_message_key,
+)
 from peertrain.common.events.training import (
     JobCreated,
     RoundClosed,
@@ -56,7 +78,6 @@ from peertrain.common.events.training import (
     RoundOpened,
     RoundWaiting,
     TaskAssigned,
-    job_stream,
 )
 from peertrain.common.events.weights import WeightsSource, weights_key
 from peertrain.common.leases import SoleInstance
@@ -66,10 +87,9 @@ from peertrain.dataset.domain.sharding import strategy_for
 from peertrain.dataset.prepare.shards import shard_key, write_shards
 from peertrain.ml.training import read_samples
 from peertrain.ml.weights import dtype_code, read_starting_weights, state_from_bytes, state_to_bytes
-from peertrain.orchestrator.domain import Env, Job, reconcile
-from peertrain.orchestrator.domain.configuration import configure
-from peertrain.orchestrator.domain.job import decide_configured
-from peertrain.orchestrator.usecases.context import JOB_FOLD, JobsCache
+from peertrain.orchestrator.application import ORCHESTRATOR_SUBSCRIPTIONS, OrchestratorApp
+from peertrain.orchestrator.config import OrchestratorSettings
+from peertrain.orchestrator.domain import Job
 
 from .data import SimData
 from .peers import Volunteers, hostile_update
@@ -81,6 +101,8 @@ __all__ = ["EPOCH", "RoundMetrics", "SimResult", "Simulation"]
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 """Virtual time 0."""
 MAX_SETTLE_STEPS = 10_000
+HEARTBEAT_S = 5.0
+"""The virtual peers' heartbeat interval, as the registry records it."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +154,16 @@ class SimResult:
             "wall_s": round(self.wall_s, 3),
             "error": self.error,
         }
+
+
+def _online(peer_id: str) -> PeerWentOnline:
+    """A peer's heartbeats heard (as the registry records it)."""
+    return PeerWentOnline(peer_id=peer_id, interval_s=HEARTBEAT_S)
+
+
+def _ref(task: TaskMessage) -> dict[str, Any]:
+    """The fields naming the task in every message about it."""
+    return task.model_dump(include={"task_id", "job_id", "round", "attempt", "shard"})
 
 
 def _principal(peer_id: str) -> Principal:
@@ -186,16 +218,27 @@ class Simulation:
         self.init_weights = init_weights
         self.peer_ids = [f"peer-{i:05d}" for i in range(peers)]
         self._index = {p: k for k, p in enumerate(self.peer_ids)}
+        self._task_keys = {peer_message_key(p, "task"): p for p in self.peer_ids}
         self.hostile = self.volunteers.hostile_peers(self.peer_ids)
         self._local: dict[tuple[str, int], dict[str, torch.Tensor]] = {}
         self.speeds = self.volunteers.speeds(self.peer_ids)
         self.log = MemoryEventLog()
         self.blobs = MemoryBlobStore()
-        self.now = EPOCH
-        self.jobs: dict[str, Job] = {}
-        self.orchestrator: Repository[Job] = Repository(
-            self.log, JOB_FOLD, producer="orchestrator", cache=JobsCache(self.jobs)
+        self.clock = ManualClock(EPOCH)
+        self.publisher = MemoryPublisher()
+        # the service's defaults (not the environment's), but the attempts asked for
+        orchestrating = OrchestratorSettings.model_construct(max_round_attempts=max_attempts)
+        self.orchestrator = OrchestratorApp(
+            Ports(
+                log=self.log,
+                blobs=self.blobs,
+                clock=self.clock,
+                publisher=self.publisher,
+                leases=SoleInstance(),
+            ),
+            orchestrating,
         )
+        self.jobs: dict[str, Job] = self.orchestrator.jobs
         self._tmp = tempfile.TemporaryDirectory(prefix="peertrain-sim-")
         scratch = work_dir or Path(self._tmp.name)
         settings = AggregatorSettings(work_dir=scratch / "aggregator")
@@ -205,7 +248,11 @@ class Simulation:
         )
         self._scratch = scratch
         self._inbox: list[RecordedEvent] = []
-        self._assigned: list[TaskAssigned] = []
+        self._assigned: list[str] = []
+        """Task ids in the order their ``task.assigned`` was appended."""
+        self._sent = 0
+        """Messages of :attr:`publisher` the virtual peers have read."""
+        self._features: tuple[dict[str, Any], FeatureSpec] | None = None
         self._timeline: list[tuple[datetime, int, Callable[[], Awaitable[None]]]] = []
         self._ticks = 0
         self._offline: set[str] = set()
@@ -216,19 +263,25 @@ class Simulation:
         self.rounds: list[RoundMetrics] = []
         self.log.on_append(self._inbox.extend)
 
+    @property
+    def now(self) -> datetime:
+        """The virtual time."""
+        return self.clock.now()
+
     # -- running ----------------------------------------------------------------------
 
     async def run(self) -> SimResult:
         """Run the job to its end."""
         started = time.perf_counter()
         try:
+            await self._peers_online()
             await self._create()
             await self._shard()
             await self._settle()
             job = self.jobs[self.job_id]
             while job.terminal is None and self._timeline:
                 when, _, action = heapq.heappop(self._timeline)
-                self.now = max(self.now, when)
+                self.clock.set(when)
                 await action()
                 await self._settle()
                 job = self.jobs[self.job_id]
@@ -283,9 +336,19 @@ class Simulation:
                 f"min_peers={spec.aggregation.min_peers} is more than the {len(self.peer_ids)} "
                 "peer(s)"
             )
-        await self.orchestrator.execute(
-            job_stream(self.job_id), lambda _: [created], new=True, correlation_id=self.job_id
-        )
+        await self.orchestrator.open_job(created, actor="sim")
+
+    async def _peers_online(self) -> None:
+        """What the registry appends for peers that enrolled, registered and came online."""
+        for peer_id in self.peer_ids:
+            registered = PeerRegistered(
+                peer_id=peer_id, owner_id="sim", name=peer_id, queue=f"peer.{peer_id}"
+            )
+            await self._registry(peer_id, registered, _online(peer_id))
+
+    async def _registry(self, peer_id: str, *facts: EventData) -> None:
+        registry = Repository(self.log, VERSION_ONLY, producer="registry")
+        await registry.execute(f"peer:{peer_id}", lambda _: list(facts))
 
     async def _shard(self) -> None:
         """What the dataset service does on ``job.created``: shards and the holdout."""
@@ -351,43 +414,32 @@ class Simulation:
         )
 
     async def _settle(self) -> None:
-        """Deliver what was appended and let the orchestrator decide, until quiet; then
-        start the peers on the tasks just assigned."""
+        """Deliver what was appended, in log order, to whoever subscribes to it, until
+        quiet; the peers start on the tasks they were sent meanwhile."""
         for _ in range(MAX_SETTLE_STEPS):
             while self._inbox:
                 batch = list(self._inbox)
                 self._inbox.clear()
                 for event in batch:
                     await self._deliver(event)
-            job = self.jobs[self.job_id]
-            if job.needs_configuration:
-                exchanges = {"tasks": "peertrain.peers", "telemetry": "peertrain.telemetry"}
-                conf = configure(job, bucket=self.blobs.bucket, exchanges=exchanges)
-                await self.blobs.put_bytes(conf.key, conf.data)
-                await self._decide(partial(decide_configured, configured=conf.event))
-                continue
-            env = Env(
-                now=self.now,
-                online=frozenset(self.peer_ids) - self._offline,
-                max_attempts=self.max_attempts,
-            )
-            decided = await self._decide(partial(reconcile, env=env))
-            if not decided and not self._inbox:
-                break
-        await self._start_tasks()
+            await self._start_tasks()
+            if not self._inbox:
+                return
 
-    async def _decide(self, decide: Callable[[Job], Any]) -> bool:
-        saved = await self.orchestrator.execute(
-            job_stream(self.job_id), decide, correlation_id=self.job_id
-        )
-        return bool(saved.events)
+    async def _tick(self) -> None:
+        """The orchestrator's timer going off (deadlines, waits, retries)."""
+        await self.orchestrator.tick()
 
     async def _deliver(self, event: RecordedEvent) -> None:
         """Hand one appended event to whoever subscribes to it on the platform."""
         data = event.data
+        if isinstance(data, RoundClosed | RoundFailed) and self._offline:
+            # who vanished in the round is back for the next (before anyone moves on)
+            back, self._offline = sorted(self._offline), set()
+            for peer_id in back:
+                await self._registry(peer_id, _online(peer_id))
+        await deliver(ORCHESTRATOR_SUBSCRIPTIONS, self.orchestrator, event)
         if not event.stream.startswith("job:"):
-            # the orchestrator folds the model and sharding facts it subscribes to
-            self.jobs[self.job_id].apply(event)
             if isinstance(data, ModelEvaluated):
                 self._evaluated(data)
             elif isinstance(data, ModelVersionCreated) and data.version > 0:
@@ -398,20 +450,18 @@ class Simulation:
         # the aggregator hears every job event: it acts on some, and folds the others
         await deliver(AGGREGATOR_SUBSCRIPTIONS, self.aggregator, event)
         if isinstance(data, TaskAssigned):
-            self._assigned.append(data)
+            self._assigned.append(data.task_id)
         elif isinstance(data, RoundOpened):
-            self._at(data.deadline, _nothing)  # the orchestrator's timer
+            self._at(data.deadline, self._tick)
         elif isinstance(data, RoundClosed):
             self._included[data.round] = (len(data.included), data.attempt)
             if data.dropped:  # left out as norm outliers: refused at the close
                 self._rejected[data.round] = self._rejected.get(data.round, 0) + len(data.dropped)
-            self._offline.clear()  # who vanished in the round is back for the next
         elif isinstance(data, RoundFailed):
-            self._offline.clear()
             if data.retry_at is not None:
-                self._at(data.retry_at, _nothing)  # the retry's backoff ends
+                self._at(data.retry_at, self._tick)  # the retry's backoff ends
         elif isinstance(data, RoundWaiting):
-            self._at(data.until, _nothing)  # the wait for peers ends
+            self._at(data.until, self._tick)  # the wait for peers ends
 
     async def _forget_updates(self, round_: int) -> None:
         """Drop a round's uploads and accepted copies once its version exists (nothing
@@ -438,75 +488,104 @@ class Simulation:
 
     # -- virtual peers ----------------------------------------------------------------
 
-    async def _start_tasks(self) -> None:
-        """Train every task just assigned (in the pool when there is one) and schedule
-        its announcement at the time its peer finishes; a peer that drops out goes
-        silent and is seen offline a little later."""
+    def _task_messages(self) -> list[tuple[str, TaskMessage, FeatureSpec]]:
+        """The task messages the orchestrator sent since the last look, with their peer
+        and feature spec, in the order the tasks were assigned."""
+        fresh, self._sent = self.publisher.sent[self._sent :], len(self.publisher.sent)
+        sent: dict[str, tuple[str, TaskMessage, FeatureSpec]] = {}
+        for message in fresh:  # cancel messages need no answer: the job has ended
+            peer_id = self._task_keys.get(message.routing_key)
+            if peer_id is not None:
+                raw = json.loads(message.body)
+                features = self._features_of(raw.pop("feature_spec"))
+                task = TaskMessage.model_validate({**raw, "feature_spec": {}})
+                sent[task.task_id] = (peer_id, task, features)
         assigned, self._assigned = self._assigned, []
-        job = self.jobs[self.job_id]
-        work: list[tuple[TaskAssigned, TaskInput]] = []
-        for task in assigned:
-            found = job.dispatch(task.task_id)
-            if found is None:
-                continue
-            if not self.volunteers.answers(self._index[task.peer_id], task.round, task.attempt):
+        return [sent[t] for t in assigned if t in sent]
+
+    def _features_of(self, raw: dict[str, Any]) -> FeatureSpec:
+        """The job's feature spec, parsed once (a wide one costs more than training)."""
+        if self._features is None or self._features[0] != raw:
+            self._features = (raw, FeatureSpec.model_validate(raw))
+        return self._features[1]
+
+    async def _start_tasks(self) -> None:
+        """Train every task just sent (in the pool when there is one) and schedule its
+        announcement at the time its peer finishes; a peer that drops out goes silent
+        and is seen offline a little later."""
+        work: list[tuple[str, TaskMessage, TaskInput]] = []
+        for peer_id, task, features in self._task_messages():
+            if not self.volunteers.answers(self._index[peer_id], task.round, task.attempt):
                 continue  # online and silent: the round's deadline ends the wait
-            if self.volunteers.drops_out(task.peer_id, task.round, task.attempt):
+            if self.volunteers.drops_out(peer_id, task.round, task.attempt):
                 self._at(
                     self.now + timedelta(seconds=self.volunteers.offline_after_s),
-                    partial(self._goes_offline, task.peer_id),
+                    partial(self._goes_offline, peer_id),
                 )
                 continue
             x, y = self._shards[task.shard]
-            conf = found.configured
             work.append(
                 (
+                    peer_id,
                     task,
                     TaskInput(
-                        model_bytes=self.blobs.objects[found.round.model_key],
+                        model_bytes=self.blobs.objects[task.model.key],
                         x=x,
                         y=y,
-                        model_spec=conf.model,
-                        feature_spec=conf.feature_spec,
-                        training=found.training,
-                        seed=found.seed,
+                        model_spec=task.model_spec,
+                        feature_spec=features,
+                        training=task.training,
+                        seed=task.seed,
                         round=task.round,
                         device=self.device,
-                        local=self._local.get((task.peer_id, task.shard)),
+                        local=self._local.get((peer_id, task.shard)),
                     ),
                 )
             )
         if not work:
             return
-        trained = train_many([w[1] for w in work], self.pool)
+        for peer_id, task, _ in work:  # as the peer's trainer does before it trains
+            accepted = TaskAcceptedBody(**_ref(task), device=self.device or "cpu")
+            await self._report(peer_id, ACCEPTED, accepted)
+        trained = train_many([w[2] for w in work], self.pool)
         vol = self.volunteers
-        for (task, inputs), result in zip(work, trained, strict=True):
+        for (peer_id, task, inputs), result in zip(work, trained, strict=True):
             if result.local is not None:  # FedBN: the virtual peer keeps its own layers
-                self._local[(task.peer_id, task.shard)] = result.local
+                self._local[(peer_id, task.shard)] = result.local
             epochs = inputs.training.local_epochs
-            busy = vol.seconds_per_sample * len(inputs.y) * epochs / self.speeds[task.peer_id]
-            start = max(self.now, self._busy.get(task.peer_id, self.now))
+            busy = vol.seconds_per_sample * len(inputs.y) * epochs / self.speeds[peer_id]
+            start = max(self.now, self._busy.get(peer_id, self.now))
             done = start + timedelta(seconds=busy)
-            self._busy[task.peer_id] = done
-            self._at(done, partial(self._announce, task, result))
+            self._busy[peer_id] = done
+            self._at(done, partial(self._announce, peer_id, task, result))
 
     async def _goes_offline(self, peer_id: str) -> None:
+        """What the registry appends when a peer's heartbeats stop."""
         self._offline.add(peer_id)
+        gone = PeerWentOffline(peer_id=peer_id, reason="missed_heartbeats", last_seen=self.now)
+        await self._registry(peer_id, gone)
 
-    async def _announce(self, task: TaskAssigned, result: Trained) -> None:
+    async def _announce(self, peer_id: str, task: TaskMessage, result: Trained) -> None:
         """Upload and announce, as the peer's trainer does (hostile peers send theirs)."""
-        if task.peer_id in self.hostile:
+        if peer_id in self.hostile:
             data = hostile_update(result.delta, self.volunteers.hostile_mode)
         else:
             data = state_to_bytes(result.delta)
-        put = await self.blobs.put_bytes(task.update_key, data)
+        epochs = task.training.local_epochs
+        progress = TaskProgressBody(  # the last epoch's (the simulation trains at once)
+            **_ref(task),
+            epoch=epochs,
+            epochs=epochs,
+            loss=result.loss,
+            accuracy=result.accuracy,
+            samples=result.samples,
+            duration_s=max(0.0, result.duration_s),
+        )
+        await self._report(peer_id, PROGRESS, progress)
+        put = await self.blobs.put_bytes(task.upload.key, data)
         body = UpdateAnnounced(
-            task_id=task.task_id,
-            job_id=task.job_id,
-            round=task.round,
-            attempt=task.attempt,
-            shard=task.shard,
-            key=task.update_key,
+            **_ref(task),
+            key=task.upload.key,
             sha256=put.sha256,
             size=put.size,
             samples=result.samples,
@@ -514,8 +593,12 @@ class Simulation:
             train_accuracy=result.accuracy,
             duration_s=max(0.0, result.duration_s),
         )
-        message = PeerMessage(task.peer_id, "update", body, _principal(task.peer_id), None)
+        message = PeerMessage(peer_id, "update", body, _principal(peer_id), None)
         await self.aggregator.on_peer(message)
+
+    async def _report(self, peer_id: str, kind: str, body: BaseModel) -> None:
+        """A peer's telemetry about its task, to the orchestrator."""
+        await self.orchestrator.on_peer(PeerMessage(peer_id, kind, body, _principal(peer_id), None))
 
     # -- the end ----------------------------------------------------------------------
 
@@ -538,7 +621,3 @@ class Simulation:
             blobs=self.blobs,
             local_layers={peer: dict(t) for (peer, _), t in sorted(self._local.items())},
         )
-
-
-async def _nothing() -> None:
-    """A timer going off: deciding again (``_settle``) is all it takes."""

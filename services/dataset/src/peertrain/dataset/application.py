@@ -32,9 +32,17 @@ import structlog
 from pymongo.asynchronous.database import AsyncDatabase
 
 from peertrain.common.app import On, Ports, Table
-from peertrain.common.blobs import BlobStore
+from peertrain.common.blobs import BlobStore, MemoryBlobStore
 from peertrain.common.clock import Clock
-from peertrain.common.eventlog import VERSION_ONLY, Decide, EventLog, Fold, Repository, Saved
+from peertrain.common.eventlog import (
+    VERSION_ONLY,
+    Decide,
+    EventLog,
+    Fold,
+    MemoryEventLog,
+    Repository,
+    Saved,
+)
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.datasets import DATASET_UPLOADED, DatasetDeleted, dataset_stream
 from peertrain.common.events.training import JOB_CREATED
@@ -110,12 +118,12 @@ class DatasetApp:
         )
 
     @property
-    def log(self) -> EventLog:
+    def log(self) -> EventLog | MemoryEventLog:
         """The shared event log."""
         return self.ports.log
 
     @property
-    def blobs(self) -> BlobStore:
+    def blobs(self) -> BlobStore | MemoryBlobStore:
         """The bucket."""
         assert self.ports.blobs is not None, "the dataset service needs the blob store"
         return self.ports.blobs

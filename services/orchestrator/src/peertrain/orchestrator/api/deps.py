@@ -6,19 +6,16 @@ from typing import Annotated
 
 from fastapi import Depends
 
-from peertrain.common.app import extra
-from peertrain.orchestrator.usecases import OrchestratorContext
+from peertrain.common.app import application_dep
+from peertrain.orchestrator.application import OrchestratorApp
 
-__all__ = ["ORCHESTRATOR_EXTRA", "OrchestratorDep", "get_orchestrator_context"]
-
-ORCHESTRATOR_EXTRA = "orchestrator"
+__all__ = ["OrchestratorDep", "get_orchestrator"]
 
 
-get_orchestrator_context = extra(
-    ORCHESTRATOR_EXTRA,
-    OrchestratorContext,
+get_orchestrator = application_dep(
+    OrchestratorApp,
     "the orchestrator is starting",
-    ready=lambda octx: octx.ready,  # 503 while it replays the log
+    ready=lambda app: app.ready,  # 503 while it replays the log
 )
 
-OrchestratorDep = Annotated[OrchestratorContext, Depends(get_orchestrator_context)]
+OrchestratorDep = Annotated[OrchestratorApp, Depends(get_orchestrator)]

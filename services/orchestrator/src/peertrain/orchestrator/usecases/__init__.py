@@ -1,5 +1,4 @@
-"""The orchestrator's use cases (the shell around :mod:`peertrain.orchestrator.domain`)."""
+"""The orchestrator's use cases (the shell around :mod:`peertrain.orchestrator.domain`);
+each takes the :class:`~peertrain.orchestrator.application.OrchestratorApp`."""
 
-from .context import OrchestratorContext
-
-__all__ = ["OrchestratorContext"]
+__all__: list[str] = []

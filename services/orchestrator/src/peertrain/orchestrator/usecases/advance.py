@@ -9,8 +9,8 @@ renews the leases and takes over the jobs of instances that stopped.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from functools import partial
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -18,13 +18,15 @@ from peertrain.common.eventlog import Saved
 from peertrain.common.events import EventData, RecordedEvent
 from peertrain.common.events.training import RoundClosed, RoundFailed, TaskAssigned, job_stream
 
-from .. import projections
 from ..domain import Env, Job, reconcile
 from ..domain.job import decide_configured
 from ..metrics import JOBS, JOBS_FINISHED, ROUND_DURATION, ROUND_PEERS, ROUNDS_CLOSED, TASKS
+from . import catchup
 from .configure import write_configuration
-from .context import OrchestratorContext
 from .dispatch import dispatch_soon
+
+if TYPE_CHECKING:
+    from ..application import OrchestratorApp
 
 __all__ = ["DecideJob", "advance", "execute", "gauge", "on_fact", "replay", "tick"]
 
@@ -35,97 +37,93 @@ MAX_STEPS = 20
 DecideJob = Callable[[Job], Sequence[EventData]]
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-async def replay(octx: OrchestratorContext) -> None:
-    """Rebuild the projections and every job from the log, then catch up on the jobs
+async def replay(app: OrchestratorApp) -> None:
+    """Rebuild the directory and every job from the log, then catch up on the jobs
     this instance takes."""
-    async with octx.lock:
-        count = await projections.replay(octx)
-        await _keep_leases(octx)
-        for job in octx.jobs.values():
-            if job.terminal is None and octx.leases.holds(job.job_id):
-                await advance(octx, job)
-        gauge(octx)
-    octx.ready = True
-    log.info("replayed the log", events=count, jobs=len(octx.jobs))
+    async with app.lock:
+        count = await catchup.replay(app)
+        await _keep_leases(app)
+        for job in app.jobs.values():
+            if job.terminal is None and app.leases.holds(job.job_id):
+                await advance(app, job)
+        gauge(app)
+    app.ready = True
+    log.info("replayed the log", events=count, jobs=len(app.jobs))
 
 
-async def on_fact(octx: OrchestratorContext, event: RecordedEvent) -> None:
+async def on_fact(app: OrchestratorApp, event: RecordedEvent) -> None:
     """An event from the bus (another service's, or a job's): fold it and advance
     what it concerns, if this instance works on that."""
-    async with octx.lock:
-        if octx.directory.apply(event):
+    async with app.lock:
+        if app.directory.apply(event):
             if event.stream.startswith("peer:"):
                 peer_id = event.stream.partition(":")[2]
-                for job in [j for j in octx.jobs.values() if j.runs_with(peer_id)]:
-                    if octx.leases.holds(job.job_id):
-                        await advance(octx, job)
+                for job in [j for j in app.jobs.values() if j.runs_with(peer_id)]:
+                    if app.leases.holds(job.job_id):
+                        await advance(app, job)
             return
-        known = octx.jobs.get(event.stream.partition(":")[2])
+        known = app.jobs.get(event.stream.partition(":")[2])
         if known is not None and event.stream.startswith("job:") and event.seq <= known.version:
             return  # this instance appended it (or folded it already)
-        touched = await projections.follow(octx, event)
+        touched = await catchup.follow(app, event)
         if touched is None:
             return
-        async with octx.folded:
-            octx.folded.notify_all()
+        async with app.folded:
+            app.folded.notify_all()
         if touched.terminal is not None:
-            gauge(octx)
-        elif await octx.leases.claim(touched.job_id):
-            await advance(octx, touched)
+            gauge(app)
+        elif await app.leases.claim(touched.job_id):
+            await advance(app, touched)
 
 
-async def tick(octx: OrchestratorContext) -> None:
+async def tick(app: OrchestratorApp) -> None:
     """Leases, deadlines, and anything a failed append left undecided: advance every
     job of this instance's that has not ended (deciding is pure and idempotent; most
     jobs decide nothing)."""
-    async with octx.lock:
+    async with app.lock:
         try:
-            await _keep_leases(octx)
+            await _keep_leases(app)
         except Exception as exc:  # the store blinked: held leases run out on their own
             log.warning("renewing leases failed", error=repr(exc))
-        for job in list(octx.jobs.values()):
-            if job.active and octx.leases.holds(job.job_id):
+        for job in list(app.jobs.values()):
+            if job.active and app.leases.holds(job.job_id):
                 try:
-                    await advance(octx, job)
+                    await advance(app, job)
                 except Exception as exc:  # one job's trouble must not starve the rest
                     log.warning("advancing a job failed", job_id=job.job_id, error=repr(exc))
-        gauge(octx)
+        gauge(app)
 
 
-async def _keep_leases(octx: OrchestratorContext) -> None:
+async def _keep_leases(app: OrchestratorApp) -> None:
     """Renew this instance's leases, give up those of ended jobs, and catch up on the
     jobs it takes over (another instance may have moved them since they were folded)."""
-    leases = octx.leases
+    leases = app.leases
     for job_id in leases.held:
-        job = octx.jobs.get(job_id)
+        job = app.jobs.get(job_id)
         if job is None or job.terminal is not None:
             await leases.release(job_id)
-    active = [job.job_id for job in octx.jobs.values() if job.terminal is None]
+    active = [job.job_id for job in app.jobs.values() if job.terminal is None]
     for job_id in await leases.keep(active):
-        job = await projections.catch_up(octx, job_id)
+        job = await catchup.catch_up(app, job_id)
         log.info("job taken", job_id=job_id, state=job.state if job else None)
 
 
-async def advance(octx: OrchestratorContext, job: Job) -> None:
+async def advance(app: OrchestratorApp, job: Job) -> None:
     """Decide and append until the job has nothing more to do now (caller holds the lock)."""
     for _ in range(MAX_STEPS):
         if job.needs_configuration:
-            configured = await write_configuration(octx, job)
-            saved = await execute(octx, job, partial(decide_configured, configured=configured))
+            configured = await write_configuration(app, job)
+            saved = await execute(app, job, partial(decide_configured, configured=configured))
             job = saved.state
             continue
         env = Env(
-            now=_now(),
-            online=frozenset(octx.directory.online_peers()),
-            max_attempts=octx.settings.max_round_attempts,
-            retry_backoff_s=octx.settings.round_retry_backoff_s,
-            retry_backoff_max_s=octx.settings.round_retry_backoff_max_s,
+            now=app.clock.now(),
+            online=frozenset(app.directory.online_peers()),
+            max_attempts=app.settings.max_round_attempts,
+            retry_backoff_s=app.settings.round_retry_backoff_s,
+            retry_backoff_max_s=app.settings.round_retry_backoff_max_s,
         )
-        saved = await execute(octx, job, partial(reconcile, env=env))
+        saved = await execute(app, job, partial(reconcile, env=env))
         if not saved.events:
             return
         job = saved.state
@@ -133,7 +131,7 @@ async def advance(octx: OrchestratorContext, job: Job) -> None:
 
 
 async def execute(
-    octx: OrchestratorContext,
+    app: OrchestratorApp,
     job: Job,
     decide: DecideJob,
     *,
@@ -142,7 +140,7 @@ async def execute(
 ) -> Saved[Job]:
     """Decide on the job and append to its stream (deciding again on the caught-up
     job if the stream moved under us); assigned tasks are sent at once."""
-    saved = await octx.repository.execute(
+    saved = await app.repository.execute(
         job_stream(job.job_id),
         decide,
         retries=retries,
@@ -152,7 +150,7 @@ async def execute(
     for event in saved.events:
         _observe(saved.state, event)
         if isinstance(event.data, TaskAssigned):
-            dispatch_soon(octx, event)
+            dispatch_soon(app, event)
     return saved
 
 
@@ -173,12 +171,12 @@ def _observe(job: Job, event: RecordedEvent) -> None:
     log.info("job event", job_id=job.job_id, type=kind, seq=event.seq)
 
 
-def gauge(octx: OrchestratorContext) -> None:
+def gauge(app: OrchestratorApp) -> None:
     """Set the jobs-by-state gauge."""
     counts: dict[str, int] = dict.fromkeys(
         ("sharding", "running", "completed", "failed", "cancelled"), 0
     )
-    for job in octx.jobs.values():
+    for job in app.jobs.values():
         counts[job.state] += 1
     for state, n in counts.items():
         JOBS.labels(state=state).set(n)

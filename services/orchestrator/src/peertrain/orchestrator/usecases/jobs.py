@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.datasets import sharding_stream
@@ -14,14 +14,16 @@ from peertrain.common.ids import new_id
 from peertrain.common.security import Principal
 from peertrain.common.specs import ModelSummary, model_summary
 
-from .. import projections
 from ..domain import Job
 from ..domain.errors import DatasetNotFound, JobNotFound
 from ..domain.job import decide_cancel
 from ..domain.job_request import JobRequest
 from ..domain.request import check_running_quota, plan_job
+from . import catchup
 from .advance import execute, gauge
-from .context import OrchestratorContext
+
+if TYPE_CHECKING:
+    from ..application import OrchestratorApp
 
 __all__ = [
     "JobQuery",
@@ -31,6 +33,7 @@ __all__ = [
     "get_job",
     "job_events",
     "job_model",
+    "open_job",
     "read_job",
     "visible_jobs",
 ]
@@ -38,27 +41,27 @@ __all__ = [
 DRY_RUN_ID = "dry-run"
 
 
-def get_job(octx: OrchestratorContext, job_id: str, who: Principal) -> Job:
+def get_job(app: OrchestratorApp, job_id: str, who: Principal) -> Job:
     """A job the caller may see (its owner, or an admin)."""
-    job = octx.jobs.get(job_id)
+    job = app.jobs.get(job_id)
     if job is None or not job.visible_to(who):
         raise JobNotFound(f"no job {job_id!r}")
     return job
 
 
-async def read_job(octx: OrchestratorContext, job_id: str, who: Principal) -> Job:
+async def read_job(app: OrchestratorApp, job_id: str, who: Principal) -> Job:
     """A job the caller may see, as its streams hold it now (never waiting on the lock
-    that decisions and lease renewal take: see :func:`~..projections.read_on`).
+    that decisions and lease renewal take: see :func:`~.catchup.read_on`).
 
     Every instance answers reads and folds every job from its own feed, which can lag
     behind the one that answered the caller's last read: reading on from the log first
     (two indexed reads) means a job seen completed never shows a round it has not
     folded yet.
     """
-    return await projections.read_on(octx, get_job(octx, job_id, who))
+    return await catchup.read_on(app, get_job(app, job_id, who))
 
 
-def job_model(octx: OrchestratorContext, job: Job) -> ModelSummary:
+def job_model(app: OrchestratorApp, job: Job) -> ModelSummary:
     """The job's model as built for its data: every layer, its output shape and size.
 
     The data's feature spec is the one the job was configured with, or before that the
@@ -74,7 +77,7 @@ def job_model(octx: OrchestratorContext, job: Job) -> ModelSummary:
     if job.configured is not None:
         features = job.configured.feature_spec.data_shape
     else:
-        ds = octx.directory.datasets.get(created.dataset_id)
+        ds = app.directory.datasets.get(created.dataset_id)
         if ds is None or ds.feature_spec is None:
             raise DatasetNotFound(f"job {job.job_id!r}: no dataset {created.dataset_id!r}")
         features = ds.feature_spec.data_shape
@@ -102,65 +105,68 @@ class JobQuery:
         return self.name is None or self.name.lower() in created.name.lower()
 
 
-def visible_jobs(
-    octx: OrchestratorContext, who: Principal, query: JobQuery | None = None
-) -> list[Job]:
+def visible_jobs(app: OrchestratorApp, who: Principal, query: JobQuery | None = None) -> list[Job]:
     """The caller's jobs (all of them for an admin) that ``query`` keeps, newest first."""
     keep = query or JobQuery()
-    jobs = [j for j in octx.jobs.values() if j.visible_to(who) and keep.matches(j)]
-    return sorted(jobs, key=lambda j: j.created_at or datetime.now(UTC), reverse=True)
+    jobs = [j for j in app.jobs.values() if j.visible_to(who) and keep.matches(j)]
+    return sorted(jobs, key=lambda j: j.created_at or app.clock.now(), reverse=True)
 
 
-async def _known_weights(octx: OrchestratorContext, request: JobRequest) -> None:
+async def _known_weights(app: OrchestratorApp, request: JobRequest) -> None:
     """Uploaded weights the job names, read from the log when the directory has not
     heard of them yet: an upload answered 201 once its event was appended, and a client
     creates the job at once, often before that event reached this instance's queue."""
     weights_id = request.init_weights
-    if weights_id is None or weights_id in octx.directory.weights:
+    if weights_id is None or weights_id in app.directory.weights:
         return
-    for event in await octx.log.read_stream(weights_stream(weights_id)):
-        octx.directory.apply(event)
+    for event in await app.log.read_stream(weights_stream(weights_id)):
+        app.directory.apply(event)
 
 
-async def check_job(octx: OrchestratorContext, request: JobRequest, who: Principal) -> JobCreated:
+async def check_job(app: OrchestratorApp, request: JobRequest, who: Principal) -> JobCreated:
     """Every check :func:`create_job` makes, and nothing else: no job, no event (a dry
     run). Answers the ``job.created`` it would append (its job id is a placeholder)."""
-    await _known_weights(octx, request)
-    async with octx.lock:
-        check_running_quota(octx.jobs.values(), who, octx.settings.max_running_jobs)
-        return plan_job(DRY_RUN_ID, request, who, octx.directory, octx.jobs)
+    await _known_weights(app, request)
+    async with app.lock:
+        check_running_quota(app.jobs.values(), who, app.settings.max_running_jobs)
+        return plan_job(DRY_RUN_ID, request, who, app.directory, app.jobs)
 
 
-async def create_job(octx: OrchestratorContext, request: JobRequest, who: Principal) -> Job:
+async def create_job(app: OrchestratorApp, request: JobRequest, who: Principal) -> Job:
     """Check and create a job (``job.created``); sharding starts from that event."""
-    await _known_weights(octx, request)
-    async with octx.lock:
-        check_running_quota(octx.jobs.values(), who, octx.settings.max_running_jobs)
-        job_id = new_id()
-        created = plan_job(job_id, request, who, octx.directory, octx.jobs)
-        job = Job(job_id)
-        octx.jobs[job_id] = job
-        try:
-            await execute(octx, job, lambda _: [created], actor=who.subject, retries=0)
-        except Exception:
-            octx.jobs.pop(job_id, None)
-            raise
-        gauge(octx)
-        return job
+    await _known_weights(app, request)
+    async with app.lock:
+        check_running_quota(app.jobs.values(), who, app.settings.max_running_jobs)
+        created = plan_job(new_id(), request, who, app.directory, app.jobs)
+        return await open_job(app, created, actor=who.subject)
 
 
-async def cancel_job(octx: OrchestratorContext, job_id: str, who: Principal) -> Job:
+async def open_job(app: OrchestratorApp, created: JobCreated, *, actor: str | None) -> Job:
+    """Append a checked and planned job's ``job.created`` (the caller holds the lock);
+    sharding starts from that event."""
+    job = Job(created.job_id)
+    app.jobs[created.job_id] = job
+    try:
+        await execute(app, job, lambda _: [created], actor=actor, retries=0)
+    except Exception:
+        app.jobs.pop(created.job_id, None)
+        raise
+    gauge(app)
+    return job
+
+
+async def cancel_job(app: OrchestratorApp, job_id: str, who: Principal) -> Job:
     """Cancel a running job; its peers are told to stop."""
-    async with octx.lock:
-        job = get_job(octx, job_id, who)
-        saved = await execute(octx, job, lambda j: decide_cancel(j, who.subject), actor=who.subject)
-        gauge(octx)
+    async with app.lock:
+        job = get_job(app, job_id, who)
+        saved = await execute(app, job, lambda j: decide_cancel(j, who.subject), actor=who.subject)
+        gauge(app)
         return saved.state
 
 
-async def job_events(octx: OrchestratorContext, job: Job) -> list[RecordedEvent]:
+async def job_events(app: OrchestratorApp, job: Job) -> list[RecordedEvent]:
     """The job's lineage: its own, sharding and model events, in log order."""
     found: list[RecordedEvent] = []
     for stream in (job_stream(job.job_id), sharding_stream(job.job_id), model_stream(job.job_id)):
-        found += await octx.log.read_stream(stream)
+        found += await app.log.read_stream(stream)
     return sorted(found, key=lambda e: e.position)

@@ -1,4 +1,4 @@
-"""The orchestrator's read of the log: jobs and the directory (peers, datasets).
+"""Catching up: the orchestrator's read of the log into its jobs and directory.
 
 Both are folded in memory (:class:`~.domain.Directory`, :class:`~.domain.Job`: pure
 folds that remember what they applied), from the bus as facts and job events arrive
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from peertrain.common.eventlog import Cached, Loaded
 from peertrain.common.events import RecordedEvent
@@ -26,8 +27,10 @@ from peertrain.common.events.peers import PEER_EVENT_TYPES
 from peertrain.common.events.training import JOB_EVENT_TYPES, job_stream
 from peertrain.common.events.weights import WEIGHTS_EVENT_TYPES
 
-from .domain import Job
-from .usecases import OrchestratorContext
+from ..domain import Job
+
+if TYPE_CHECKING:
+    from ..application import OrchestratorApp
 
 __all__ = ["FACT_TYPES", "catch_up", "fold", "follow", "read_on", "replay", "seen"]
 
@@ -48,25 +51,25 @@ def _job_id_of(event: RecordedEvent) -> str | None:
     return rest if kind in ("job", "model", "sharding") else None
 
 
-def fold(octx: OrchestratorContext, event: RecordedEvent) -> Job | None:
+def fold(app: OrchestratorApp, event: RecordedEvent) -> Job | None:
     """Fold ``event`` in; the job it concerns, whether or not it was new to it.
 
     A redelivered fact was folded the first time, but what it should have caused may
     not have been appended (the store blinked): the caller decides again either way,
     and deciding is idempotent.
     """
-    if octx.directory.apply(event):
+    if app.directory.apply(event):
         return None
     job_id = _job_id_of(event)
     if job_id is None:
         return None
-    job = octx.jobs.get(job_id)
+    job = app.jobs.get(job_id)
     if job is None:
         if not event.stream.startswith("job:"):
             return None  # facts of jobs created elsewhere (tests sharing a log)
-        job = octx.jobs[job_id] = Job(job_id)
+        job = app.jobs[job_id] = Job(job_id)
     if job.apply(event) and isinstance(event.data, UpdateAccepted):
-        _measure(octx, job, event.data, event.occurred_at)
+        _measure(app, job, event.data, event.occurred_at)
     return job
 
 
@@ -79,28 +82,28 @@ def _after_gap(job: Job, event: RecordedEvent) -> bool:
     return False
 
 
-async def follow(octx: OrchestratorContext, event: RecordedEvent) -> Job | None:
+async def follow(app: OrchestratorApp, event: RecordedEvent) -> Job | None:
     """:func:`fold` for an event from the bus. Several writers append to a job's stream
     and each relays its own events, so one may arrive before an earlier one (or that
     one was lost with this instance's queue): after a gap the job reads on from the
     log instead, and the late event is then a duplicate."""
     job_id = _job_id_of(event)
-    job = octx.jobs.get(job_id) if job_id is not None else None
+    job = app.jobs.get(job_id) if job_id is not None else None
     if job_id is not None and job is not None and _after_gap(job, event):
-        return await catch_up(octx, job_id)
-    return fold(octx, event)
+        return await catch_up(app, job_id)
+    return fold(app, event)
 
 
-async def seen(octx: OrchestratorContext, event: RecordedEvent, job_id: str) -> Job | None:
+async def seen(app: OrchestratorApp, event: RecordedEvent, job_id: str) -> Job | None:
     """The job, having folded ``event`` of its stream (read on from the log if this
     instance has not got that far: another one appended it)."""
-    job = octx.jobs.get(job_id)
+    job = app.jobs.get(job_id)
     if job is None or job.version < event.seq:
-        return await catch_up(octx, job_id)
+        return await catch_up(app, job_id)
     return job
 
 
-async def catch_up(octx: OrchestratorContext, job_id: str) -> Job | None:
+async def catch_up(app: OrchestratorApp, job_id: str) -> Job | None:
     """The job with all that its streams hold (read on from what it has folded);
     ``None`` if the log has no such job.
 
@@ -108,26 +111,26 @@ async def catch_up(octx: OrchestratorContext, job_id: str) -> Job | None:
     bus delivers it: an update accepted before its round closed counts in that round.
     """
     stream = job_stream(job_id)
-    job = octx.jobs.get(job_id)
+    job = app.jobs.get(job_id)
     if job is None:  # a first load folds every stream of the job, in log order
-        job = (await octx.repository.load(stream)).state
+        job = (await app.repository.load(stream)).state
         return job if job.created is not None else None
-    for event in await _unfolded(octx, job):
+    for event in await _unfolded(app, job):
         job.apply(event)
-    octx.repository.cache.put(stream, Cached(job, job.version))  # read on: not stale
+    app.repository.cache.put(stream, Cached(job, job.version))  # read on: not stale
     return None if job.created is None else job
 
 
-async def _unfolded(octx: OrchestratorContext, job: Job) -> list[RecordedEvent]:
+async def _unfolded(app: OrchestratorApp, job: Job) -> list[RecordedEvent]:
     """What the job's streams hold past what ``job`` has folded, in log order."""
     stream = job_stream(job.job_id)
-    return await octx.repository.unfolded(Loaded(stream, job, job.version))
+    return await app.repository.unfolded(Loaded(stream, job, job.version))
 
 
-async def read_on(octx: OrchestratorContext, job: Job) -> Job:
+async def read_on(app: OrchestratorApp, job: Job) -> Job:
     """``job`` with all that its streams hold, for a reader, without the lock.
 
-    Reads never wait on :attr:`~.usecases.OrchestratorContext.lock`, which deciding,
+    Reads never wait on :attr:`~..application.OrchestratorApp.lock`, which deciding,
     deadlines and lease renewal need: a read held up by a slow store must not hold
     them up. The log is read without it; what was read is folded in one synchronous
     step, in log order, skipping what the job has folded meanwhile (every fold is
@@ -135,31 +138,31 @@ async def read_on(octx: OrchestratorContext, job: Job) -> Job:
     nothing can be between its reads and its append), else into a copy, which the
     reader gets: a decision never sees its job change under it.
     """
-    unfolded = await _unfolded(octx, job)
+    unfolded = await _unfolded(app, job)
     if not unfolded:
         return job
-    current = octx.jobs.get(job.job_id, job)
-    target = copy.deepcopy(current) if octx.lock.locked() else current
+    current = app.jobs.get(job.job_id, job)
+    target = copy.deepcopy(current) if app.lock.locked() else current
     for event in unfolded:
         target.apply(event)
     if target is current:
-        octx.repository.cache.put(job_stream(job.job_id), Cached(current, current.version))
+        app.repository.cache.put(job_stream(job.job_id), Cached(current, current.version))
     return target
 
 
-def _measure(octx: OrchestratorContext, job: Job, accepted: UpdateAccepted, at: datetime) -> None:
+def _measure(app: OrchestratorApp, job: Job, accepted: UpdateAccepted, at: datetime) -> None:
     """The peer's training speed, as the platform saw it (see ``PeerInfo.observe``)."""
     task = job.find_task(accepted.task_id)
-    peer = octx.directory.peers.get(accepted.peer_id)
+    peer = app.directory.peers.get(accepted.peer_id)
     plan = job.shard_plan(accepted.shard)
     if task is not None and peer is not None and plan:
         peer.observe(plan.rows, (at - task.assigned_at).total_seconds())
 
 
-async def replay(octx: OrchestratorContext) -> int:
+async def replay(app: OrchestratorApp) -> int:
     """Fold the whole log (facts and job events) in; the number of events read."""
     count = 0
-    async for event in octx.log.read_all(types=(*FACT_TYPES, *JOB_EVENT_TYPES)):
-        fold(octx, event)
+    async for event in app.log.read_all(types=(*FACT_TYPES, *JOB_EVENT_TYPES)):
+        fold(app, event)
         count += 1
     return count

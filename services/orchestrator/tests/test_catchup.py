@@ -1,17 +1,19 @@
-"""The orchestrator's projections: peers and datasets folded into the :class:`Directory`,
-jobs folded by ``projections.fold``, the whole log by ``projections.replay``. Replaying
+"""The orchestrator's read of the log: peers and datasets folded into the :class:`Directory`,
+jobs folded by ``catchup.fold``, the whole log by ``catchup.replay``. Replaying
 and consuming may overlap, so every fold must ignore what it has already applied."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from itertools import count
-from types import SimpleNamespace
-from typing import Any, TypeVar, cast
+from typing import TypeVar
 
-from peertrain.common.eventlog import MemoryEventLog
+from peertrain.common.app import Ports
+from peertrain.common.clock import ManualClock
+from peertrain.common.eventlog import EventLog, MemoryEventLog
 from peertrain.common.events import EventData, NewEvent, RecordedEvent
 from peertrain.common.events.datasets import (
     ArtifactRef,
@@ -45,12 +47,12 @@ from peertrain.common.events.training import (
     ShardingSpec,
     TaskAssigned,
 )
+from peertrain.common.leases import MEMBER, Holding, Leases, MemoryLeaseStore
 from peertrain.common.security import ROLE_USER, Principal
+from peertrain.orchestrator.application import OrchestratorApp
 from peertrain.orchestrator.domain import Directory
 from peertrain.orchestrator.domain.configuration import configure
-from peertrain.orchestrator.projections import FACT_TYPES, catch_up, fold, read_on, replay
-from peertrain.orchestrator.usecases import OrchestratorContext
-from peertrain.orchestrator.usecases.advance import tick
+from peertrain.orchestrator.usecases.catchup import FACT_TYPES, catch_up, fold, read_on, replay
 from peertrain.orchestrator.usecases.jobs import read_job
 
 SHA = "0" * 64
@@ -260,37 +262,36 @@ async def holding(events: Sequence[RecordedEvent], log: L) -> L:
     return log
 
 
-def context(log: Log | None = None) -> OrchestratorContext:
+def context(log: Log | None = None, leases: Holding | None = None) -> OrchestratorApp:
     """Working memory only: ``fold`` and ``replay`` touch nothing else."""
-    ctx = SimpleNamespace(log=log or Log(), db=None)
-    return OrchestratorContext(ctx=cast(Any, ctx), settings=cast(Any, None))
+    return OrchestratorApp(Ports(log=log or Log(), leases=leases))
 
 
 def test_fold_sends_facts_to_the_directory_and_job_events_to_their_job() -> None:
-    octx = context()
+    app = context()
     for e in peer_life():
-        assert fold(octx, e) is None
-    assert octx.directory.peers["p1"].usable
-    job = fold(octx, recorded("job:j1", 1, created()))
-    assert job is not None and job is octx.jobs["j1"]
+        assert fold(app, e) is None
+    assert app.directory.peers["p1"].usable
+    job = fold(app, recorded("job:j1", 1, created()))
+    assert job is not None and job is app.jobs["j1"]
     assert job.created == created() and job.version == 1
 
 
 def test_fold_ignores_facts_of_jobs_it_never_saw_created() -> None:
-    octx = context()
+    app = context()
     sharded = recorded("sharding:jx", 1, sharded_fact("jx"))
-    assert fold(octx, sharded) is None
+    assert fold(app, sharded) is None
     accepted = recorded("model:jx", 1, accepted_fact("jx", "t0", "p1"))
-    assert fold(octx, accepted) is None
-    assert octx.jobs == {}
+    assert fold(app, accepted) is None
+    assert app.jobs == {}
 
 
 def test_a_redelivered_job_event_returns_its_job_unchanged_so_the_caller_decides_again() -> None:
-    octx = context()
+    app = context()
     first = recorded("job:j1", 1, created())
-    job = fold(octx, first)
+    job = fold(app, first)
     assert job is not None
-    again = fold(octx, first)
+    again = fold(app, first)
     assert again is job and job.version == 1
 
 
@@ -324,13 +325,13 @@ def accepted_fact(job_id: str, task_id: str, peer_id: str) -> UpdateAccepted:
     )
 
 
-def running_job(octx: OrchestratorContext) -> list[RecordedEvent]:
+def running_job(app: OrchestratorApp) -> list[RecordedEvent]:
     """j1 on p1: created, sharded (50 rows), configured, round 1 open, t0 assigned at T0;
-    folded into ``octx``, and returned in log order."""
+    folded into ``app``, and returned in log order."""
     events = [recorded("job:j1", 1, created()), recorded("sharding:j1", 1, sharded_fact("j1"))]
     for e in events:
-        fold(octx, e)
-    conf = configure(octx.jobs["j1"], bucket="b", exchanges={})
+        fold(app, e)
+    conf = configure(app.jobs["j1"], bucket="b", exchanges={})
     later = [
         recorded("job:j1", 2, conf.event),
         recorded(
@@ -362,22 +363,22 @@ def running_job(octx: OrchestratorContext) -> list[RecordedEvent]:
         ),
     ]
     for e in later:
-        fold(octx, e)
+        fold(app, e)
     return events + later
 
 
 def test_an_accepted_update_measures_the_peers_speed_once() -> None:
-    octx = context()
+    app = context()
     for e in peer_life():
-        fold(octx, e)
-    running_job(octx)
+        fold(app, e)
+    running_job(app)
     accepted = recorded(
         "model:j1", 1, accepted_fact("j1", "t0", "p1"), at=T0 + timedelta(seconds=10)
     )
-    assert fold(octx, accepted) is octx.jobs["j1"]
-    assert octx.directory.peers["p1"].rows_per_s == 5.0  # 50 rows in 10 s
-    fold(octx, accepted)  # redelivered: not a second observation
-    assert octx.directory.peers["p1"].rows_per_s == 5.0
+    assert fold(app, accepted) is app.jobs["j1"]
+    assert app.directory.peers["p1"].rows_per_s == 5.0  # 50 rows in 10 s
+    fold(app, accepted)  # redelivered: not a second observation
+    assert app.directory.peers["p1"].rows_per_s == 5.0
 
 
 async def test_replay_reads_facts_and_job_events_and_overlaps_consuming_freely() -> None:
@@ -403,16 +404,16 @@ async def test_replay_reads_facts_and_job_events_and_overlaps_consuming_freely()
     assert job.find_task("t0") is not None and job.configured is not None
 
     # the start-up replay runs while the bus already delivers: folding both gives one state
-    consumed.ctx.log = await holding(log_events, Log())  # type: ignore[misc]
+    use_log(consumed, await holding(log_events, Log()))
     assert await replay(consumed) == len(log_events)
     assert consumed.directory.peers == fresh.directory.peers
     assert consumed.jobs["j1"] == job
 
 
-def closed_round(octx: OrchestratorContext) -> list[RecordedEvent]:
+def closed_round(app: OrchestratorApp) -> list[RecordedEvent]:
     """j1's round 1: t0's update accepted (model stream), then the round closed (job
     stream), in log order."""
-    events = running_job(octx)
+    events = running_job(app)
     events.append(recorded("model:j1", 1, accepted_fact("j1", "t0", "p1")))
     events.append(
         recorded(
@@ -432,19 +433,19 @@ def closed_round(octx: OrchestratorContext) -> list[RecordedEvent]:
     return events
 
 
-def use_log(octx: OrchestratorContext, log: Any) -> None:
+def use_log(app: OrchestratorApp, log: EventLog) -> None:
     """Point the instance (and its repository) at another log."""
-    octx.ctx.log = log  # type: ignore[misc]
-    octx.repository.log = log
+    app.ports = replace(app.ports, log=log)
+    app.repository.log = log
 
 
 async def test_catch_up_folds_the_jobs_streams_in_log_order() -> None:
     # An instance that folded the job up to its task, then reads on from the log: the
     # update accepted before the round closed counts in that round.
-    octx = context()
-    log_events = closed_round(octx)
-    use_log(octx, await holding(log_events, Log()))
-    job = await catch_up(octx, "j1")
+    app = context()
+    log_events = closed_round(app)
+    use_log(app, await holding(log_events, Log()))
+    job = await catch_up(app, "j1")
     assert job is not None
     rnd = job.rounds[(1, 1)]
     assert rnd.state == "closed" and list(rnd.accepted) == [0]
@@ -460,27 +461,27 @@ async def test_a_first_load_folds_the_jobs_streams_in_log_order() -> None:
 
 
 async def test_a_work_queue_handler_waits_for_the_feed_to_fold_a_jobs_event() -> None:
-    octx = context()
-    assigned = running_job(octx)[-1]  # folded up to job:j1 seq 4, t0 assigned
-    assert await octx.folded_to("j1", 4, timeout_s=0)  # there already
-    waiting = asyncio.create_task(octx.folded_to("j1", 5, timeout_s=30))
+    app = context()
+    assigned = running_job(app)[-1]  # folded up to job:j1 seq 4, t0 assigned
+    assert await app.folded_to("j1", 4, timeout_s=0)  # there already
+    waiting = asyncio.create_task(app.folded_to("j1", 5, timeout_s=30))
     await asyncio.sleep(0)
     assert not waiting.done()
     again = assigned.data.model_copy(update={"task_id": "t1"})
-    fold(octx, recorded("job:j1", 5, again))
-    assert octx.jobs["j1"].version == 5
-    async with octx.folded:  # what on_fact does after each fold
-        octx.folded.notify_all()
+    fold(app, recorded("job:j1", 5, again))
+    assert app.jobs["j1"].version == 5
+    async with app.folded:  # what on_fact does after each fold
+        app.folded.notify_all()
     assert await waiting
-    assert not await octx.folded_to("j1", 6, timeout_s=0.01)  # the feed never brought it
+    assert not await app.folded_to("j1", 6, timeout_s=0.01)  # the feed never brought it
 
 
 async def test_a_job_never_heard_of_is_not_waited_for() -> None:
-    octx = context()
+    app = context()
     assigned = running_job(context())[-1].data.model_copy(update={"job_id": "elsewhere"})
-    fold(octx, recorded("job:elsewhere", 4, assigned))  # its creation went by unheard
-    assert not await octx.folded_to("elsewhere", 4, timeout_s=30)
-    assert not await octx.folded_to("nobody", 1, timeout_s=30)
+    fold(app, recorded("job:elsewhere", 4, assigned))  # its creation went by unheard
+    assert not await app.folded_to("elsewhere", 4, timeout_s=30)
+    assert not await app.folded_to("nobody", 1, timeout_s=30)
 
 
 class SlowStreams(Log):
@@ -497,46 +498,32 @@ class SlowStreams(Log):
         return await super().read_stream(stream, after_seq=after_seq)
 
 
-class Renewals:
-    """Leases that hold nothing and count their renewals (what ``tick`` does first)."""
-
-    held: list[str] = []
-
-    def __init__(self) -> None:
-        self.renewed = 0
-
-    def holds(self, key: str) -> bool:
-        return False
-
-    async def keep(self, active: Any) -> list[str]:
-        self.renewed += 1
-        return []
-
-
 async def test_a_slow_read_of_a_job_never_delays_lease_renewal() -> None:
-    octx = context()
-    log_events = closed_round(octx)  # folded up to the task; the log holds more
+    store, clock = MemoryLeaseStore(), ManualClock()
+    other = Leases(store, "other", ttl_s=30.0, clock=clock)  # another instance holds j1
+    assert await other.claim("j1")
+    await other.keep(["j1"])
+    app = context(leases=Leases(store, "mine", ttl_s=30.0, clock=clock))
+    log_events = closed_round(app)  # folded up to the task; the log holds more
     slow = await holding(log_events, SlowStreams())
-    use_log(octx, slow)
-    leases = Renewals()
-    octx.leases = cast(Any, leases)
+    use_log(app, slow)
     owner = Principal("u1", frozenset({ROLE_USER}), "jti", 0, 0)
-    reading = asyncio.create_task(read_job(octx, "j1", owner))  # GET /api/jobs/j1
+    reading = asyncio.create_task(read_job(app, "j1", owner))  # GET /api/jobs/j1
     await slow.waiting.wait()  # the read is stuck in the store
-    await asyncio.wait_for(tick(octx), timeout=60)  # (a hang guard, not a timing)
-    assert leases.renewed == 1 and not reading.done()
+    await asyncio.wait_for(app.tick(), timeout=60)  # (a hang guard, not a timing)
+    assert MEMBER + "mine" in store.leases and not reading.done()  # renewed
     slow.gate.set()
     job = await reading
-    assert job is octx.jobs["j1"]  # nothing was deciding: folded into the job itself
+    assert job is app.jobs["j1"]  # nothing was deciding: folded into the job itself
     assert job.rounds[(1, 1)].state == "closed" and list(job.rounds[(1, 1)].accepted) == [0]
 
 
 async def test_a_read_during_a_decision_folds_into_a_copy_and_leaves_the_job_alone() -> None:
-    octx = context()
-    use_log(octx, await holding(closed_round(octx), Log()))
-    job = octx.jobs["j1"]
-    async with octx.lock:  # a decision is in flight (between its reads and its append)
-        seen = await read_on(octx, job)
+    app = context()
+    use_log(app, await holding(closed_round(app), Log()))
+    job = app.jobs["j1"]
+    async with app.lock:  # a decision is in flight (between its reads and its append)
+        seen = await read_on(app, job)
         assert seen is not job and seen.version == 5 and seen.rounds[(1, 1)].state == "closed"
         assert job.version == 4 and job.rounds[(1, 1)].state != "closed"
-    assert await read_on(octx, job) is job and job.version == 5
+    assert await read_on(app, job) is job and job.version == 5

@@ -1,0 +1,265 @@
+"""The orchestrator's application driven as the platform drives it, on in-memory ports:
+every appended event goes through ``ORCHESTRATOR_SUBSCRIPTIONS`` (``deliver``), time is a
+:class:`ManualClock` moved by hand, and what peers are told lands in a
+:class:`MemoryPublisher`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from peertrain.common.app import MemoryPublisher, Ports, deliver
+from peertrain.common.blobs import MemoryBlobStore
+from peertrain.common.clock import ManualClock
+from peertrain.common.eventlog import MemoryEventLog
+from peertrain.common.events import EventData, NewEvent, RecordedEvent
+from peertrain.common.events.datasets import (
+    ArtifactRef,
+    ColumnEncoding,
+    ColumnSchema,
+    DatasetSharded,
+    DatasetUploaded,
+    DatasetValidated,
+    FeatureSpec,
+    ShardRef,
+)
+from peertrain.common.events.models import ModelVersionCreated, UpdateAccepted
+from peertrain.common.events.peers import PeerRegistered, PeerWentOnline
+from peertrain.common.events.tasks import (
+    ACCEPTED,
+    CancelMessage,
+    TaskAcceptedBody,
+    TaskMessage,
+)
+from peertrain.common.events.training import ShardingSpec
+from peertrain.common.leases import SoleInstance
+from peertrain.common.security import ROLE_USER, PeerMessage, Principal
+from peertrain.orchestrator.application import ORCHESTRATOR_SUBSCRIPTIONS, OrchestratorApp
+from peertrain.orchestrator.domain import Job
+from peertrain.orchestrator.models import JobRequest
+
+SHA = "0" * 64
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+USER = Principal("u1", frozenset({ROLE_USER}), "jti", 0, 0)
+PEERS = ("p1", "p2")
+FEATURES = FeatureSpec(
+    kind="table",
+    input_shape=(4,),
+    input_size=4,
+    classes=("a", "b"),
+    columns=(ColumnEncoding(name="x", type="numeric", offset=0, width=4),),
+    label_column="y",
+)
+
+
+def artifact(key: str, rows: int | None = None) -> ArtifactRef:
+    return ArtifactRef(key=key, sha256=SHA, size=1, rows=rows)
+
+
+class Platform:
+    """The orchestrator with in-memory ports; whatever is appended (by the test, as
+    another service would, or by the orchestrator itself) reaches it in log order."""
+
+    def __init__(self) -> None:
+        self.log = MemoryEventLog()
+        self.clock = ManualClock(T0)
+        self.publisher = MemoryPublisher()
+        self.blobs = MemoryBlobStore()
+        self.app = OrchestratorApp(
+            Ports(
+                log=self.log,  # type: ignore[arg-type]
+                blobs=self.blobs,  # type: ignore[arg-type]
+                clock=self.clock,
+                publisher=self.publisher,
+                leases=SoleInstance(),
+            )
+        )
+        self.inbox: list[RecordedEvent] = []
+        self.log.on_append(self.inbox.extend)
+
+    async def settle(self) -> None:
+        """Deliver everything appended so far, and what that appends, until quiet."""
+        while self.inbox:
+            event = self.inbox.pop(0)
+            await deliver(ORCHESTRATOR_SUBSCRIPTIONS, self.app, event)
+
+    async def append(self, stream: str, *data: EventData, producer: str = "test") -> None:
+        """Another service appends to ``stream``; the bus brings it."""
+        new = [NewEvent.of(d, producer=producer) for d in data]
+        await self.log.append(stream, new, expected_version=await self.log.stream_version(stream))
+        await self.settle()
+
+    def types(self, stream: str = "job:") -> list[str]:
+        return [e.type for e in self.log.events if e.stream.startswith(stream)]
+
+    def sent(self, kind: str) -> list[str]:
+        """Routing keys of the messages of ``kind`` sent to peers."""
+        return [m.routing_key for m in self.publisher.sent if m.routing_key.endswith(f".{kind}")]
+
+    async def report(self, peer_id: str, task: TaskMessage) -> None:
+        """The peer took its task on (its trainer's first message)."""
+        body = TaskAcceptedBody(
+            task_id=task.task_id,
+            job_id=task.job_id,
+            round=task.round,
+            attempt=task.attempt,
+            shard=task.shard,
+            device="cpu",
+        )
+        await self.app.on_peer(PeerMessage(peer_id, ACCEPTED, body, USER, None))
+        await self.settle()
+
+
+async def ready_platform() -> Platform:
+    """Two peers of the user's registered and online, a validated dataset."""
+    p = Platform()
+    for peer_id in PEERS:
+        registered = PeerRegistered(
+            peer_id=peer_id, owner_id="u1", name=peer_id, queue=f"peer.{peer_id}"
+        )
+        online = PeerWentOnline(peer_id=peer_id, interval_s=5.0)
+        await p.append(f"peer:{peer_id}", registered, online, producer="registry")
+    uploaded = DatasetUploaded(
+        dataset_id="d1",
+        owner_id="u1",
+        name="iris",
+        filename="iris.csv",
+        raw=artifact("raw"),
+        holdout_fraction=0.2,
+    )
+    validated = DatasetValidated(
+        dataset_id="d1",
+        kind="table",
+        rows=120,
+        train_rows=100,
+        holdout_rows=20,
+        columns=(ColumnSchema(name="x", type="numeric"), ColumnSchema(name="y", type="label")),
+        label_column="y",
+        classes=("a", "b"),
+        class_counts=(50, 50),
+        feature_spec=FEATURES,
+        train_x=artifact("x"),
+        train_y=artifact("y"),
+        holdout=artifact("h"),
+        preview=artifact("p"),
+        holdout_seed=1,
+    )
+    await p.append("dataset:d1", uploaded, validated, producer="dataset")
+    return p
+
+
+async def running(aggregation: dict[str, object] | None = None) -> tuple[Platform, Job]:
+    """A job created on both peers, sharded, its v0 stored: round 1 open."""
+    p = await ready_platform()
+    request = JobRequest.model_validate(
+        {
+            "name": "j",
+            "dataset_id": "d1",
+            "peers": list(PEERS),
+            "model": {"arch": "logreg"},
+            "training": {"rounds": 1, "seed": 1},
+            "aggregation": aggregation or {},
+        }
+    )
+    job = await p.app.create_job(request, USER)
+    await p.settle()
+    j = job.job_id
+    assert job.created is not None
+    shards = tuple(
+        ShardRef(key=f"s{k}", sha256=SHA, size=1, rows=50, index=k, peer_id=peer)
+        for k, peer in enumerate(job.created.peers)
+    )
+    sharded = DatasetSharded(
+        dataset_id="d1",
+        job_id=j,
+        sharding=ShardingSpec(),
+        shards=shards,
+        holdout=artifact("h", rows=20),
+        feature_spec=FEATURES,
+    )
+    await p.append(f"sharding:{j}", sharded, producer="dataset")
+    v0 = ModelVersionCreated(job_id=j, version=0, key="m0", sha256=SHA, size=1, strategy="fedavg")
+    await p.append(f"model:{j}", v0, producer="aggregator")
+    return p, job
+
+
+def accepted(task: TaskMessage, peer_id: str) -> UpdateAccepted:
+    return UpdateAccepted(
+        job_id=task.job_id,
+        round=task.round,
+        attempt=task.attempt,
+        shard=task.shard,
+        task_id=task.task_id,
+        peer_id=peer_id,
+        key=task.upload.key,
+        sha256=SHA,
+        size=1,
+        norm=1.0,
+        weight=50,
+    )
+
+
+def tasks(p: Platform) -> list[tuple[str, TaskMessage]]:
+    """The task messages sent, with the peer each went to."""
+    return [
+        (m.routing_key.split(".")[1], TaskMessage.model_validate_json(m.body))
+        for m in p.publisher.sent
+        if m.routing_key.endswith(".task")
+    ]
+
+
+def in_order(found: Sequence[str], *wanted: str) -> bool:
+    """Whether ``wanted`` occur in ``found`` in this order."""
+    it = iter(found)
+    return all(w in it for w in wanted)
+
+
+async def test_a_created_job_is_configured_opens_a_round_and_sends_each_peer_its_task() -> None:
+    p, job = await running()
+    assert in_order(p.types(), "job.created", "job.configured", "round.opened", "task.assigned")
+    assert job.configured is not None and job.configured.config_key in p.blobs.objects
+    sent = tasks(p)
+    assert sorted(peer for peer, _ in sent) == ["p1", "p2"]
+    assert {t.shard for _, t in sent} == {0, 1} and all(t.round == 1 for _, t in sent)
+    assert all(t.model.key == "m0" and t.deadline > T0 for _, t in sent)
+    spec = job.configured.feature_spec.model_dump(mode="json")
+    assert all(t.feature_spec == spec and t.feature_spec["input_size"] == 4 for _, t in sent)
+    # the bus brings task.assigned back to the dispatch queue: nothing is sent twice
+    assert len(p.sent("task")) == 2
+
+
+async def test_reports_and_accepted_updates_close_the_round() -> None:
+    p, job = await running()
+    for peer, task in tasks(p):
+        await p.report(peer, task)
+    assert p.types().count("task.accepted") == 2
+    for peer, task in tasks(p):
+        await p.append(f"model:{job.job_id}", accepted(task, peer), producer="aggregator")
+    rnd = job.rounds[(1, 1)]
+    assert rnd.state == "closed" and rnd.close_reason == "complete"
+    assert sorted(rnd.accepted) == [0, 1]
+
+
+async def test_a_deadline_passing_on_the_clock_closes_the_round_with_what_came() -> None:
+    p, job = await running({"min_peers": 1})
+    (peer, task), _ = tasks(p)
+    await p.append(f"model:{job.job_id}", accepted(task, peer), producer="aggregator")
+    await p.app.tick()
+    await p.settle()
+    assert job.rounds[(1, 1)].state == "open"  # the other peer still has time
+    p.clock.set(task.deadline + timedelta(seconds=1))
+    await p.app.tick()
+    await p.settle()
+    rnd = job.rounds[(1, 1)]
+    assert rnd.state == "closed" and rnd.close_reason == "deadline"
+    assert list(rnd.accepted) == [task.shard]
+
+
+async def test_a_cancelled_job_tells_its_peers_to_stop() -> None:
+    p, job = await running()
+    await p.app.cancel_job(job.job_id, USER)
+    await p.settle()
+    assert job.terminal == "cancelled"
+    cancels = [m for m in p.publisher.sent if m.routing_key.endswith(".cancel")]
+    assert sorted(m.routing_key for m in cancels) == ["peer.p1.cancel", "peer.p2.cancel"]
+    assert all(CancelMessage.model_validate_json(m.body).job_id == job.job_id for m in cancels)
