@@ -36,7 +36,7 @@ from peertrain.common.leases import SoleInstance
 from peertrain.common.security import ROLE_USER, PeerMessage, Principal
 from peertrain.orchestrator.application import ORCHESTRATOR_SUBSCRIPTIONS, OrchestratorApp
 from peertrain.orchestrator.domain import Job
-from peertrain.orchestrator.models import JobRequest
+from peertrain.orchestrator.domain.job_request import JobRequest
 
 SHA = "0" * 64
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -222,8 +222,8 @@ async def test_a_created_job_is_configured_opens_a_round_and_sends_each_peer_its
     assert sorted(peer for peer, _ in sent) == ["p1", "p2"]
     assert {t.shard for _, t in sent} == {0, 1} and all(t.round == 1 for _, t in sent)
     assert all(t.model.key == "m0" and t.deadline > T0 for _, t in sent)
-    spec = job.configured.feature_spec.model_dump(mode="json")
-    assert all(t.feature_spec == spec and t.feature_spec["input_size"] == 4 for _, t in sent)
+    spec = job.configured.feature_spec
+    assert all(t.feature_spec == spec and t.feature_spec.input_size == 4 for _, t in sent)
     # the bus brings task.assigned back to the dispatch queue: nothing is sent twice
     assert len(p.sent("task")) == 2
 

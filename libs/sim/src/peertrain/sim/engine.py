@@ -498,7 +498,7 @@ class Simulation:
             if peer_id is not None:
                 raw = json.loads(message.body)
                 features = self._features_of(raw.pop("feature_spec"))
-                task = TaskMessage.model_validate({**raw, "feature_spec": {}})
+                task = TaskMessage.model_validate({**raw, "feature_spec": features})
                 sent[task.task_id] = (peer_id, task, features)
         assigned, self._assigned = self._assigned, []
         return [sent[t] for t in assigned if t in sent]

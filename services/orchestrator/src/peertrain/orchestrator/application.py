@@ -45,7 +45,7 @@ from peertrain.common.security import PeerMessage, Principal
 
 from .config import OrchestratorSettings
 from .domain import Directory, Job
-from .models import JobRequest
+from .domain.job_request import JobRequest
 from .usecases import advance, dispatch, jobs, reports
 from .usecases.catchup import FACT_TYPES
 from .usecases.streams import JOB_FOLD, PRODUCER, JobsCache
