@@ -46,7 +46,3 @@ class AggregatorSettings(ServiceSettings, LeaseSettings):
     eval_device: str = "cpu"
     """Device for holdout evaluation (``cpu``, ``cuda``, ``cuda:0``)."""
     eval_batch_size: int = Field(default=1024, ge=1)
-
-    def queue(self, purpose: str) -> str:
-        """This service's queue for ``purpose``."""
-        return f"{self.queue_prefix}.{purpose}"

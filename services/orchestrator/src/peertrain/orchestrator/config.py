@@ -37,7 +37,3 @@ class OrchestratorSettings(ServiceSettings, LeaseSettings):
     """Jobs one user (not an admin) may have sharding or running at once (403 beyond)."""
     update_overhead_bytes: int = Field(default=1024 * 1024, ge=1024)
     """Upload cap = 4 bytes per model parameter + this (safetensors header, metadata)."""
-
-    def queue(self, purpose: str) -> str:
-        """This service's queue for ``purpose``."""
-        return f"{self.queue_prefix}.{purpose}"
