@@ -13,6 +13,7 @@ import pytest
 from faststream.rabbit import QueueType, RabbitQueue
 
 from peertrain.common.bus import Inbox, OutboxRelay, dlq_name
+from peertrain.common.clock import ManualClock
 from peertrain.common.eventlog import EventLog
 from peertrain.common.events import NewEvent, RecordedEvent
 from peertrain.common.events.diagnostics import DiagnosticPinged
@@ -106,10 +107,8 @@ async def test_an_event_unroutable_past_the_grace_period_is_left_in_the_log_only
         update={"type": "diagnostic.nobody_listens", "occurred_at": old}
     )
     await event_log.append("orphan:2", [orphan], expected_version=0)
-    now = [0.0]
-    relay = OutboxRelay(
-        event_log, broker, producer="test", unroutable_grace_s=1.0, clock=lambda: now[0]
-    )
+    clock = ManualClock()
+    relay = OutboxRelay(event_log, broker, producer="test", unroutable_grace_s=1.0, clock=clock)
     relay.unroutable_retry_s = 0.1
     assert await relay.relay_once() == 0
     assert await event_log.count_unpublished() == 1  # kept: its grace has just begun
@@ -117,7 +116,7 @@ async def test_an_event_unroutable_past_the_grace_period_is_left_in_the_log_only
         update={"type": "diagnostic.nobody_listens"}
     )
     await event_log.append("orphan:2", [fresh], expected_version=1)
-    now[0] += 1.2  # on the relay's clock: the old one's retry is due and its grace over
+    clock.advance(1.2)  # on the relay's clock: the old one's retry is due and its grace over
     await relay.relay_once()
     # the old one is settled (still in the log), the fresh one keeps waiting for a queue
     assert await event_log.count_unpublished() == 1

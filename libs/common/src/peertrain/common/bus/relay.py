@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 import structlog
 from aiormq.exceptions import DeliveryError, PublishError
 from faststream.rabbit import RabbitBroker
 
+from peertrain.common.clock import SYSTEM_CLOCK, Clock
 from peertrain.common.eventlog import EventLog
 from peertrain.common.events import RecordedEvent, to_message
 from peertrain.common.metrics import (
@@ -76,8 +76,8 @@ class OutboxRelay:
     sweep_interval_s
         How often the sweep runs (each run reads the two small outbox collections).
     clock
-        Monotonic seconds that the retries, the grace and the sweeps are timed by
-        (tests pass their own).
+        Its monotonic seconds time the retries, the grace and the sweeps (tests pass a
+        :class:`~peertrain.common.clock.ManualClock`).
     """
 
     def __init__(
@@ -92,7 +92,7 @@ class OutboxRelay:
         publish_timeout_s: float = 10.0,
         stale_after_s: float = 30.0,
         sweep_interval_s: float = 30.0,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.log = log
         self.broker = broker
@@ -142,15 +142,15 @@ class OutboxRelay:
         """Relay until stopped; errors are logged and retried with backoff."""
         backoff = 0.1
         declared = False
-        next_sweep = self.clock() + self.sweep_interval_s
+        next_sweep = self.clock.monotonic() + self.sweep_interval_s
         while not self._stopping.is_set():
             try:
                 if not declared:
                     await declare_exchanges(self.broker)
                     declared = True
-                if self.clock() >= next_sweep:
+                if self.clock.monotonic() >= next_sweep:
                     await self.sweep()
-                    next_sweep = self.clock() + self.sweep_interval_s
+                    next_sweep = self.clock.monotonic() + self.sweep_interval_s
                 published = await self.relay_once()
                 backoff = 0.1
                 if published == 0:
@@ -164,7 +164,7 @@ class OutboxRelay:
 
     async def _idle(self, *, until: float) -> None:
         wake_at = min([until] + [when for when, _ in self._retry])
-        timeout = max(0.0, wake_at - self.clock())
+        timeout = max(0.0, wake_at - self.clock.monotonic())
         if not self._ready and timeout > 0:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
@@ -251,7 +251,7 @@ class OutboxRelay:
         self._ready.extendleft(reversed(failed))
         expired = self._expired(unroutable)
         unroutable = [e for e in unroutable if e not in expired]
-        self._retry += [(self.clock() + self.unroutable_retry_s, e) for e in unroutable]
+        self._retry += [(self.clock.monotonic() + self.unroutable_retry_s, e) for e in unroutable]
         settled = confirmed + expired
         if settled:
             try:
@@ -271,7 +271,7 @@ class OutboxRelay:
     def _due_retries(self) -> None:
         if not self._retry:
             return
-        now = self.clock()
+        now = self.clock.monotonic()
         due = [e for when, e in self._retry if when <= now]
         self._retry = [(when, e) for when, e in self._retry if when > now]
         self._ready.extend(due)
@@ -281,7 +281,7 @@ class OutboxRelay:
         # happened: a backlog published late (after an outage) gets its full grace.
         if not unroutable or self.unroutable_grace_s is None:
             return []
-        now = self.clock()
+        now = self.clock.monotonic()
         grace = self.unroutable_grace_s
         since = self._unroutable_since
         expired = [e for e in unroutable if now - since.setdefault(e.id, now) >= grace]
