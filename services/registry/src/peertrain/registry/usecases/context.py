@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from peertrain.common.app import ServiceContext
+from peertrain.common.clock import SYSTEM_CLOCK, Clock
 from peertrain.common.security import Security
 from peertrain.registry.config import RegistrySettings
 from peertrain.registry.domain.liveness import LivenessTracker
@@ -20,7 +21,7 @@ from peertrain.registry.projections import Directory, Projector
 from peertrain.registry.store import ReadModelStore
 
 from .broker_admin import BrokerAdmin
-from .presence import Clock, Presence
+from .presence import Presence
 from .revocation import Revoker
 from .streams import PeerStreams
 from .tokens import TokenCache
@@ -34,6 +35,8 @@ class RegistryContext:
 
     ctx: ServiceContext
     settings: RegistrySettings
+    clock: Clock
+    """The one clock: liveness, rate limits, floods, token lifetimes, queries."""
     security: Security
     directory: Directory
     store: ReadModelStore
@@ -55,7 +58,7 @@ class RegistryContext:
         settings: RegistrySettings,
         security: Security,
         *,
-        clock: Clock | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> RegistryContext:
         """Wire the registry on the service's connections."""
         directory = Directory()
@@ -97,12 +100,13 @@ class RegistryContext:
         return cls(
             ctx=ctx,
             settings=settings,
+            clock=clock,
             security=security,
             directory=directory,
             store=store,
             streams=streams,
             presence=presence,
-            tokens=TokenCache(security, max_size=settings.token_cache_size),
+            tokens=TokenCache(security, max_size=settings.token_cache_size, clock=clock),
             projector=Projector(directory, store, flush_interval_s=settings.flush_interval_s),
             http=http,
             broker_admin=broker_admin,

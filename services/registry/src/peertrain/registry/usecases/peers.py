@@ -22,7 +22,7 @@ from peertrain.registry.domain.selection import PeerView
 
 from .broker_admin import peer_username
 from .context import RegistryContext
-from .queries import get, now
+from .queries import get
 
 __all__ = [
     "BrokerGrant",
@@ -182,7 +182,7 @@ async def remove(reg: RegistryContext, who: Principal, peer_id: str) -> None:
     view = get(reg, who, peer_id)
     if not (who.is_admin or view.record.owner_id == who.subject):
         raise NotYourPeer("only the peer's owner or an admin may remove it")
-    last_seen = reg.presence.last_seen(peer_id) or now()
+    last_seen = reg.presence.last_seen(peer_id) or reg.clock.now()
     await reg.streams.execute(
         peer_id, lambda r: decide_removed(r, "removed", last_seen), actor=who.subject
     )

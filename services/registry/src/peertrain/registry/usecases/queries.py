@@ -21,14 +21,9 @@ from peertrain.registry.domain.selection import (
 
 from .context import RegistryContext
 
-__all__ = ["get", "list_peers", "now", "select", "view", "visible"]
+__all__ = ["get", "list_peers", "select", "view", "visible"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def now() -> datetime:
-    """Wall-clock now."""
-    return datetime.now(UTC)
 
 
 def view(reg: RegistryContext, record: PeerRecord) -> PeerView:

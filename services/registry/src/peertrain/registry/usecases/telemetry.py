@@ -22,8 +22,6 @@ dead-letter queue. The transport (queues, acknowledgements) is in
 
 from __future__ import annotations
 
-import time
-
 import structlog
 from aiormq.abc import DeliveredMessage
 from pydantic import ValidationError
@@ -107,7 +105,7 @@ class TelemetryGate:
             return principal
         if not self.reg.is_known(peer_id):
             raise Refused("unknown_peer")  # no enrolled peer has this key: no token can fit
-        now = time.monotonic()
+        now = self.reg.clock.monotonic()
         if not self.unverified.allow(peer_id, now) or not self.unverified_total.allow("", now):
             raise Refused("unverified_rate")
         try:
@@ -121,7 +119,7 @@ class TelemetryGate:
         _check(principal, peer_id)
         if self.reg.is_removed(peer_id):
             raise Refused("removed")
-        if not self.rate.allow(peer_id, time.monotonic()):
+        if not self.rate.allow(peer_id, self.reg.clock.monotonic()):
             raise Refused("rate_limited")
 
     async def heartbeat(self, message: DeliveredMessage) -> None:
