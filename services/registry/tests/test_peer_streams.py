@@ -10,8 +10,8 @@ import pytest
 from peertrain.common.eventlog import ConcurrencyError, MemoryEventLog
 from peertrain.common.events import NewEvent, RecordedEvent
 from peertrain.common.events.peers import PeerEnrolled, PeerWentOnline
+from peertrain.registry.directory import PeerDirectory
 from peertrain.registry.domain.peer import decide_online
-from peertrain.registry.projections import Directory
 from peertrain.registry.usecases.streams import PeerStreams
 
 
@@ -36,8 +36,8 @@ async def enroll(log: Log, peer: str = "p") -> RecordedEvent:
     return (await log.write(f"peer:{peer}", [NewEvent.of(data, producer="auth")]))[0]
 
 
-def streams(log: Log) -> tuple[PeerStreams, Directory]:
-    directory = Directory()
+def streams(log: Log) -> tuple[PeerStreams, PeerDirectory]:
+    directory = PeerDirectory()
     return PeerStreams(log, directory, producer="registry"), directory  # type: ignore[arg-type]
 
 

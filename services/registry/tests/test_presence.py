@@ -7,8 +7,8 @@ from typing import Any, cast
 
 from peertrain.common.clock import ManualClock
 from peertrain.common.events.peers import Heartbeat
+from peertrain.registry.directory import PeerDirectory
 from peertrain.registry.domain.liveness import LivenessTracker, TransitionKind
-from peertrain.registry.projections import Directory
 from peertrain.registry.usecases.presence import Presence
 from peertrain.registry.usecases.streams import PeerStreams
 
@@ -19,7 +19,7 @@ def to(clock: ManualClock, t: float) -> None:
 
 
 def presence(clock: ManualClock) -> Presence:
-    directory = Directory()
+    directory = PeerDirectory()
     tracker = LivenessTracker(default_interval_s=1.0, stale_after=2, offline_after=3)
     # the sweep only queues transitions: the log behind the streams is never reached
     streams = PeerStreams(cast(Any, None), directory, producer="registry")
@@ -80,8 +80,8 @@ async def test_without_a_consumer_to_wait_for_the_sweep_judges_by_what_it_has() 
 def flood_presence(clock: ManualClock) -> Presence:
     return Presence(
         LivenessTracker(default_interval_s=1.0, stale_after=2, offline_after=3, resume_grace_s=0),
-        PeerStreams(cast(Any, None), Directory(), producer="registry"),
-        Directory(),
+        PeerStreams(cast(Any, None), PeerDirectory(), producer="registry"),
+        PeerDirectory(),
         clock=clock,
         flood_refusals_per_s=10,
         flood_quiet_s=2.0,
@@ -144,8 +144,8 @@ async def test_blind_then_seeing_gives_every_peer_the_grace_to_reconnect() -> No
             resume_grace_intervals=5,
             resume_grace_s=0,
         ),
-        PeerStreams(cast(Any, None), Directory(), producer="registry"),
-        Directory(),
+        PeerStreams(cast(Any, None), PeerDirectory(), producer="registry"),
+        PeerDirectory(),
         clock=clock,
     )
     p.heartbeat("back", beat(clock, 0))

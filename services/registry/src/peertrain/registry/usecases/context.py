@@ -1,6 +1,6 @@
 """What every registry use case works with, built once at start-up.
 
-The in-memory read model (:class:`~peertrain.registry.projections.Directory`), the
+The in-memory read model (:class:`~peertrain.registry.directory.PeerDirectory`), the
 liveness (:class:`Presence`), the stream writer, the broker provisioning and the
 durable copy. Queries never touch MongoDB.
 """
@@ -15,9 +15,9 @@ from peertrain.common.app import ServiceContext
 from peertrain.common.clock import SYSTEM_CLOCK, Clock
 from peertrain.common.security import Security
 from peertrain.registry.config import RegistrySettings
+from peertrain.registry.directory import PeerDirectory, Projector
 from peertrain.registry.domain.liveness import LivenessTracker
 from peertrain.registry.domain.peer import PeerRecord
-from peertrain.registry.projections import Directory, Projector
 from peertrain.registry.store import ReadModelStore
 
 from .broker_admin import BrokerAdmin
@@ -38,7 +38,7 @@ class RegistryContext:
     clock: Clock
     """The one clock: liveness, rate limits, floods, token lifetimes, queries."""
     security: Security
-    directory: Directory
+    directory: PeerDirectory
     store: ReadModelStore
     streams: PeerStreams
     presence: Presence
@@ -61,7 +61,7 @@ class RegistryContext:
         clock: Clock = SYSTEM_CLOCK,
     ) -> RegistryContext:
         """Wire the registry on the service's connections."""
-        directory = Directory()
+        directory = PeerDirectory()
         store = ReadModelStore(ctx.db)
         streams = PeerStreams(ctx.log, directory, producer=settings.service_name)
         tracker = LivenessTracker(

@@ -31,6 +31,7 @@ import structlog
 from peertrain.common.clock import SYSTEM_CLOCK, Clock
 from peertrain.common.events.peers import Heartbeat, Leaving
 from peertrain.common.periodic import Background
+from peertrain.registry.directory import PeerDirectory
 from peertrain.registry.domain.floods import FloodWatch
 from peertrain.registry.domain.liveness import LivenessTracker, Status, Transition, TransitionKind
 from peertrain.registry.domain.peer import decide_offline, decide_online
@@ -44,7 +45,6 @@ from peertrain.registry.metrics import (
     PEERS,
     TRANSITIONS,
 )
-from peertrain.registry.projections import Directory
 
 from .streams import PeerStreams
 
@@ -75,7 +75,7 @@ class Presence:
         self,
         tracker: LivenessTracker,
         streams: PeerStreams,
-        directory: Directory,
+        directory: PeerDirectory,
         *,
         clock: Clock | None = None,
         sweep_interval_s: float = 0.2,

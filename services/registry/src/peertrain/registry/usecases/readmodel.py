@@ -6,7 +6,7 @@ import gc
 
 import structlog
 
-from peertrain.registry.projections import Directory, Rebuilt, catch_up, rebuild
+from peertrain.registry.directory import PeerDirectory, Rebuilt, catch_up, rebuild
 
 from .context import RegistryContext
 
@@ -19,7 +19,7 @@ async def load(reg: RegistryContext) -> None:
     """Read model from the store, then the log beyond its checkpoint; seed liveness;
     revoke (again) every registered peer that must have no broker access."""
     records, checkpoint = await reg.store.load()
-    reg.directory.replace_with(Directory(records, position=checkpoint))
+    reg.directory.replace_with(PeerDirectory(records, position=checkpoint))
     folded = await catch_up(reg.ctx.log, reg.directory)
     seeded = reg.presence.seed()
     for record in reg.directory.records():  # idempotent: covers a crash mid-revocation
