@@ -3,9 +3,8 @@ consumer has caught up with the moment judged (no stack)."""
 
 from __future__ import annotations
 
-from typing import Any, cast
-
 from peertrain.common.clock import ManualClock
+from peertrain.common.eventlog import MemoryEventLog
 from peertrain.common.events.peers import Heartbeat
 from peertrain.registry.directory import PeerDirectory
 from peertrain.registry.domain.liveness import LivenessTracker, TransitionKind
@@ -21,8 +20,7 @@ def to(clock: ManualClock, t: float) -> None:
 def presence(clock: ManualClock) -> Presence:
     directory = PeerDirectory()
     tracker = LivenessTracker(default_interval_s=1.0, stale_after=2, offline_after=3)
-    # the sweep only queues transitions: the log behind the streams is never reached
-    streams = PeerStreams(cast(Any, None), directory, producer="registry")
+    streams = PeerStreams(MemoryEventLog(), directory, producer="registry")
     return Presence(tracker, streams, directory, clock=clock)
 
 
@@ -80,7 +78,7 @@ async def test_without_a_consumer_to_wait_for_the_sweep_judges_by_what_it_has() 
 def flood_presence(clock: ManualClock) -> Presence:
     return Presence(
         LivenessTracker(default_interval_s=1.0, stale_after=2, offline_after=3, resume_grace_s=0),
-        PeerStreams(cast(Any, None), PeerDirectory(), producer="registry"),
+        PeerStreams(MemoryEventLog(), PeerDirectory(), producer="registry"),
         PeerDirectory(),
         clock=clock,
         flood_refusals_per_s=10,
@@ -144,7 +142,7 @@ async def test_blind_then_seeing_gives_every_peer_the_grace_to_reconnect() -> No
             resume_grace_intervals=5,
             resume_grace_s=0,
         ),
-        PeerStreams(cast(Any, None), PeerDirectory(), producer="registry"),
+        PeerStreams(MemoryEventLog(), PeerDirectory(), producer="registry"),
         PeerDirectory(),
         clock=clock,
     )

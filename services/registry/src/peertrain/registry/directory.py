@@ -30,7 +30,7 @@ from peertrain.common.events.peers import PEER_EVENT_TYPES
 from peertrain.common.periodic import Periodic
 
 from .domain.peer import PeerRecord, apply
-from .store import ReadModelStore
+from .store import ReadModel
 
 __all__ = ["Applied", "PeerDirectory", "Projector", "Rebuilt", "catch_up", "rebuild"]
 
@@ -138,7 +138,7 @@ async def catch_up(event_log: EventLog, directory: PeerDirectory) -> int:
     return folded
 
 
-async def rebuild(event_log: EventLog, store: ReadModelStore) -> tuple[PeerDirectory, Rebuilt]:
+async def rebuild(event_log: EventLog, store: ReadModel) -> tuple[PeerDirectory, Rebuilt]:
     """Replay: a directory folded from the whole log, stored in place of the old one."""
     started = time.perf_counter()
     fresh = PeerDirectory()
@@ -166,7 +166,7 @@ class Projector:
     def __init__(
         self,
         directory: PeerDirectory,
-        store: ReadModelStore,
+        store: ReadModel,
         *,
         flush_interval_s: float = 1.0,
     ) -> None:

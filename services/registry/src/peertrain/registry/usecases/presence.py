@@ -237,26 +237,39 @@ class Presence:
         for transition in self.tracker.sweep(now):
             self._pending.put_nowait(transition)
 
+    async def settle(self) -> None:
+        """Record every pending transition, in order (the writer task's work, done now
+        when it does not run: the simulation and unit tests; else wait for it)."""
+        if self._tasks[1].running:
+            await self.drain()
+            return
+        while not self._pending.empty():
+            await self._write_retrying(self._pending.get_nowait())
+            self._pending.task_done()
+
     async def _write_forever(self) -> None:
         while True:
             transition = await self._pending.get()
-            delay = 0.1
-            while True:
-                try:
-                    await self._write(transition)
-                    self._pending.task_done()
-                    break
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:  # the database is away: keep the order, retry
-                    log.warning(
-                        "could not record a liveness transition; retrying",
-                        peer_id=transition.peer_id,
-                        kind=transition.kind.value,
-                        error=repr(exc),
-                    )
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, 5.0)
+            await self._write_retrying(transition)
+            self._pending.task_done()
+
+    async def _write_retrying(self, transition: Transition) -> None:
+        delay = 0.1
+        while True:
+            try:
+                await self._write(transition)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the database is away: keep the order, retry
+                log.warning(
+                    "could not record a liveness transition; retrying",
+                    peer_id=transition.peer_id,
+                    kind=transition.kind.value,
+                    error=repr(exc),
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
 
     async def _write(self, t: Transition) -> None:
         if t.kind is TransitionKind.WENT_ONLINE:
