@@ -11,9 +11,9 @@ delivery in a message object and a second task: about 30 us more a message, and 
 ``make bench-heartbeats`` on a busy 2-core machine its drain rate was 4,592/s against
 10,140/s for this path, and its steady rate 3,284/s against 4,392/s): at 5,000
 heartbeats a second on 2 cores shared with RabbitMQ and MongoDB, the per-message cost
-is the budget. Heartbeats come from a classic queue, with a large prefetch and acknowledgements batched
-(``multiple=True``): ordering does not matter, and the effect is in memory. The
-heartbeat queue has a message TTL: after an outage, heartbeats older than that are
+is the budget. Heartbeats come from a classic queue, with a large prefetch and
+acknowledgements batched (``multiple=True``): ordering does not matter, and the effect
+is in memory. The heartbeat queue has a message TTL: after an outage, heartbeats older than that are
 old news. Announce and leaving messages are few and have effects in the log: they go
 through a dead-lettered quorum queue and are acknowledged one by one after their
 effect; only a failure to record (the database away) is retried, and dead-lettered
