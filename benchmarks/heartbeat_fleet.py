@@ -44,10 +44,11 @@ from peertrain.common.security import (
     peer_headers,
 )
 from peertrain.common.settings import ServiceSettings
+from peertrain.testkit.common import RABBIT_API
 
 AMQP = ServiceSettings().amqp_url.get_secret_value()
 MONGO = ServiceSettings().mongo_url
-MGMT = "http://127.0.0.1:15672/api"
+MGMT = RABBIT_API  # this lane's (PEERTRAIN_PORT_OFFSET)
 
 
 def log(message: str) -> None:

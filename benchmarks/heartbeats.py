@@ -63,13 +63,13 @@ from heartbeat_fleet import (
 from peertrain.auth.domain.keys import generate_key
 from peertrain.common.ids import new_id
 from peertrain.common.settings import ServiceSettings
-from peertrain.testkit.common import free_port
+from peertrain.testkit.common import RABBIT_API, free_port
 from peertrain.testkit.registry import registry_process
 
 ROOT = Path(__file__).resolve().parents[1]
 AMQP = ServiceSettings().amqp_url.get_secret_value()
 MONGO = ServiceSettings().mongo_url
-MGMT = "http://127.0.0.1:15672/api"
+MGMT = RABBIT_API  # this lane's (PEERTRAIN_PORT_OFFSET)
 
 
 def log(message: str) -> None:

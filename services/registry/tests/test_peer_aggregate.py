@@ -14,6 +14,7 @@ from peertrain.common.events.peers import (
     parse_telemetry_key,
     telemetry_key,
 )
+from peertrain.registry.directory import Applied, PeerDirectory
 from peertrain.registry.domain.peer import (
     PeerRecord,
     apply,
@@ -24,7 +25,6 @@ from peertrain.registry.domain.peer import (
     decide_specs,
     specs_changed,
 )
-from peertrain.registry.projections import Applied, Directory
 
 SPECS = DeviceSpecs(
     os="Linux",
@@ -96,7 +96,7 @@ def test_settings_are_decided_only_on_change() -> None:
 
 
 def test_directory_folds_in_order_and_reports_gaps_and_duplicates() -> None:
-    d = Directory()
+    d = PeerDirectory()
     assert d.apply(enrolled()) is Applied.APPLIED
     assert d.apply(enrolled()) is Applied.DUPLICATE
     late = recorded(PeerWentOnline(peer_id="p", interval_s=1.0), 3)
@@ -108,7 +108,7 @@ def test_directory_folds_in_order_and_reports_gaps_and_duplicates() -> None:
     assert d.apply(recorded(PeerEnrolled(peer_id="x", owner_id="u", name="n"), 1, "x")) is (
         Applied.APPLIED
     )
-    other = Directory()
+    other = PeerDirectory()
     d.replace_with(other)
     assert len(d) == 0 and d.position == 0
 

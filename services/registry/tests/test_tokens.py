@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from jose import jwt
 
 from peertrain.auth.domain.keys import generate_key
+from peertrain.common.clock import ManualClock
 from peertrain.common.security import (
     ACCESS_TOKEN_TYPE,
     InvalidToken,
@@ -56,13 +58,13 @@ def test_expiry_disabled_owner_and_key_changes_are_rechecked(
     setup: tuple[Security, Any],
 ) -> None:
     _, key = setup
-    now = [time.time()]
-    security = Security(None, SecuritySettings(leeway_s=0), clock=lambda: now[0])
+    clock = ManualClock(datetime.now(UTC))
+    security = Security(None, SecuritySettings(leeway_s=0), clock=clock.time)
     security.keys.replace([key.jwk.model_dump()], version=1)
-    cache = TokenCache(security, clock=lambda: now[0])
+    cache = TokenCache(security, clock=clock)
     token = signed(key, ttl=1)
     cache.verify(token)
-    now[0] += 2.1  # expired (whole seconds): verified again, and refused
+    clock.advance(2.1)  # expired (whole seconds): verified again, and refused
     with pytest.raises(InvalidToken) as refused:
         cache.verify(token)
     assert (refused.value.reason, cache.misses) == ("expired", 2)

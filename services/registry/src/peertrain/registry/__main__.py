@@ -13,7 +13,7 @@ from peertrain.common.logging import configure_logging
 
 from .app import create_registry_app
 from .config import RegistrySettings
-from .projections import rebuild
+from .directory import rebuild
 from .store import ReadModelStore
 
 __all__ = ["main"]

@@ -6,14 +6,12 @@ from typing import Annotated
 
 from fastapi import Depends
 
-from peertrain.common.app import extra
-from peertrain.registry.usecases import RegistryContext
+from peertrain.common.app import application_dep
+from peertrain.registry.application import RegistryApp
 
-__all__ = ["REGISTRY_EXTRA", "RegistryDep", "get_registry"]
-
-REGISTRY_EXTRA = "registry"
+__all__ = ["RegistryDep", "get_registry"]
 
 
-get_registry = extra(REGISTRY_EXTRA, RegistryContext, "the registry is not ready")
+get_registry = application_dep(RegistryApp, "the registry is not ready")
 
-RegistryDep = Annotated[RegistryContext, Depends(get_registry)]
+RegistryDep = Annotated[RegistryApp, Depends(get_registry)]

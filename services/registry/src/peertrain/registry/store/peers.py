@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from pymongo import ReplaceOne
 from pymongo.asynchronous.collection import AsyncCollection
@@ -21,7 +21,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from peertrain.common.events.peers import DeviceSpecs
 from peertrain.registry.domain.peer import PeerRecord
 
-__all__ = ["ReadModelStore", "from_doc", "to_doc"]
+__all__ = ["ReadModel", "ReadModelStore", "from_doc", "to_doc"]
 
 Doc = dict[str, Any]
 _CHECKPOINT = "checkpoint"
@@ -80,6 +80,26 @@ def from_doc(doc: Mapping[str, Any]) -> PeerRecord:
         version=int(doc.get("version", 0)),
         position=int(doc.get("position", 0)),
     )
+
+
+class ReadModel(Protocol):
+    """The durable copy of the peer directory (:class:`ReadModelStore`, or one in memory)."""
+
+    async def load(self) -> tuple[list[PeerRecord], int]:
+        """Every record, and the checkpoint position."""
+        ...
+
+    async def save(self, records: Iterable[PeerRecord], *, checkpoint: int | None) -> int:
+        """Upsert ``records``, then move the checkpoint."""
+        ...
+
+    async def insert_all(self, records: list[PeerRecord], *, checkpoint: int) -> None:
+        """Fill an empty copy and set the checkpoint."""
+        ...
+
+    async def drop(self) -> None:
+        """Forget the copy."""
+        ...
 
 
 class ReadModelStore:

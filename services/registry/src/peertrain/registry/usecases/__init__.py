@@ -1,5 +1,4 @@
-"""The registry's use cases (the shell around :mod:`peertrain.registry.domain`)."""
+"""The registry's use cases (the shell around :mod:`peertrain.registry.domain`); they
+take the application (:class:`~peertrain.registry.application.RegistryApp`)."""
 
-from .context import RegistryContext
-
-__all__ = ["RegistryContext"]
+__all__: list[str] = []

@@ -4,6 +4,7 @@ removal, broker credentials, and the bus events that change a peer's access."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -21,8 +22,10 @@ from peertrain.registry.domain.peer import (
 from peertrain.registry.domain.selection import PeerView
 
 from .broker_admin import peer_username
-from .context import RegistryContext
-from .queries import get, now
+from .queries import get
+
+if TYPE_CHECKING:
+    from peertrain.registry.application import RegistryApp
 
 __all__ = [
     "BrokerGrant",
@@ -48,7 +51,7 @@ class BrokerGrant:
     queue: str
 
 
-def _check_quota(reg: RegistryContext, record: PeerRecord) -> None:
+def _check_quota(reg: RegistryApp, record: PeerRecord) -> None:
     limit = reg.settings.max_peers_per_user
     owned = sum(
         1
@@ -66,7 +69,7 @@ def _check_quota(reg: RegistryContext, record: PeerRecord) -> None:
 
 
 async def ensure_registered(
-    reg: RegistryContext, peer_id: str, *, causation: RecordedEvent | None = None
+    reg: RegistryApp, peer_id: str, *, causation: RecordedEvent | None = None
 ) -> PeerRecord:
     """Provision an enrolled peer on the broker and record ``peer.registered`` (once).
 
@@ -78,14 +81,14 @@ async def ensure_registered(
     record = await reg.streams.record(peer_id)
     if record.enrolled and not record.registered and not reg.revoked(record):
         _check_quota(reg, record)
-        await reg.broker_admin.provision(peer_id)
+        await reg.accounts.provision(peer_id)
         await reg.streams.execute(peer_id, decide_registered, causation=causation)
         log.info("peer registered", peer_id=peer_id, queue=peer_queue(peer_id))
         record = await reg.streams.record(peer_id)
     return record
 
 
-async def announce(reg: RegistryContext, peer_id: str, message: Announce) -> None:
+async def announce(reg: RegistryApp, peer_id: str, message: Announce) -> None:
     """A verified announce: register the peer if needed, record new specs, and count
     it as a heartbeat."""
     record = await ensure_registered(reg, peer_id)
@@ -94,7 +97,7 @@ async def announce(reg: RegistryContext, peer_id: str, message: Announce) -> Non
     reg.presence.heartbeat(peer_id, message)
 
 
-async def observe(reg: RegistryContext, event: RecordedEvent) -> None:
+async def observe(reg: RegistryApp, event: RecordedEvent) -> None:
     """A ``peer.*`` event off the bus: fold it; provision newly enrolled peers, revoke
     removed ones.
 
@@ -115,13 +118,13 @@ async def observe(reg: RegistryContext, event: RecordedEvent) -> None:
         await reg.revoker.revoke(peer_id)
 
 
-async def user_disabled(reg: RegistryContext, user_id: str) -> None:
+async def user_disabled(reg: RegistryApp, user_id: str) -> None:
     """``user.disabled``: every peer of the user loses broker access."""
     reg.security.disabled.add(user_id)  # also refuses their tokens here
     await revoke_disabled_owners(reg)
 
 
-async def revoke_disabled_owners(reg: RegistryContext) -> int:
+async def revoke_disabled_owners(reg: RegistryApp) -> int:
     """Revoke the broker access of every peer whose owner is disabled, once each.
 
     Run on ``user.disabled`` and every few seconds: the event may come (on this
@@ -140,7 +143,7 @@ async def revoke_disabled_owners(reg: RegistryContext) -> int:
     return done
 
 
-async def broker_credentials(reg: RegistryContext, who: Principal, peer_id: str) -> BrokerGrant:
+async def broker_credentials(reg: RegistryApp, who: Principal, peer_id: str) -> BrokerGrant:
     """New broker credentials for the calling peer (it must be ``peer_id``)."""
     if not who.is_peer or who.subject != peer_id:
         raise NotYourPeer("a peer may only get its own broker credentials")
@@ -149,15 +152,15 @@ async def broker_credentials(reg: RegistryContext, who: Principal, peer_id: str)
         raise PeerNotFound("no such peer")
     if not record.registered:
         _check_quota(reg, record)
-    await reg.broker_admin.provision(peer_id)
+    await reg.accounts.provision(peer_id)
     if not record.registered:
         await reg.streams.execute(peer_id, decide_registered)
-    password = await reg.broker_admin.new_password(peer_id)
+    password = await reg.accounts.new_password(peer_id)
     return BrokerGrant(peer_username(peer_id), password, peer_queue(peer_id))
 
 
 async def change_settings(
-    reg: RegistryContext,
+    reg: RegistryApp,
     who: Principal,
     peer_id: str,
     *,
@@ -176,13 +179,13 @@ async def change_settings(
     return get(reg, who, peer_id)
 
 
-async def remove(reg: RegistryContext, who: Principal, peer_id: str) -> None:
+async def remove(reg: RegistryApp, who: Principal, peer_id: str) -> None:
     """Remove a peer for good (its owner or an admin): ``peer.removed``, and its
     broker user deleted at once (retried in the background if RabbitMQ refuses)."""
     view = get(reg, who, peer_id)
     if not (who.is_admin or view.record.owner_id == who.subject):
         raise NotYourPeer("only the peer's owner or an admin may remove it")
-    last_seen = reg.presence.last_seen(peer_id) or now()
+    last_seen = reg.presence.last_seen(peer_id) or reg.clock.now()
     await reg.streams.execute(
         peer_id, lambda r: decide_removed(r, "removed", last_seen), actor=who.subject
     )

@@ -23,14 +23,15 @@ key, so a flood costs the flooder only.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import datetime
 
 import structlog
 
+from peertrain.common.clock import SYSTEM_CLOCK, Clock
 from peertrain.common.events.peers import Heartbeat, Leaving
 from peertrain.common.periodic import Background
+from peertrain.registry.directory import PeerDirectory
 from peertrain.registry.domain.floods import FloodWatch
 from peertrain.registry.domain.liveness import LivenessTracker, Status, Transition, TransitionKind
 from peertrain.registry.domain.peer import decide_offline, decide_online
@@ -44,29 +45,12 @@ from peertrain.registry.metrics import (
     PEERS,
     TRANSITIONS,
 )
-from peertrain.registry.projections import Directory
 
 from .streams import PeerStreams
 
-__all__ = ["Clock", "Presence"]
+__all__ = ["Presence"]
 
 log = structlog.get_logger(__name__)
-
-
-class Clock:
-    """Monotonic time for liveness, wall time for people (tests may subclass)."""
-
-    def mono(self) -> float:
-        """Seconds on a monotonic clock."""
-        return time.monotonic()
-
-    def wall(self) -> float:
-        """Seconds since the epoch."""
-        return time.time()
-
-    def wall_of(self, mono: float) -> datetime:
-        """The wall-clock time of monotonic instant ``mono``."""
-        return datetime.fromtimestamp(self.wall() - (self.mono() - mono), UTC)
 
 
 class Presence:
@@ -91,7 +75,7 @@ class Presence:
         self,
         tracker: LivenessTracker,
         streams: PeerStreams,
-        directory: Directory,
+        directory: PeerDirectory,
         *,
         clock: Clock | None = None,
         sweep_interval_s: float = 0.2,
@@ -101,7 +85,7 @@ class Presence:
         self.tracker = tracker
         self.streams = streams
         self.directory = directory
-        self.clock = clock or Clock()
+        self.clock = clock or SYSTEM_CLOCK
         self.sweep_interval_s = sweep_interval_s
         self._pending: asyncio.Queue[Transition] = asyncio.Queue()
         self._caught_up: Callable[[], Awaitable[None]] | None = None
@@ -117,7 +101,7 @@ class Presence:
     def seed(self) -> int:
         """Track every peer the log says is online: each gets ``offline_after`` intervals
         from now to heartbeat before it is declared offline."""
-        now = self.clock.mono()
+        now = self.clock.monotonic()
         seeded = 0
         for record in self.directory.records():
             if record.online:
@@ -130,16 +114,16 @@ class Presence:
     def heartbeat(self, peer_id: str, message: Heartbeat) -> None:
         """A verified heartbeat: memory only."""
         transition = self.tracker.seen(
-            peer_id, self.clock.mono(), interval_s=message.interval_s, session=message.session
+            peer_id, self.clock.monotonic(), interval_s=message.interval_s, session=message.session
         )
         HEARTBEATS.inc()
-        HEARTBEAT_LAG.observe(max(0.0, self.clock.wall() - message.sent_at))
+        HEARTBEAT_LAG.observe(max(0.0, self.clock.time() - message.sent_at))
         if transition is not None:
             self._pending.put_nowait(transition)
 
     def leaving(self, peer_id: str, message: Leaving) -> None:
         """A verified goodbye: offline now."""
-        transition = self.tracker.left(peer_id, self.clock.mono(), session=message.session)
+        transition = self.tracker.left(peer_id, self.clock.monotonic(), session=message.session)
         if transition is not None:
             self._pending.put_nowait(transition)
 
@@ -161,7 +145,7 @@ class Presence:
         """The heartbeat consumer lost its connection: liveness pauses."""
         if not self.tracker.paused:
             log.warning("heartbeat consumer away: liveness paused")
-        self.tracker.pause(self.clock.mono())
+        self.tracker.pause(self.clock.monotonic())
         LIVENESS_PAUSED.set(1)
 
     def seeing(self) -> None:
@@ -173,7 +157,7 @@ class Presence:
                 grace_s=self.tracker.resume_grace_s,
                 grace_intervals=self.tracker.resume_grace_intervals,
             )
-        self.tracker.resume(self.clock.mono())
+        self.tracker.resume(self.clock.monotonic())
         LIVENESS_PAUSED.set(0)
 
     def refused(self, peer_id: str | None) -> None:
@@ -181,7 +165,7 @@ class Presence:
         flood's rate, that peer (only it) is held until ``flood_quiet_s`` after it."""
         if peer_id is None or peer_id not in self.tracker:
             return  # nobody tracked whose heartbeats it could delay
-        now = self.clock.mono()
+        now = self.clock.monotonic()
         if not self.floods.refused(peer_id, now):
             return
         record = self.tracker.get(peer_id)
@@ -194,7 +178,7 @@ class Presence:
 
     def status(self, peer_id: str) -> Status:
         """The peer's liveness now."""
-        return self.tracker.status(peer_id, self.clock.mono())
+        return self.tracker.status(peer_id, self.clock.monotonic())
 
     def last_seen(self, peer_id: str) -> datetime | None:
         """When the registry last heard from the peer (``None``: not since start-up)."""
@@ -208,7 +192,7 @@ class Presence:
 
     def count_by_status(self) -> dict[Status, int]:
         """How many tracked peers are in each status."""
-        now = self.clock.mono()
+        now = self.clock.monotonic()
         counts = dict.fromkeys(Status, 0)
         for peer_id in self.tracker:
             counts[self.tracker.status(peer_id, now)] += 1
@@ -233,9 +217,9 @@ class Presence:
     async def _sweep_forever(self) -> None:
         ticks = 0
         while True:
-            woke = time.monotonic() + self.sweep_interval_s
+            woke = self.clock.monotonic() + self.sweep_interval_s
             await asyncio.sleep(self.sweep_interval_s)
-            LOOP_LAG.observe(max(0.0, time.monotonic() - woke))
+            LOOP_LAG.observe(max(0.0, self.clock.monotonic() - woke))
             await self.sweep()
             ticks += 1
             if ticks % max(1, round(5 / self.sweep_interval_s)) == 0:  # every ~5 s
@@ -245,34 +229,47 @@ class Presence:
     async def sweep(self) -> None:
         """Declare offline whoever was silent too long as of now, counting every
         heartbeat sent before now, however long it waits in the queue."""
-        now = self.clock.mono()
+        now = self.clock.monotonic()
         if self._caught_up is not None and self.tracker.overdue(now):
-            waited = time.monotonic()
+            waited = self.clock.monotonic()
             await self._caught_up()
-            CATCH_UP_WAIT.observe(time.monotonic() - waited)
+            CATCH_UP_WAIT.observe(self.clock.monotonic() - waited)
         for transition in self.tracker.sweep(now):
             self._pending.put_nowait(transition)
+
+    async def settle(self) -> None:
+        """Record every pending transition, in order (the writer task's work, done now
+        when it does not run: the simulation and unit tests; else wait for it)."""
+        if self._tasks[1].running:
+            await self.drain()
+            return
+        while not self._pending.empty():
+            await self._write_retrying(self._pending.get_nowait())
+            self._pending.task_done()
 
     async def _write_forever(self) -> None:
         while True:
             transition = await self._pending.get()
-            delay = 0.1
-            while True:
-                try:
-                    await self._write(transition)
-                    self._pending.task_done()
-                    break
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:  # the database is away: keep the order, retry
-                    log.warning(
-                        "could not record a liveness transition; retrying",
-                        peer_id=transition.peer_id,
-                        kind=transition.kind.value,
-                        error=repr(exc),
-                    )
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, 5.0)
+            await self._write_retrying(transition)
+            self._pending.task_done()
+
+    async def _write_retrying(self, transition: Transition) -> None:
+        delay = 0.1
+        while True:
+            try:
+                await self._write(transition)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the database is away: keep the order, retry
+                log.warning(
+                    "could not record a liveness transition; retrying",
+                    peer_id=transition.peer_id,
+                    kind=transition.kind.value,
+                    error=repr(exc),
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
 
     async def _write(self, t: Transition) -> None:
         if t.kind is TransitionKind.WENT_ONLINE:

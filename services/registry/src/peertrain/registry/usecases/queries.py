@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from peertrain.common.security import Principal
 from peertrain.registry.domain.errors import PeerNotFound
@@ -19,19 +20,15 @@ from peertrain.registry.domain.selection import (
     visible_to,
 )
 
-from .context import RegistryContext
+if TYPE_CHECKING:
+    from peertrain.registry.application import RegistryApp
 
-__all__ = ["get", "list_peers", "now", "select", "view", "visible"]
+__all__ = ["get", "list_peers", "select", "view", "visible"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def now() -> datetime:
-    """Wall-clock now."""
-    return datetime.now(UTC)
-
-
-def view(reg: RegistryContext, record: PeerRecord) -> PeerView:
+def view(reg: RegistryApp, record: PeerRecord) -> PeerView:
     """The record with its liveness now."""
     presence = reg.presence
     last_seen = presence.last_seen(record.peer_id) or record.last_seen
@@ -39,14 +36,14 @@ def view(reg: RegistryContext, record: PeerRecord) -> PeerView:
     return PeerView(record, presence.status(record.peer_id), last_seen, interval_s)
 
 
-def visible(reg: RegistryContext, who: Principal) -> Iterator[PeerView]:
+def visible(reg: RegistryApp, who: Principal) -> Iterator[PeerView]:
     """Every enrolled peer ``who`` may see."""
     for record in reg.directory.records():
         if record.enrolled and visible_to(record, who):
             yield view(reg, record)
 
 
-def get(reg: RegistryContext, who: Principal, peer_id: str) -> PeerView:
+def get(reg: RegistryApp, who: Principal, peer_id: str) -> PeerView:
     """One peer ``who`` may see (any other answers :class:`PeerNotFound`)."""
     record = reg.directory.get(peer_id)
     if record is None or not record.enrolled or not visible_to(record, who):
@@ -54,7 +51,7 @@ def get(reg: RegistryContext, who: Principal, peer_id: str) -> PeerView:
     return view(reg, record)
 
 
-def list_peers(reg: RegistryContext, who: Principal, filters: PeerFilters) -> list[PeerView]:
+def list_peers(reg: RegistryApp, who: Principal, filters: PeerFilters) -> list[PeerView]:
     """Peers ``who`` may see that match ``filters``, oldest enrollment first (the route
     answers a page of them)."""
     found = [v for v in visible(reg, who) if matches(v, filters)]
@@ -63,7 +60,7 @@ def list_peers(reg: RegistryContext, who: Principal, filters: PeerFilters) -> li
 
 
 def select(
-    reg: RegistryContext,
+    reg: RegistryApp,
     who: Principal,
     count: int,
     filters: PeerFilters,

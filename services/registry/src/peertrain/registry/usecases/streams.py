@@ -4,7 +4,7 @@ Every change the registry makes to a peer goes through :meth:`PeerStreams.execut
 with a *decide* function (see :mod:`peertrain.registry.domain.peer`): the repository
 decides on the record as the log has it, appends at that record's version, and
 decides again after catching up if someone else appended first. The directory is the
-repository's cache (:class:`DirectoryCache`), so appended events are folded into the
+repository's cache (:class:`PeerDirectoryCache`), so appended events are folded into the
 read model at once and a read right after a write sees it.
 """
 
@@ -17,10 +17,10 @@ import structlog
 from peertrain.common.eventlog import Cached, EventLog, Fold, Observed, Repository
 from peertrain.common.events import EventData, RecordedEvent
 from peertrain.common.events.peers import peer_stream
+from peertrain.registry.directory import PeerDirectory
 from peertrain.registry.domain.peer import PeerRecord, apply
-from peertrain.registry.projections import Directory
 
-__all__ = ["PEER_FOLD", "Decide", "DirectoryCache", "PeerStreams"]
+__all__ = ["PEER_FOLD", "Decide", "PeerDirectoryCache", "PeerStreams"]
 
 log = structlog.get_logger(__name__)
 
@@ -34,7 +34,7 @@ PEER_FOLD: Fold[PeerRecord] = Fold(
 _ATTEMPTS = 5
 
 
-class DirectoryCache:
+class PeerDirectoryCache:
     """The directory as the repository's cache: one copy of every peer record.
 
     A record is never dropped from here (the directory is the read model): an entry the
@@ -42,7 +42,7 @@ class DirectoryCache:
     Streams with nothing in them are not added.
     """
 
-    def __init__(self, directory: Directory) -> None:
+    def __init__(self, directory: PeerDirectory) -> None:
         self.directory = directory
         self._stale: set[str] = set()
 
@@ -81,13 +81,13 @@ class PeerStreams:
         The ``producer`` of appended events (the service name).
     """
 
-    def __init__(self, log: EventLog, directory: Directory, *, producer: str) -> None:
+    def __init__(self, log: EventLog, directory: PeerDirectory, *, producer: str) -> None:
         self.directory = directory
         self.repository: Repository[PeerRecord] = Repository(
             log,
             PEER_FOLD,
             producer=producer,
-            cache=DirectoryCache(directory),
+            cache=PeerDirectoryCache(directory),
             retries=_ATTEMPTS - 1,
         )
 

@@ -22,10 +22,11 @@ dead-letter queue. The transport (queues, acknowledgements) is in
 
 from __future__ import annotations
 
-import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
-from aiormq.abc import DeliveredMessage
 from pydantic import ValidationError
 
 from peertrain.common.events.peers import (
@@ -50,12 +51,43 @@ from peertrain.registry.domain.ratelimit import RateLimiter
 from peertrain.registry.domain.specs import spec_problem
 from peertrain.registry.metrics import REJECTED_HEARTBEATS, REJECTED_TELEMETRY
 
-from .context import RegistryContext
 from .peers import announce
 
-__all__ = ["Refused", "TelemetryGate"]
+if TYPE_CHECKING:
+    from peertrain.registry.application import RegistryApp
+
+__all__ = ["Refused", "Telemetry", "TelemetryGate", "TelemetryMessage"]
 
 log = structlog.get_logger(__name__)
+
+
+class Telemetry(Protocol):
+    """A telemetry message as the gate reads it, whatever brought it."""
+
+    @property
+    def routing_key(self) -> str | None:
+        """``peer.<id>.<kind>``."""
+        ...
+
+    @property
+    def headers(self) -> Mapping[str, Any] | None:
+        """The message's headers (the bearer token)."""
+        ...
+
+    @property
+    def body(self) -> bytes:
+        """The JSON body."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetryMessage:
+    """A :class:`Telemetry` message by value (tests, and transports whose own messages
+    do not read as one)."""
+
+    routing_key: str | None
+    headers: Mapping[str, Any] | None
+    body: bytes
 
 
 class Refused(RegistryError, ValueError):
@@ -69,7 +101,7 @@ class Refused(RegistryError, ValueError):
         self.detail = detail
 
 
-def _sender(message: DeliveredMessage, kinds: tuple[str, ...]) -> tuple[str, str]:
+def _sender(message: Telemetry, kinds: tuple[str, ...]) -> tuple[str, str]:
     parsed = parse_telemetry_key(message.routing_key or "")
     if parsed is None or parsed[1] not in kinds:
         raise Refused("malformed")
@@ -87,7 +119,7 @@ class TelemetryGate:
     """Admission and effect of telemetry messages (the registry's rate limiters live
     here)."""
 
-    def __init__(self, reg: RegistryContext) -> None:
+    def __init__(self, reg: RegistryApp) -> None:
         settings = reg.settings
         self.reg = reg
         self.rate = RateLimiter(settings.telemetry_rate_per_s, settings.telemetry_burst)
@@ -97,17 +129,17 @@ class TelemetryGate:
         )
         self.bounds = settings.spec_bounds()
 
-    async def _principal(self, message: DeliveredMessage, peer_id: str) -> Principal:
+    async def _principal(self, message: Telemetry, peer_id: str) -> Principal:
         """Who signed the message: from memory when the token was seen before; else a
         full verification, if the routing key's budget for unknown tokens allows."""
         tokens = self.reg.tokens
-        token = token_from_headers(message.header.properties.headers)
+        token = token_from_headers(message.headers)
         principal = tokens.cached(token)
         if principal is not None:
             return principal
         if not self.reg.is_known(peer_id):
             raise Refused("unknown_peer")  # no enrolled peer has this key: no token can fit
-        now = time.monotonic()
+        now = self.reg.clock.monotonic()
         if not self.unverified.allow(peer_id, now) or not self.unverified_total.allow("", now):
             raise Refused("unverified_rate")
         try:
@@ -121,10 +153,10 @@ class TelemetryGate:
         _check(principal, peer_id)
         if self.reg.is_removed(peer_id):
             raise Refused("removed")
-        if not self.rate.allow(peer_id, time.monotonic()):
+        if not self.rate.allow(peer_id, self.reg.clock.monotonic()):
             raise Refused("rate_limited")
 
-    async def heartbeat(self, message: DeliveredMessage) -> None:
+    async def heartbeat(self, message: Telemetry) -> None:
         """A heartbeat: into liveness (memory only), or counted as refused."""
         try:
             peer_id, _ = _sender(message, (HEARTBEAT,))
@@ -143,7 +175,7 @@ class TelemetryGate:
         else:
             self.reg.presence.heartbeat(peer_id, heartbeat)
 
-    async def presence(self, message: DeliveredMessage) -> None:
+    async def presence(self, message: Telemetry) -> None:
         """An announce or leaving message: its effect, or counted as refused.
 
         Raises
@@ -173,7 +205,7 @@ class TelemetryGate:
     def _refused(
         self,
         reason: str,
-        message: DeliveredMessage,
+        message: Telemetry,
         *,
         kind: str = HEARTBEAT,
         why: str = "",

@@ -13,9 +13,7 @@ an unknown token may cost before paying for it.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
+from peertrain.common.clock import SYSTEM_CLOCK, Clock
 from peertrain.common.security import InvalidToken, Principal, Security, UnknownSigningKey
 
 __all__ = ["TokenCache"]
@@ -31,7 +29,7 @@ class TokenCache:
     max_size
         Tokens remembered at most (the cache is cleared when full; 0 disables it).
     clock
-        Seconds since the epoch.
+        Token lifetimes are judged by its wall-clock time.
     """
 
     def __init__(
@@ -39,7 +37,7 @@ class TokenCache:
         security: Security,
         *,
         max_size: int = 200_000,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.security = security
         self.max_size = max_size
@@ -65,7 +63,7 @@ class TokenCache:
             principal, seen_version = known
             if (
                 seen_version == version
-                and self.clock() <= principal.expires_at + security.settings.leeway_s
+                and self.clock.time() <= principal.expires_at + security.settings.leeway_s
                 and not security.disabled.refuses(principal)
             ):
                 self.hits += 1

@@ -1,7 +1,11 @@
-"""The registry's read model: in memory, in its own database, and rebuilt from the log.
+"""The peer directory: the registry's read model, in memory, in its own database, and
+rebuilt from the log.
 
-:class:`Directory` holds one :class:`PeerRecord` per peer; every query is answered from
-it (a dictionary look-up or a scan of a few thousand small records), never from
+(Named for what it is: the registry has no other "projection". The orchestrator's
+``domain.Directory`` is another thing, its jobs' peers.)
+
+:class:`PeerDirectory` holds one :class:`PeerRecord` per peer; every query is answered
+from it (a dictionary look-up or a scan of a few thousand small records), never from
 MongoDB: on FerretDB every query scans its collection. The :class:`Projector` writes
 what changed to the ``peers`` collection every ``flush_interval_s``; start-up reads
 that copy and folds the log beyond its checkpoint (:func:`catch_up`). :func:`rebuild`
@@ -26,15 +30,15 @@ from peertrain.common.events.peers import PEER_EVENT_TYPES
 from peertrain.common.periodic import Periodic
 
 from .domain.peer import PeerRecord, apply
-from .store import ReadModelStore
+from .store import ReadModel
 
-__all__ = ["Applied", "Directory", "Projector", "Rebuilt", "catch_up", "rebuild"]
+__all__ = ["Applied", "PeerDirectory", "Projector", "Rebuilt", "catch_up", "rebuild"]
 
 log = structlog.get_logger(__name__)
 
 
 class Applied(Enum):
-    """What :meth:`Directory.apply` did with an event."""
+    """What :meth:`PeerDirectory.apply` did with an event."""
 
     APPLIED = "applied"
     DUPLICATE = "duplicate"
@@ -47,7 +51,7 @@ def _peer_id(stream: str) -> str | None:
     return peer_id if kind == "peer" and peer_id else None
 
 
-class Directory:
+class PeerDirectory:
     """Peer records by id, folded from the peer streams, with what changed since a flush."""
 
     def __init__(self, records: Iterable[PeerRecord] = (), *, position: int = 0) -> None:
@@ -97,7 +101,7 @@ class Directory:
         """Put records back for the next flush (a write failed)."""
         self._dirty.update(r.peer_id for r in records)
 
-    def replace_with(self, other: Directory) -> None:
+    def replace_with(self, other: PeerDirectory) -> None:
         """Take ``other``'s records and position (after a replay)."""
         self._records = dict(other._records)
         self.position = other.position
@@ -124,7 +128,7 @@ class Rebuilt:
     took_s: float
 
 
-async def catch_up(event_log: EventLog, directory: Directory) -> int:
+async def catch_up(event_log: EventLog, directory: PeerDirectory) -> int:
     """Fold the peer events appended after the directory's position; returns how many."""
     folded = 0
     after = directory.position
@@ -134,10 +138,10 @@ async def catch_up(event_log: EventLog, directory: Directory) -> int:
     return folded
 
 
-async def rebuild(event_log: EventLog, store: ReadModelStore) -> tuple[Directory, Rebuilt]:
+async def rebuild(event_log: EventLog, store: ReadModel) -> tuple[PeerDirectory, Rebuilt]:
     """Replay: a directory folded from the whole log, stored in place of the old one."""
     started = time.perf_counter()
-    fresh = Directory()
+    fresh = PeerDirectory()
     events = await catch_up(event_log, fresh)
     records = list(fresh.records())
     fresh.take_dirty()
@@ -161,8 +165,8 @@ class Projector:
 
     def __init__(
         self,
-        directory: Directory,
-        store: ReadModelStore,
+        directory: PeerDirectory,
+        store: ReadModel,
         *,
         flush_interval_s: float = 1.0,
     ) -> None:
