@@ -34,8 +34,8 @@ def clock() -> ManualClock:
 @pytest.fixture
 def app(clock: ManualClock) -> AuthApp:
     log = MemoryEventLog()
-    ports = Ports(log=log, clock=clock)  # type: ignore[arg-type]
-    return AuthApp.build(ports, MagicMock(), AuthSettings(), Security(log))  # type: ignore[arg-type]
+    ports = Ports(log=log, clock=clock)
+    return AuthApp.build(ports, MagicMock(), AuthSettings(), Security(log))
 
 
 def recorded(data: EventData, stream: str, seq: int = 1) -> RecordedEvent:

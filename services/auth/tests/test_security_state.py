@@ -73,7 +73,7 @@ def keys() -> list[NewKey]:
 
 
 async def started(log: Log, **settings: Any) -> Security:
-    security = Security(log, SecuritySettings(**settings))  # type: ignore[arg-type]
+    security = Security(log, SecuritySettings(**settings))
     await security.refresh()
     return security
 

@@ -143,7 +143,7 @@ def make_dataset_app(tmp_path: Path) -> Callable[..., DatasetApp]:
     ``tmp_path``."""
 
     def make(**settings: Any) -> DatasetApp:
-        ports = Ports(log=MemoryEventLog(), blobs=MemoryBlobStore(), clock=ManualClock())  # type: ignore[arg-type]
+        ports = Ports(log=MemoryEventLog(), blobs=MemoryBlobStore(), clock=ManualClock())
         config = DatasetSettings(work_dir=tmp_path / "work", **settings)
         return DatasetApp.of(ports, config, MemoryReadModel())
 

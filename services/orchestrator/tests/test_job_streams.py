@@ -77,7 +77,7 @@ class Log(MemoryEventLog):
 async def running() -> tuple[Log, dict[str, Job], Repository[Job]]:
     """The orchestrator's jobs and its repository over them, j1 folded as it ran."""
     log = Log()
-    app = OrchestratorApp(Ports(log=log))  # type: ignore[arg-type]
+    app = OrchestratorApp(Ports(log=log))
     job = app.jobs["j1"] = Job("j1")
     for event in await log.write("job:j1", CREATED, OPENED, ASSIGNED):
         job.apply(event)
@@ -110,7 +110,7 @@ async def test_a_job_read_for_the_first_time_folds_its_model_and_sharding_stream
         job_id="j1", version=0, key="m", sha256=SHA, size=1, strategy="fedavg"
     )
     await log.write("model:j1", version)
-    fresh = OrchestratorApp(Ports(log=log))  # type: ignore[arg-type]
+    fresh = OrchestratorApp(Ports(log=log))
     jobs, repo = fresh.jobs, fresh.repository
     loaded = await repo.load("job:j1")
     assert loaded.version == 3 and 0 in loaded.state.versions and jobs["j1"] is loaded.state

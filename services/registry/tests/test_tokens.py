@@ -59,7 +59,7 @@ def test_expiry_disabled_owner_and_key_changes_are_rechecked(
 ) -> None:
     _, key = setup
     clock = ManualClock(datetime.now(UTC))
-    security = Security(None, SecuritySettings(leeway_s=0), clock=clock.time)
+    security = Security(None, SecuritySettings(leeway_s=0), clock=clock)
     security.keys.replace([key.jwk.model_dump()], version=1)
     cache = TokenCache(security, clock=clock)
     token = signed(key, ttl=1)

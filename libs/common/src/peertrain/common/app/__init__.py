@@ -13,7 +13,7 @@ from .application import (
     subscribe,
 )
 from .context import ServiceContext
-from .deps import ContextDep, ServiceUnavailable, application_dep, extra, get_context
+from .deps import ContextDep, ServiceUnavailable, application_dep, get_context
 from .errors import error_body, error_response, install_error_handlers
 from .factory import Setup, connect_context, create_app
 from .paging import Page, Paging, PagingDep
@@ -39,7 +39,6 @@ __all__ = [
     "deliver",
     "error_body",
     "error_response",
-    "extra",
     "get_context",
     "handlers",
     "install_error_handlers",

@@ -51,6 +51,5 @@ class ServiceContext:
     relay: OutboxRelay | None = None
     subscriptions: Subscriptions = field(default_factory=Subscriptions)
     on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-    extras: dict[str, Any] = field(default_factory=dict)
     application: object | None = None
     security: Security | None = None

@@ -11,7 +11,7 @@ from peertrain.common.errors import PeerTrainError
 
 from .context import ServiceContext
 
-__all__ = ["ContextDep", "ServiceUnavailable", "application_dep", "extra", "get_context"]
+__all__ = ["ContextDep", "ServiceUnavailable", "application_dep", "get_context"]
 
 
 T = TypeVar("T")
@@ -47,26 +47,6 @@ def application_dep(
 
     def get(ctx: ContextDep) -> T:
         found = ctx.application
-        if not isinstance(found, kind) or (ready is not None and not ready(found)):
-            raise ServiceUnavailable(starting)
-        return found
-
-    return get
-
-
-def extra(
-    key: str, kind: type[T], starting: str, *, ready: Callable[[T], bool] | None = None
-) -> Callable[[ServiceContext], T]:
-    """(Being replaced by :func:`application_dep`.) A dependency answering ``ctx.extras[key]`` (of
-    ``kind``), or 503 with ``starting`` while it is not there yet (or, given ``ready``,
-    not ready)::
-
-        get_auth = extra(AUTH_EXTRA, AuthContext, "auth is starting")
-        AuthDep = Annotated[AuthContext, Depends(get_auth)]
-    """
-
-    def get(ctx: ContextDep) -> T:
-        found = ctx.extras.get(key)
         if not isinstance(found, kind) or (ready is not None and not ready(found)):
             raise ServiceUnavailable(starting)
         return found

@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import math
-import time
-from collections.abc import Callable
 
 import structlog
 
-from peertrain.common.eventlog import EventLog
+from peertrain.common.clock import SYSTEM_CLOCK, Clock
+from peertrain.common.eventlog import EventLog, MemoryEventLog
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.auth import AUTH_KEYS_ROTATED, AUTH_KEYS_STREAM, KeysRotated
 from peertrain.common.events.peers import PEER_REMOVED, PeerRemoved
@@ -62,16 +61,16 @@ class Security:
     settings
         Issuer, audience, leeway and refresh intervals.
     clock
-        Seconds since the epoch, which tokens' lifetimes are judged by (tests pass their
-        own).
+        Its wall-clock time judges tokens' lifetimes (tests pass a
+        :class:`~peertrain.common.clock.ManualClock`).
     """
 
     def __init__(
         self,
-        log: EventLog | None,
+        log: EventLog | MemoryEventLog | None,
         settings: SecuritySettings | None = None,
         *,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.settings = settings or SecuritySettings()
         self.keys = KeySet()

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, TypeGuard
 
 from jose import jwt
+
+from peertrain.common.clock import SYSTEM_CLOCK, Clock
 
 from .claims import (
     ACCESS_TOKEN_TYPE,
@@ -59,7 +60,8 @@ class TokenVerifier:
     leeway_s
         Clock skew tolerated on ``exp``, ``nbf`` and ``iat``.
     clock
-        Seconds since the epoch (tests pass their own).
+        Its wall-clock time judges ``exp``, ``nbf`` and ``iat`` (tests pass a
+        :class:`~peertrain.common.clock.ManualClock`).
     """
 
     def __init__(
@@ -70,7 +72,7 @@ class TokenVerifier:
         issuer: str,
         audience: str,
         leeway_s: int = 30,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.keys = keys
         self.disabled = disabled
@@ -126,7 +128,7 @@ class TokenVerifier:
             raise InvalidToken("missing subject or token id")
         if not (_is_int(iat) and _is_int(exp) and (nbf is None or _is_int(nbf))):
             raise InvalidToken("bad timestamps")
-        now = self.clock()
+        now = self.clock.time()
         if exp < now - self.leeway_s:
             raise InvalidToken("expired")
         if nbf is not None and nbf > now + self.leeway_s:
