@@ -9,19 +9,19 @@ from fastapi import APIRouter, Path, Query, Request, Response, status
 from fastapi.responses import StreamingResponse
 
 from peertrain.aggregator.api.deps import AggregatorDep
+from peertrain.aggregator.api.views import (
+    Evaluation,
+    FinalPublic,
+    JobModelsPublic,
+    VersionPublic,
+    WeightsAccepted,
+)
 from peertrain.aggregator.domain import (
     BEST,
     FinalNotExported,
     JobNotFound,
     JobState,
     best_version,
-)
-from peertrain.aggregator.models import (
-    Evaluation,
-    FinalPublic,
-    JobModelsPublic,
-    VersionPublic,
-    WeightsAccepted,
 )
 from peertrain.aggregator.usecases.downloads import Format, ModelFile, blob_chunks, version_file
 from peertrain.aggregator.usecases.weights import receive_weights

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, Response
 
 from peertrain.auth.api.deps import AuthDep, no_unknown_query
 from peertrain.auth.api.responses import errors
-from peertrain.auth.models import Jwks
+from peertrain.auth.api.views import Jwks
 from peertrain.auth.usecases import keys
 from peertrain.common.security import AdminUser
 

@@ -5,16 +5,14 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, status
 
 from peertrain.auth.api.deps import AuthDep, no_unknown_query
+from peertrain.auth.api.requests import EnrollmentCreate, EnrollRequest, PeerTokenRequest
 from peertrain.auth.api.responses import errors
-from peertrain.auth.models import (
+from peertrain.auth.api.views import (
     AccessToken,
-    EnrollmentCreate,
     EnrollmentCreated,
     EnrollmentPublic,
-    EnrollRequest,
     PeerCredentials,
     PeerPublic,
-    PeerTokenRequest,
 )
 from peertrain.auth.store import EnrollmentRecord, PeerRecord
 from peertrain.auth.usecases import peers

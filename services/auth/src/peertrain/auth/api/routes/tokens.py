@@ -4,31 +4,18 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Form, Response, status
+from fastapi import APIRouter, Depends, Response, status
 
 from peertrain.auth.api.deps import AuthDep, ClientAddress, no_unknown_query
+from peertrain.auth.api.requests import PasswordForm, RefreshRequest
 from peertrain.auth.api.responses import errors
+from peertrain.auth.api.views import TokenPair
 from peertrain.auth.domain.tokens import IssuedTokens
-from peertrain.auth.models import RefreshRequest, TokenPair
 from peertrain.auth.usecases import sessions
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["tokens"], dependencies=[Depends(no_unknown_query)])
-
-
-class PasswordForm:
-    """The OAuth2 password grant form (RFC 6749, 4.3.2); extra fields are ignored."""
-
-    def __init__(
-        self,
-        username: Annotated[str, Form(min_length=1, max_length=256)],
-        password: Annotated[str, Form(min_length=1, max_length=1024)],
-        grant_type: Annotated[str, Form(pattern="^password$")] = "password",
-    ) -> None:
-        self.username = username
-        self.password = password
-        self.grant_type = grant_type
 
 
 def _pair(issued: IssuedTokens) -> TokenPair:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, status
 
 from peertrain.auth.api.deps import AuthDep, ClientAddress, no_unknown_query
+from peertrain.auth.api.requests import RegisterRequest, UserDisable
 from peertrain.auth.api.responses import errors
-from peertrain.auth.models import RegisterRequest, UserAdminView, UserDisable, UserPublic
+from peertrain.auth.api.views import UserAdminView, UserPublic
 from peertrain.auth.store import UserRecord
 from peertrain.auth.usecases import accounts
 from peertrain.common.app import Page, PagingDep

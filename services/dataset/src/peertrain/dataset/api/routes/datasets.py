@@ -9,8 +9,8 @@ from peertrain.common.events.datasets import MISSING_TOKENS
 from peertrain.common.security import CurrentUser
 from peertrain.dataset.api.deps import DatasetDep
 from peertrain.dataset.api.responses import errors
+from peertrain.dataset.api.views import DatasetAccepted, DatasetPublic, Preview
 from peertrain.dataset.domain.holdout import MAX_HOLDOUT_SEED
-from peertrain.dataset.models import DatasetAccepted, DatasetPublic, Preview
 from peertrain.dataset.usecases.manage import delete_dataset, get_dataset, preview
 from peertrain.dataset.usecases.upload import receive_upload
 

@@ -1,4 +1,4 @@
-"""HTTP schemas of the aggregator."""
+"""The aggregator API's answers (HTTP response bodies)."""
 
 from __future__ import annotations
 

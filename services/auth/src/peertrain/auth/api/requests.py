@@ -1,33 +1,25 @@
-"""HTTP schemas of the auth API (requests and responses)."""
+"""What the auth API takes (HTTP request bodies and forms); its answers are in
+:mod:`peertrain.auth.api.views`."""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Literal
+from typing import Annotated
 
+from fastapi import Form
 from pydantic import BaseModel, ConfigDict, Field
 
-from peertrain.common.events.auth import PublicJwk
 from peertrain.common.text import NO_NUL
 
-from .domain.passwords import MAX_LENGTH, MIN_LENGTH
+from ..domain.passwords import MAX_LENGTH, MIN_LENGTH
 
 __all__ = [
-    "AccessToken",
     "EnrollRequest",
     "EnrollmentCreate",
-    "EnrollmentCreated",
-    "EnrollmentPublic",
-    "Jwks",
-    "PeerCredentials",
-    "PeerPublic",
+    "PasswordForm",
     "PeerTokenRequest",
     "RefreshRequest",
     "RegisterRequest",
-    "TokenPair",
-    "UserAdminView",
     "UserDisable",
-    "UserPublic",
 ]
 
 _Strict = ConfigDict(extra="forbid")
@@ -50,21 +42,6 @@ class RegisterRequest(BaseModel):
     )
 
 
-class UserPublic(BaseModel):
-    """An account as others may see it."""
-
-    id: str
-    username: str
-    roles: list[str]
-
-
-class UserAdminView(UserPublic):
-    """An account as an admin sees it."""
-
-    disabled: bool
-    created_at: datetime
-
-
 class UserDisable(BaseModel):
     """Why an account is disabled (optional)."""
 
@@ -73,18 +50,18 @@ class UserDisable(BaseModel):
     reason: str | None = Field(default=None, max_length=500)
 
 
-class AccessToken(BaseModel):
-    """An access token (peers get no refresh token: they log in with their secret)."""
+class PasswordForm:
+    """The OAuth2 password grant form (RFC 6749, 4.3.2); extra fields are ignored."""
 
-    access_token: str
-    token_type: Literal["bearer"] = "bearer"  # noqa: S105
-    expires_in: int = Field(description="seconds until the access token expires")
-
-
-class TokenPair(AccessToken):
-    """An access token and the refresh token that renews it."""
-
-    refresh_token: str
+    def __init__(
+        self,
+        username: Annotated[str, Form(min_length=1, max_length=256)],
+        password: Annotated[str, Form(min_length=1, max_length=1024)],
+        grant_type: Annotated[str, Form(pattern="^password$")] = "password",
+    ) -> None:
+        self.username = username
+        self.password = password
+        self.grant_type = grant_type
 
 
 class RefreshRequest(BaseModel):
@@ -95,12 +72,6 @@ class RefreshRequest(BaseModel):
     refresh_token: str = Field(min_length=1, max_length=1024, pattern=NO_NUL)
 
 
-class Jwks(BaseModel):
-    """The public keys that verify access tokens (RFC 7517 JWK Set)."""
-
-    keys: list[PublicJwk]
-
-
 class EnrollmentCreate(BaseModel):
     """Options of a new enrollment token."""
 
@@ -109,25 +80,6 @@ class EnrollmentCreate(BaseModel):
     ttl_s: int | None = Field(
         default=None, ge=60, le=7 * 24 * 3600, description="lifetime (default one hour)"
     )
-
-
-class EnrollmentPublic(BaseModel):
-    """An enrollment token's record (the token itself is shown only once)."""
-
-    id: str
-    owner_id: str
-    created_at: datetime
-    expires_at: datetime
-    used_at: datetime | None
-    peer_id: str | None
-
-
-class EnrollmentCreated(BaseModel):
-    """A new one-time enrollment token: hand it to the peer runtime."""
-
-    id: str
-    enrollment_token: str
-    expires_at: datetime
 
 
 class EnrollRequest(BaseModel):
@@ -144,15 +96,6 @@ class EnrollRequest(BaseModel):
     )
 
 
-class PeerCredentials(BaseModel):
-    """A new peer's id and secret; the secret is shown this once and stored hashed."""
-
-    peer_id: str
-    peer_secret: str
-    owner_id: str
-    name: str
-
-
 class PeerTokenRequest(BaseModel):
     """A peer logging in."""
 
@@ -160,12 +103,3 @@ class PeerTokenRequest(BaseModel):
 
     peer_id: str = Field(min_length=1, max_length=64, pattern=NO_NUL)
     peer_secret: str = Field(min_length=1, max_length=512, pattern=NO_NUL)
-
-
-class PeerPublic(BaseModel):
-    """An enrolled peer."""
-
-    id: str
-    owner_id: str
-    name: str
-    enrolled_at: datetime

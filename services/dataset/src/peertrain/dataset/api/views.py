@@ -1,4 +1,5 @@
-"""HTTP schemas of the dataset API."""
+"""The dataset API's answers (HTTP response bodies); it takes no request model: an
+upload is a multipart body streamed to storage as it arrives (``usecases.upload``)."""
 
 from __future__ import annotations
 
