@@ -7,7 +7,7 @@ from fastapi import APIRouter
 from peertrain.common.app.responses import errors
 from peertrain.common.security import AdminUser
 from peertrain.registry.api.deps import RegistryDep
-from peertrain.registry.models import ReplayResult
+from peertrain.registry.api.views import ReplayResult
 from peertrain.registry.usecases import readmodel
 
 __all__ = ["router"]

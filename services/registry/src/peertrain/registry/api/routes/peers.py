@@ -13,9 +13,10 @@ from peertrain.common.bus import TELEMETRY
 from peertrain.common.events.peers import Device
 from peertrain.common.security import CurrentPeer, CurrentPrincipal, CurrentUser
 from peertrain.registry.api.deps import RegistryDep
+from peertrain.registry.api.requests import PeerSettingsUpdate
+from peertrain.registry.api.views import BrokerCredentials, PeerPublic
 from peertrain.registry.domain.liveness import Status
 from peertrain.registry.domain.selection import PeerFilters
-from peertrain.registry.models import BrokerCredentials, PeerPublic, PeerSettingsUpdate
 from peertrain.registry.usecases import peers, queries
 
 __all__ = ["router"]

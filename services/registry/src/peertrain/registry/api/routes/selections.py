@@ -7,8 +7,9 @@ from fastapi import APIRouter
 from peertrain.common.app.responses import errors
 from peertrain.common.security import CurrentUser
 from peertrain.registry.api.deps import RegistryDep
+from peertrain.registry.api.requests import SelectionRequest
+from peertrain.registry.api.views import SelectedPeer
 from peertrain.registry.domain.selection import PeerFilters
-from peertrain.registry.models import SelectedPeer, SelectionRequest
 from peertrain.registry.usecases import queries
 
 __all__ = ["router"]
