@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from peertrain.aggregator.domain import JobState
+from peertrain.aggregator.domain import JobMemory
 from peertrain.common.eventlog import MemoryEventLog
 from peertrain.common.events import EventData, NewEvent, RecordedEvent
 from peertrain.common.events.datasets import ArtifactRef, ColumnEncoding, FeatureSpec
@@ -110,9 +110,9 @@ def announce(t: TaskAssigned, **change: Any) -> UpdateAnnounced:
 
 
 @pytest.fixture
-async def running() -> tuple[JobState, MemoryEventLog]:
+async def running() -> tuple[JobMemory, MemoryEventLog]:
     """A configured job with round 1 open and shards 0, 1 assigned to p0, p1."""
-    log, state = MemoryEventLog(), JobState(JOB)
+    log, state = MemoryEventLog(), JobMemory(JOB)
     for data in (
         JobCreated(job_id=JOB, owner_id="u1", name="n", dataset_id="d", peers=("p0", "p1")),
         configured(),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from peertrain.aggregator.domain import Candidate, Duplicate, Ignored, JobState, Refusal, codes
+from peertrain.aggregator.domain import Candidate, Duplicate, Ignored, JobMemory, Refusal, codes
 from peertrain.aggregator.domain.decide import MAX_STRIKES_RECORDED, decide_update
 from peertrain.common.eventlog import MemoryEventLog
 from peertrain.common.events.models import UpdateAccepted, UpdateRejected
@@ -17,7 +17,7 @@ from peertrain.common.events.training import (
 from .conftest import JOB, SHA, announce, record, task
 
 
-async def _accept(state: JobState, log: MemoryEventLog, shard: int, peer: str) -> None:
+async def _accept(state: JobMemory, log: MemoryEventLog, shard: int, peer: str) -> None:
     t = task(shard, peer)
     state.apply(
         await record(
@@ -49,7 +49,7 @@ async def test_a_good_announcement_is_a_candidate_weighted_by_the_shard_rows(run
 
 
 async def test_unknown_job_is_ignored():
-    assert isinstance(decide_update(JobState("other"), "p0", announce(task(0, "p0"))), Ignored)
+    assert isinstance(decide_update(JobMemory("other"), "p0", announce(task(0, "p0"))), Ignored)
 
 
 async def test_refusals(running):
@@ -97,7 +97,7 @@ async def test_closed_round_refuses_and_an_ended_job_records_nothing(running):
     assert isinstance(decision, Ignored)  # a peer cannot grow an ended job's log
 
 
-async def _strike(state: JobState, log: MemoryEventLog, peer: str, n: int) -> None:
+async def _strike(state: JobMemory, log: MemoryEventLog, peer: str, n: int) -> None:
     state.apply(
         await record(
             log,

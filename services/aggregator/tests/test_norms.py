@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from peertrain.aggregator.domain import JobState, clip_factors
+from peertrain.aggregator.domain import JobMemory, clip_factors
 from peertrain.aggregator.usecases.numerics import clipped, update_norm
 from peertrain.common.eventlog import MemoryEventLog
 from peertrain.common.events.models import UpdateAccepted
@@ -16,7 +16,7 @@ from .conftest import JOB, SHA, record, task
 
 
 async def _accept(
-    state: JobState, log: MemoryEventLog, shard: int, norm: float, *, round_: int = 1
+    state: JobMemory, log: MemoryEventLog, shard: int, norm: float, *, round_: int = 1
 ) -> None:
     t = task(shard, f"p{shard}", round_=round_)
     data = UpdateAccepted(
@@ -36,7 +36,7 @@ async def _accept(
 
 
 async def _close(
-    state: JobState, log: MemoryEventLog, shards: list[int], *, round_: int = 1
+    state: JobMemory, log: MemoryEventLog, shards: list[int], *, round_: int = 1
 ) -> RoundClosed:
     included = tuple(
         IncludedUpdate(shard=s, peer_id=f"p{s}", task_id="t", key=f"k{s}", sha256=SHA)

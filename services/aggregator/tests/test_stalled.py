@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from peertrain.aggregator.domain import JobState
+from peertrain.aggregator.domain import JobMemory
 from peertrain.common.eventlog import MemoryEventLog
 from peertrain.common.events.models import ModelDiverged, ModelEvaluated, ModelVersionCreated
 from peertrain.common.events.training import IncludedUpdate, JobFailed, RoundClosed
@@ -18,7 +18,7 @@ def _version(log: MemoryEventLog, v: int) -> ModelVersionCreated:
     return ModelVersionCreated(job_id=JOB, version=v, key=f"v{v}", sha256=SHA, size=1, strategy="x")
 
 
-async def _assessed(state: JobState, log: MemoryEventLog) -> None:
+async def _assessed(state: JobMemory, log: MemoryEventLog) -> None:
     state.apply(await record(log, _version(log, 0), model=True))
     state.apply(
         await record(
@@ -30,7 +30,7 @@ async def _assessed(state: JobState, log: MemoryEventLog) -> None:
 
 
 async def test_a_round_open_past_its_deadline_and_the_grace_looks_stalled(
-    running: tuple[JobState, MemoryEventLog],
+    running: tuple[JobMemory, MemoryEventLog],
 ) -> None:
     state, log = running
     await _assessed(state, log)
@@ -43,7 +43,7 @@ async def test_a_round_open_past_its_deadline_and_the_grace_looks_stalled(
 
 
 async def test_model_work_not_done_looks_stalled_and_a_diverged_version_counts_as_assessed(
-    running: tuple[JobState, MemoryEventLog],
+    running: tuple[JobMemory, MemoryEventLog],
 ) -> None:
     state, log = running
     now = datetime.now(UTC)

@@ -1,6 +1,6 @@
 """The aggregator's application: its ports, its per-job working memory, what it hears.
 
-A job's state (:class:`~.domain.JobState`, a pure fold) folds the orchestrator's
+A job's state (:class:`~.domain.JobMemory`, a pure fold) folds the orchestrator's
 ``job:<id>`` stream and this service's own ``model:<id>`` stream (:data:`MODEL_FOLD`);
 the aggregate repository keeps it, keyed by the model stream (the one appended to
 here). Any instance checks and records peers' updates; only the holder of a job's lease
@@ -44,7 +44,7 @@ from peertrain.common.leases import Holding
 from peertrain.common.security import PeerMessage
 
 from .config import AggregatorSettings
-from .domain import JobState
+from .domain import JobMemory
 from .usecases.holding import JOB_EVENTS, fold_job_event, keep_leases, on_job_event
 from .usecases.numerics import RoundWork
 from .usecases.updates import receive_update
@@ -54,18 +54,18 @@ __all__ = ["AGGREGATOR_SUBSCRIPTIONS", "MODEL_FOLD", "AggregatorApp"]
 log = structlog.get_logger(__name__)
 
 
-def _apply(state: JobState, event: RecordedEvent) -> JobState:
+def _apply(state: JobMemory, event: RecordedEvent) -> JobMemory:
     state.apply(event)
     return state
 
 
-def _folded(state: JobState, source: str) -> int | None:
+def _folded(state: JobMemory, source: str) -> int | None:
     """How far ``state`` has folded the job stream (``source``)."""
     return state.job_seq if source.startswith("job:") else None
 
 
-MODEL_FOLD: Fold[JobState] = Fold(
-    initial=lambda stream: JobState(stream.partition(":")[2]),
+MODEL_FOLD: Fold[JobMemory] = Fold(
+    initial=lambda stream: JobMemory(stream.partition(":")[2]),
     apply=_apply,
     streams=lambda stream: (job_stream(stream.partition(":")[2]), stream),
     folded=_folded,
@@ -106,7 +106,7 @@ class AggregatorApp:
         """Jobs configured and not ended, as heard (the ones an instance may take over)."""
         self.stalled: dict[str, datetime] = {}
         """Held jobs that looked stalled, since when (see ``holding.redrive_stalled``)."""
-        self.models: Repository[JobState] = Repository(
+        self.models: Repository[JobMemory] = Repository(
             ports.log, MODEL_FOLD, producer=settings.service_name
         )
         """Job states by model stream: loaded, appended to, cached (least recent out)."""
@@ -165,7 +165,7 @@ class AggregatorApp:
         *,
         catch_up: bool = False,
         fresh_models: bool = False,
-    ) -> JobState:
+    ) -> JobMemory:
         """The job's state, caught up with the log as far as the caller needs.
 
         A job seen for the first time is read from both of its streams. After that the
@@ -185,13 +185,13 @@ class AggregatorApp:
             self.models.observe(event, into=stream)
         return (await self.models.load(stream, refresh=catch_up or fresh_models)).state
 
-    async def read_only(self, job_id: str) -> JobState:
+    async def read_only(self, job_id: str) -> JobMemory:
         """The job's state read afresh from the log (for HTTP readers; caches nothing)."""
         return (await self.models.read(model_stream(job_id))).state
 
     async def append(
         self,
-        state: JobState,
+        state: JobMemory,
         data: Sequence[EventData],
         *,
         causation: RecordedEvent | None = None,

@@ -12,7 +12,7 @@ from .errors import (
 )
 from .norms import clip_factors
 from .selection import BEST, Which, best_version, download_name, pick_version
-from .state import JobState, RoundKey, VersionInfo
+from .state import JobMemory, RoundKey, VersionInfo
 
 __all__ = [
     "BEST",
@@ -22,8 +22,8 @@ __all__ = [
     "Duplicate",
     "FinalNotExported",
     "Ignored",
+    "JobMemory",
     "JobNotFound",
-    "JobState",
     "NoEvaluatedVersion",
     "Refusal",
     "RoundKey",

@@ -8,7 +8,7 @@ from peertrain.common.events.tasks import UpdateAnnounced
 from peertrain.common.events.training import RoundOpened, TaskAssigned
 
 from . import codes
-from .state import JobState
+from .state import JobMemory
 
 __all__ = [
     "MAX_STRIKES_RECORDED",
@@ -63,7 +63,7 @@ MAX_STRIKES_RECORDED = 20
 and logged (the orchestrator excludes a peer long before: ``exclude_after``)."""
 
 
-def decide_update(state: JobState, peer_id: str, body: UpdateAnnounced) -> Decision:
+def decide_update(state: JobMemory, peer_id: str, body: UpdateAnnounced) -> Decision:
     """What to do with ``peer_id``'s announcement ``body``, given the job's state."""
     if state.configured is None:
         return Ignored(f"job {body.job_id!r} is not configured", stale=True)

@@ -20,12 +20,12 @@ from statistics import median
 from peertrain.common.events.training import RoundClosed
 from peertrain.common.specs import AggregationSpec
 
-from .state import JobState
+from .state import JobMemory
 
 __all__ = ["clip_factors"]
 
 
-def clip_factors(state: JobState, closed: RoundClosed, spec: AggregationSpec) -> dict[int, float]:
+def clip_factors(state: JobMemory, closed: RoundClosed, spec: AggregationSpec) -> dict[int, float]:
     """The scale (< 1) for each included update over the round's clipping bound, by
     shard; empty when nothing is clipped."""
     if spec.norm_clip is None:

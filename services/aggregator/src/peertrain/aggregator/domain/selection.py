@@ -1,6 +1,6 @@
 """Which model version a download means, and the name of the file it is saved as.
 
-Pure: a :class:`~peertrain.aggregator.domain.state.JobState`'s versions in, a version
+Pure: a :class:`~peertrain.aggregator.domain.state.JobMemory`'s versions in, a version
 number or a typed error out.
 """
 

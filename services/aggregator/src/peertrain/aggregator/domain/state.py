@@ -1,7 +1,7 @@
 """One job as the aggregator sees it, folded from ``job:<id>`` and ``model:<id>``.
 
 Pure: no I/O. The shell reads the two streams from the log and feeds them to
-:meth:`JobState.apply`; the state is thus always rebuildable from the log (after a
+:meth:`JobMemory.apply`; the state is thus always rebuildable from the log (after a
 restart, or when an update names a task this process has not seen yet).
 """
 
@@ -33,7 +33,7 @@ from peertrain.common.events.training import (
     TaskLost,
 )
 
-__all__ = ["JobState", "RoundKey", "VersionInfo"]
+__all__ = ["JobMemory", "RoundKey", "VersionInfo"]
 
 RoundKey = tuple[int, int]
 """(round, attempt)."""
@@ -57,7 +57,7 @@ class VersionInfo:
 
 
 @dataclass
-class JobState:
+class JobMemory:
     """What the aggregator knows about one job.
 
     ``job_seq`` and ``model_seq`` are the last ``seq`` folded from each stream: the

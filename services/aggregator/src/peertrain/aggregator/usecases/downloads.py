@@ -9,7 +9,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from peertrain.aggregator.domain import JobState, Which, download_name, pick_version
+from peertrain.aggregator.domain import JobMemory, Which, download_name, pick_version
 
 from .numerics import export_file
 from .storage import read_version, sha256_hex
@@ -58,7 +58,9 @@ async def _memory_chunks(data: bytes) -> AsyncIterator[bytes]:
         yield bytes(view[start : start + CHUNK])
 
 
-async def version_file(app: AggregatorApp, state: JobState, which: Which, fmt: Format) -> ModelFile:
+async def version_file(
+    app: AggregatorApp, state: JobMemory, which: Which, fmt: Format
+) -> ModelFile:
     """Model version ``which`` (a number, or ``"best"``) of the job as a ``fmt`` file.
 
     The final model's version is streamed from the exported file itself (the same bytes

@@ -29,7 +29,7 @@ from peertrain.common.events.training import (
     TASK_LOST,
 )
 
-from ..domain import JobState
+from ..domain import JobMemory
 from .versions import reconcile
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ async def redrive_stalled(app: AggregatorApp, now: datetime) -> None:
         await _let_go_if_ended(app, state)
 
 
-async def _let_go_if_ended(app: AggregatorApp, state: JobState) -> None:
+async def _let_go_if_ended(app: AggregatorApp, state: JobMemory) -> None:
     """An ended job is no longer active, and its lease goes back."""
     if state.ended is not None:
         app.active.discard(state.job_id)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from peertrain.aggregator.domain import JobState, UpdateRefused, codes
+from peertrain.aggregator.domain import JobMemory, UpdateRefused, codes
 from peertrain.common.blobs import BlobNotFound
 from peertrain.common.events.models import model_key
 
@@ -48,7 +48,9 @@ async def fetch_capped(app: AggregatorApp, key: str, cap: int) -> bytes:
     return b"".join(parts)
 
 
-async def model_state(app: AggregatorApp, state: JobState, version: int) -> dict[str, torch.Tensor]:
+async def model_state(
+    app: AggregatorApp, state: JobMemory, version: int
+) -> dict[str, torch.Tensor]:
     """Model version ``version`` of the job (cached: the latest one loaded)."""
     cached = app.bases.get(state.job_id)
     if cached is not None and cached[0] == version:
@@ -59,7 +61,7 @@ async def model_state(app: AggregatorApp, state: JobState, version: int) -> dict
 
 
 async def read_version(
-    app: AggregatorApp, state: JobState, version: int
+    app: AggregatorApp, state: JobMemory, version: int
 ) -> dict[str, torch.Tensor]:
     """Model version ``version`` of the job, checked against its recorded sha256 (read
     afresh: nothing cached, so readers leave the training's base alone)."""
@@ -71,7 +73,7 @@ async def read_version(
     return await asyncio.to_thread(load_state, data)
 
 
-async def server_state(app: AggregatorApp, state: JobState, version: int) -> bytes | None:
+async def server_state(app: AggregatorApp, state: JobMemory, version: int) -> bytes | None:
     """The strategy's server state stored with ``version`` (``None`` for stateless)."""
     info = state.versions.get(version)
     if info is None or info.created.server_state_key is None:

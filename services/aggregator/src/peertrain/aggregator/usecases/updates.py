@@ -18,7 +18,7 @@ from peertrain.aggregator.domain import (
     Candidate,
     Duplicate,
     Ignored,
-    JobState,
+    JobMemory,
     Refusal,
     UpdateRefused,
     codes,
@@ -96,11 +96,11 @@ RECORD_ATTEMPTS = 10
 
 async def _record(
     app: AggregatorApp,
-    state: JobState,
+    state: JobMemory,
     peer_id: str,
     body: UpdateAnnounced,
     data: list[UpdateAccepted] | list[UpdateRejected],
-) -> JobState | None:
+) -> JobMemory | None:
     """Append the verdict on ``body``; the state it is in (``None``: decided meanwhile).
 
     Every instance records verdicts on the job's model stream, so another one's may
@@ -122,7 +122,7 @@ async def _record(
 
 async def _reject(
     app: AggregatorApp,
-    state: JobState,
+    state: JobMemory,
     peer_id: str,
     body: UpdateAnnounced,
     code: str,
@@ -147,7 +147,7 @@ async def _reject(
 
 async def _check(
     app: AggregatorApp,
-    state: JobState,
+    state: JobMemory,
     peer_id: str,
     body: UpdateAnnounced,
     candidate: Candidate,
@@ -192,7 +192,7 @@ async def _check(
 
 async def _fold(
     app: AggregatorApp,
-    state: JobState,
+    state: JobMemory,
     candidate: Candidate,
     accepted: UpdateAccepted,
     delta: dict[str, torch.Tensor],

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from peertrain.aggregator.domain import JobState, UpdateRefused, clip_factors, codes
+from peertrain.aggregator.domain import JobMemory, UpdateRefused, clip_factors, codes
 from peertrain.aggregator.metrics import (
     AGGREGATION_SECONDS,
     EVALUATION_SECONDS,
@@ -70,7 +70,7 @@ def work_key(key: str, sha256: str) -> str:
 
 
 async def begin_work(
-    app: AggregatorApp, state: JobState, round_: int, attempt: int, base_version: int
+    app: AggregatorApp, state: JobMemory, round_: int, attempt: int, base_version: int
 ) -> tuple[RoundWork, State]:
     """Start folding a round attempt on top of model version ``base_version``, with the
     server state stored after it; returns the work and that version's tensors."""
@@ -94,7 +94,7 @@ def final_keys(job_id: str) -> tuple[str, str]:
     return f"models/{job_id}/final.pt", f"models/{job_id}/final.safetensors"
 
 
-async def reconcile(app: AggregatorApp, state: JobState, cause: RecordedEvent | None) -> None:
+async def reconcile(app: AggregatorApp, state: JobMemory, cause: RecordedEvent | None) -> None:
     """Do whatever model work the job's log asks for and the model stream lacks."""
     cfg = state.configured
     if cfg is None:
@@ -150,7 +150,7 @@ async def _version_zero(app: AggregatorApp, cfg: JobConfigured) -> bytes:
 
 
 async def _initial(
-    app: AggregatorApp, state: JobState, cfg: JobConfigured, cause: RecordedEvent | None
+    app: AggregatorApp, state: JobMemory, cfg: JobConfigured, cause: RecordedEvent | None
 ) -> None:
     data = await _version_zero(app, cfg)
     key = model_key(state.job_id, 0)
@@ -177,7 +177,7 @@ async def _initial(
 
 async def _rebuild(
     app: AggregatorApp,
-    state: JobState,
+    state: JobMemory,
     cfg: JobConfigured,
     closed: RoundClosed,
     scale: dict[int, float],
@@ -221,7 +221,7 @@ async def _rebuild(
 
 async def _aggregate(
     app: AggregatorApp,
-    state: JobState,
+    state: JobMemory,
     cfg: JobConfigured,
     closed: RoundClosed,
     cause: RecordedEvent | None,
@@ -307,7 +307,7 @@ async def _holdout(
 
 async def _evaluate(
     app: AggregatorApp,
-    state: JobState,
+    state: JobMemory,
     cfg: JobConfigured,
     version: int,
     cause: RecordedEvent | None,
@@ -353,7 +353,7 @@ def _rounded_scale(scale: dict[int, float]) -> dict[str, float]:
     return {str(shard): round(f, 4) for shard, f in sorted(scale.items())}
 
 
-def _included_bytes(state: JobState, closed: RoundClosed) -> int:
+def _included_bytes(state: JobMemory, closed: RoundClosed) -> int:
     """Bytes of the accepted updates a closed round aggregates (as recorded on accept)."""
     sizes = (state.accepted.get((closed.round, closed.attempt, u.shard)) for u in closed.included)
     return sum(a.size for a in sizes if a is not None)
@@ -365,7 +365,7 @@ def _rounded(metrics: object) -> dict[str, float]:
 
 
 async def _export(
-    app: AggregatorApp, state: JobState, cfg: JobConfigured, cause: RecordedEvent | None
+    app: AggregatorApp, state: JobMemory, cfg: JobConfigured, cause: RecordedEvent | None
 ) -> None:
     version = cfg.rounds
     tensors = await model_state(app, state, version)

@@ -19,8 +19,8 @@ from peertrain.aggregator.api.views import (
 from peertrain.aggregator.domain import (
     BEST,
     FinalNotExported,
+    JobMemory,
     JobNotFound,
-    JobState,
     best_version,
 )
 from peertrain.aggregator.usecases.downloads import Format, ModelFile, blob_chunks, version_file
@@ -44,14 +44,14 @@ SHA256_HEADER = "X-Content-SHA256"
 VERSION_HEADER = "X-Model-Version"
 
 
-async def _visible(app: AggregatorDep, job_id: str, user: Principal) -> JobState:
+async def _visible(app: AggregatorDep, job_id: str, user: Principal) -> JobMemory:
     state = await app.read_only(job_id)
     if state.owner_id is None or (state.owner_id != user.subject and not user.is_admin):
         raise JobNotFound(f"no job {job_id!r}")
     return state
 
 
-def _public(state: JobState) -> JobModelsPublic:
+def _public(state: JobMemory) -> JobModelsPublic:
     versions = []
     for number in sorted(state.versions):
         info = state.versions[number]
