@@ -16,15 +16,14 @@ import pytest
 
 from peertrain.common.blobs import (
     BlobNotFound,
-    BlobStore,
+    BlobPort,
     BlobTooLarge,
     InvalidBlobKey,
-    MemoryBlobStore,
 )
 
 __all__ = ["BlobStoreContract", "Store"]
 
-Store = BlobStore | MemoryBlobStore
+Store = BlobPort
 
 
 async def body(data: bytes, chunk: int) -> AsyncIterator[bytes]:

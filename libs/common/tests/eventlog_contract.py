@@ -15,14 +15,14 @@ from datetime import timedelta
 import pytest
 
 from peertrain.common.errors import ValidationFailed
-from peertrain.common.eventlog import ConcurrencyError, EventLog, MemoryEventLog
+from peertrain.common.eventlog import ConcurrencyError, LogPort
 from peertrain.common.events import NewEvent, RecordedEvent
 from peertrain.common.events.diagnostics import DIAGNOSTIC_PINGED, DiagnosticPinged
 from peertrain.common.events.users import UserDisabled
 
 __all__ = ["EventLogContract", "Log", "ping"]
 
-Log = EventLog | MemoryEventLog
+Log = LogPort
 
 
 def ping(n: int, note: str = "", correlation_id: str = "c1") -> NewEvent:

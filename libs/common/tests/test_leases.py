@@ -10,10 +10,10 @@ from collections.abc import Awaitable
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
+from peertrain.common.clock import Clock
 from peertrain.common.leases import (
     MEMBER,
     Lease,
-    LeaseClock,
     Leases,
     LeaseSettings,
     MemoryLeaseStore,
@@ -27,7 +27,7 @@ TTL = 8.0  # quarters and fifths of it are exact in binary
 T = TypeVar("T")
 
 
-class FakeClock(LeaseClock):
+class FakeClock(Clock):
     """Both clocks at once, moved by the test."""
 
     def __init__(self) -> None:

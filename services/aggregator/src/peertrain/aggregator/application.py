@@ -33,9 +33,9 @@ import structlog
 import torch
 
 from peertrain.common.app import On, Ports, Table
-from peertrain.common.blobs import BlobStore, MemoryBlobStore
+from peertrain.common.blobs import BlobPort
 from peertrain.common.clock import Clock
-from peertrain.common.eventlog import EventLog, Fold, Loaded, MemoryEventLog, Repository
+from peertrain.common.eventlog import Fold, Loaded, LogPort, Repository
 from peertrain.common.events import EventData, RecordedEvent
 from peertrain.common.events.models import model_stream
 from peertrain.common.events.tasks import UPDATE, UpdateAnnounced
@@ -137,12 +137,12 @@ class AggregatorApp:
     # -- ports ------------------------------------------------------------------------
 
     @property
-    def log(self) -> EventLog | MemoryEventLog:
+    def log(self) -> LogPort:
         """The shared event log."""
         return self.ports.log
 
     @property
-    def blobs(self) -> BlobStore | MemoryBlobStore:
+    def blobs(self) -> BlobPort:
         """The bucket."""
         assert self.ports.blobs is not None, "the aggregator runs with a blob store"
         return self.ports.blobs

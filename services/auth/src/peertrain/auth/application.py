@@ -27,7 +27,7 @@ from peertrain.auth.domain.throttle import Limits
 from peertrain.auth.domain.tokens import IssuedTokens, access_claims
 from peertrain.auth.store import KeyStore, PeerStore, SessionStore, ThrottleStore, UserStore
 from peertrain.common.app import On, Ports, Table
-from peertrain.common.eventlog import VERSION_ONLY, EventLog, MemoryEventLog, Repository
+from peertrain.common.eventlog import VERSION_ONLY, LogPort, Repository
 from peertrain.common.events import EventData, NewEvent, RecordedEvent
 from peertrain.common.events.auth import AUTH_KEYS_ROTATED, AUTH_REFRESH_REUSE_DETECTED
 from peertrain.common.events.peers import PEER_ENROLLED, PEER_REMOVED, PeerRemoved
@@ -138,7 +138,7 @@ class AuthApp:
         )
 
     @property
-    def log(self) -> EventLog | MemoryEventLog:
+    def log(self) -> LogPort:
         """The shared event log."""
         return self.ports.log
 

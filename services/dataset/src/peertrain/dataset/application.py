@@ -32,14 +32,13 @@ import structlog
 from pymongo.asynchronous.database import AsyncDatabase
 
 from peertrain.common.app import On, Ports, Table
-from peertrain.common.blobs import BlobStore, MemoryBlobStore
+from peertrain.common.blobs import BlobPort
 from peertrain.common.clock import Clock
 from peertrain.common.eventlog import (
     VERSION_ONLY,
     Decide,
-    EventLog,
     Fold,
-    MemoryEventLog,
+    LogPort,
     Repository,
     Saved,
 )
@@ -118,12 +117,12 @@ class DatasetApp:
         )
 
     @property
-    def log(self) -> EventLog | MemoryEventLog:
+    def log(self) -> LogPort:
         """The shared event log."""
         return self.ports.log
 
     @property
-    def blobs(self) -> BlobStore | MemoryBlobStore:
+    def blobs(self) -> BlobPort:
         """The bucket."""
         assert self.ports.blobs is not None, "the dataset service needs the blob store"
         return self.ports.blobs

@@ -22,9 +22,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from peertrain.common.app import On, Ports, Publisher, Table
-from peertrain.common.blobs import BlobStore, MemoryBlobStore
+from peertrain.common.blobs import BlobPort
 from peertrain.common.clock import Clock
-from peertrain.common.eventlog import EventLog, MemoryEventLog, Repository
+from peertrain.common.eventlog import LogPort, Repository
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.tasks import (
     ACCEPTED,
@@ -108,12 +108,12 @@ class OrchestratorApp:
     # -- ports -------------------------------------------------------------------------
 
     @property
-    def log(self) -> EventLog | MemoryEventLog:
+    def log(self) -> LogPort:
         """The shared event log."""
         return self.ports.log
 
     @property
-    def blobs(self) -> BlobStore | MemoryBlobStore:
+    def blobs(self) -> BlobPort:
         """The bucket (configured for this service)."""
         assert self.ports.blobs is not None
         return self.ports.blobs

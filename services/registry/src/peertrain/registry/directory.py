@@ -24,7 +24,7 @@ from enum import Enum
 
 import structlog
 
-from peertrain.common.eventlog import EventLog, MemoryEventLog
+from peertrain.common.eventlog import LogPort
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.peers import PEER_EVENT_TYPES
 from peertrain.common.periodic import Periodic
@@ -128,7 +128,7 @@ class Rebuilt:
     took_s: float
 
 
-async def catch_up(event_log: EventLog | MemoryEventLog, directory: PeerDirectory) -> int:
+async def catch_up(event_log: LogPort, directory: PeerDirectory) -> int:
     """Fold the peer events appended after the directory's position; returns how many."""
     folded = 0
     after = directory.position
@@ -138,9 +138,7 @@ async def catch_up(event_log: EventLog | MemoryEventLog, directory: PeerDirector
     return folded
 
 
-async def rebuild(
-    event_log: EventLog | MemoryEventLog, store: ReadModel
-) -> tuple[PeerDirectory, Rebuilt]:
+async def rebuild(event_log: LogPort, store: ReadModel) -> tuple[PeerDirectory, Rebuilt]:
     """Replay: a directory folded from the whole log, stored in place of the old one."""
     started = time.perf_counter()
     fresh = PeerDirectory()

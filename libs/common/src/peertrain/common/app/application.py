@@ -23,15 +23,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
+from peertrain.common.blobs import BlobPort
 from peertrain.common.clock import SYSTEM_CLOCK, Clock
-from peertrain.common.eventlog import EventLog
+from peertrain.common.eventlog import LogPort
 from peertrain.common.events import RecordedEvent
 
 if TYPE_CHECKING:
     from faststream.rabbit import RabbitBroker
 
-    from peertrain.common.blobs import BlobStore, MemoryBlobStore
-    from peertrain.common.eventlog import MemoryEventLog
     from peertrain.common.leases import Holding
 
     from .context import ServiceContext
@@ -91,18 +90,13 @@ class Published:
 
 @dataclass
 class MemoryPublisher:
-    """Keeps what is published, in order (the simulation's peers and unit tests read it);
-    ``on_publish`` is told each message as it comes."""
+    """Keeps what is published, in order (the simulation's peers and unit tests read it)."""
 
     sent: list[Published] = field(default_factory=list)
-    on_publish: Callable[[Published], None] | None = None
 
     async def publish(self, body: str, *, exchange: str, routing_key: str, message_id: str) -> None:
         """Record the message."""
-        message = Published(body, exchange, routing_key, message_id)
-        self.sent.append(message)
-        if self.on_publish is not None:
-            self.on_publish(message)
+        self.sent.append(Published(body, exchange, routing_key, message_id))
 
 
 @dataclass(frozen=True)
@@ -111,8 +105,8 @@ class Ports:
     the in-memory ones of :mod:`peertrain.common.memory`-style tests and the simulation).
     """
 
-    log: EventLog | MemoryEventLog
-    blobs: BlobStore | MemoryBlobStore | None = None
+    log: LogPort
+    blobs: BlobPort | None = None
     clock: Clock = SYSTEM_CLOCK
     publisher: Publisher | None = None
     leases: Holding | None = None

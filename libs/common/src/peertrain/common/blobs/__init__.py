@@ -27,6 +27,7 @@ __all__ = [
     "BlobError",
     "BlobInfo",
     "BlobNotFound",
+    "BlobPort",
     "BlobStore",
     "BlobStoreConfig",
     "BlobStoreUnavailable",
@@ -36,3 +37,6 @@ __all__ = [
     "PresignedPost",
     "PutResult",
 ]
+
+BlobPort = BlobStore | MemoryBlobStore
+"""The blob store an application keeps objects in: S3 (MinIO), or in memory."""

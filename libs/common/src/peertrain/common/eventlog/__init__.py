@@ -18,6 +18,7 @@ __all__ = [
     "Fold",
     "Loaded",
     "Loader",
+    "LogPort",
     "LruCache",
     "MemoryEventLog",
     "Observed",
@@ -26,3 +27,6 @@ __all__ = [
     "StateCache",
     "StreamStore",
 ]
+
+LogPort = EventLog | MemoryEventLog
+"""The event log an application appends to and reads: MongoDB (FerretDB), or in memory."""

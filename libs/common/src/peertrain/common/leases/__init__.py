@@ -35,13 +35,12 @@ monotonic clock.
 The parts: the book (:mod:`.book`: what this instance holds, until when, and what it
 takes, renews, hands over and sweeps; pure, every call given the time), the store
 (:mod:`.store`, the port; :mod:`.mongo` in the service's database, :mod:`.memory` for
-unit tests), the clock (:mod:`.clock`), and :class:`Leases`, which reads the clock, asks
-the book and writes to the store (:mod:`.holding`, beside the simulation's
+unit tests), the clock (:mod:`peertrain.common.clock`), and :class:`Leases`, which reads
+the clock, asks the book and writes to the store (:mod:`.holding`, beside the simulation's
 :class:`SoleInstance`).
 """
 
 from .book import MEMBER, Lease, LeaseBook, preferred
-from .clock import LeaseClock
 from .holding import Holding, Leases, SoleInstance, leases_for
 from .memory import MemoryLeaseStore
 from .mongo import MongoLeaseStore
@@ -53,7 +52,6 @@ __all__ = [
     "Holding",
     "Lease",
     "LeaseBook",
-    "LeaseClock",
     "LeaseSettings",
     "LeaseStore",
     "Leases",

@@ -10,8 +10,9 @@ from typing import Any, Literal, Protocol
 
 import structlog
 
+from peertrain.common.clock import Clock
+
 from .book import MEMBER, Lease, LeaseBook
-from .clock import LeaseClock
 from .mongo import MongoLeaseStore
 from .settings import LeaseSettings
 from .store import LeaseStore
@@ -103,12 +104,12 @@ class Leases:
     """
 
     def __init__(
-        self, store: LeaseStore, holder: str, ttl_s: float, *, clock: LeaseClock | None = None
+        self, store: LeaseStore, holder: str, ttl_s: float, *, clock: Clock | None = None
     ) -> None:
         self.store = store
         self.holder = holder
         self.ttl_s = ttl_s
-        self.clock = clock or LeaseClock()
+        self.clock = clock or Clock()
         self.book = LeaseBook(holder, ttl_s)
 
     @property

@@ -25,7 +25,7 @@ import math
 import structlog
 
 from peertrain.common.clock import SYSTEM_CLOCK, Clock
-from peertrain.common.eventlog import EventLog, MemoryEventLog
+from peertrain.common.eventlog import LogPort
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.auth import AUTH_KEYS_ROTATED, AUTH_KEYS_STREAM, KeysRotated
 from peertrain.common.events.peers import PEER_REMOVED, PeerRemoved
@@ -67,7 +67,7 @@ class Security:
 
     def __init__(
         self,
-        log: EventLog | MemoryEventLog | None,
+        log: LogPort | None,
         settings: SecuritySettings | None = None,
         *,
         clock: Clock = SYSTEM_CLOCK,

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from peertrain.common.blobs import BlobStore, MemoryBlobStore
+from peertrain.common.blobs import BlobPort
 from peertrain.common.events.datasets import ArtifactRef
 
 __all__ = ["copy_object", "upload_file"]
@@ -24,7 +24,7 @@ async def _chunks(path: Path) -> AsyncIterator[bytes]:
 
 
 async def upload_file(
-    blobs: BlobStore | MemoryBlobStore,
+    blobs: BlobPort,
     key: str,
     path: Path,
     *,
@@ -39,9 +39,7 @@ async def upload_file(
     )
 
 
-async def copy_object(
-    blobs: BlobStore | MemoryBlobStore, source: ArtifactRef, key: str
-) -> ArtifactRef:
+async def copy_object(blobs: BlobPort, source: ArtifactRef, key: str) -> ArtifactRef:
     """A server-side copy of ``source`` at ``key`` (same bytes, same SHA-256)."""
     await blobs.copy(source.key, key)
     return source.model_copy(update={"key": key})

@@ -14,7 +14,13 @@ from collections.abc import Callable
 
 import structlog
 
-from peertrain.common.eventlog import Cached, EventLog, Fold, MemoryEventLog, Observed, Repository
+from peertrain.common.eventlog import (
+    Cached,
+    Fold,
+    LogPort,
+    Observed,
+    Repository,
+)
 from peertrain.common.events import EventData, RecordedEvent
 from peertrain.common.events.peers import peer_stream
 from peertrain.registry.directory import PeerDirectory
@@ -81,9 +87,7 @@ class PeerStreams:
         The ``producer`` of appended events (the service name).
     """
 
-    def __init__(
-        self, log: EventLog | MemoryEventLog, directory: PeerDirectory, *, producer: str
-    ) -> None:
+    def __init__(self, log: LogPort, directory: PeerDirectory, *, producer: str) -> None:
         self.directory = directory
         self.repository: Repository[PeerRecord] = Repository(
             log,
