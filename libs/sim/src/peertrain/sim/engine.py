@@ -336,6 +336,8 @@ class Simulation:
                 f"min_peers={spec.aggregation.min_peers} is more than the {len(self.peer_ids)} "
                 "peer(s)"
             )
+        if (problem := spec.aggregation.over_select_problem(len(self.peer_ids))) is not None:
+            raise ValueError(problem)
         await self.orchestrator.open_job(created, actor="sim")
 
     async def _peers_online(self) -> None:
