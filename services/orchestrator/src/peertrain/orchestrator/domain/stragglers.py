@@ -26,7 +26,9 @@ __all__ = [
     "durations",
     "enough",
     "quantile",
+    "round_size",
     "surplus",
+    "surplus_shards",
 ]
 
 ADAPTIVE_WINDOW_ROUNDS = 5
@@ -34,11 +36,16 @@ ADAPTIVE_WINDOW_ROUNDS = 5
 (recent speeds: volunteers come and go, and their machines get busy or idle)."""
 
 
-def closes_on(job: Job) -> int:
-    """Accepted updates a round of ``job`` closes on (every shard it gives out, without
-    over-selection)."""
+def round_size(job: Job) -> tuple[int, int]:
+    """Tasks a round of ``job`` gives out (one per shard, before any reassignment), and
+    the accepted updates it closes on (all of them, without over-selection)."""
     assert job.configured is not None
-    return job.configured.aggregation.round_size(len(job.configured.shards))[1]
+    return job.configured.aggregation.round_size(len(job.configured.shards))
+
+
+def closes_on(job: Job) -> int:
+    """Accepted updates a round of ``job`` closes on."""
+    return round_size(job)[1]
 
 
 def enough(job: Job, cur: Round) -> bool:
@@ -49,6 +56,11 @@ def enough(job: Job, cur: Round) -> bool:
 def surplus(cur: Round) -> list[Task]:
     """The round's tasks still open when it closes on enough updates: not needed."""
     return [t for t in cur.tasks.values() if t.open]
+
+
+def surplus_shards(cur: Round) -> list[int]:
+    """The shards whose task was ended as surplus when the round closed."""
+    return sorted({t.shard for t in cur.tasks.values() if t.lost_reason == "surplus"})
 
 
 def durations(job: Job, rounds: int = ADAPTIVE_WINDOW_ROUNDS) -> list[float]:
