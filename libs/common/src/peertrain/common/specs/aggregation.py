@@ -12,7 +12,6 @@ from .model import spec_errors
 
 __all__ = [
     "AGGREGATION_STRATEGIES",
-    "DEADLINE_RULES",
     "MIN_UPDATE_NORM",
     "AggregationName",
     "AggregationSpec",
@@ -29,8 +28,6 @@ AGGREGATION_STRATEGIES: tuple[str, ...] = get_args(AggregationName)
 DeadlineRule = Literal["fixed", "adaptive"]
 """How a synchronous round's deadline is set: ``round_deadline_s`` every round, or from
 the job's measured task durations (see :class:`AggregationSpec`)."""
-
-DEADLINE_RULES: tuple[str, ...] = get_args(DeadlineRule)
 
 MIN_UPDATE_NORM = 100.0
 """The default ``max_update_norm`` of a model of up to 1,111 values, and the bound of a
