@@ -53,7 +53,7 @@ async def test_round_1_closes_on_the_fast_peers_without_the_silent_one(
     lost = [e["data"] for e in events if e["type"] == "task.lost"]
     round_1 = [t for t in lost if t["round"] == 1]
     assert [(t["peer_id"], t["reason"]) for t in round_1] == [(silent, "surplus")], lost
-    assert all(t["reason"] == "surplus" for t in lost), lost
+    assert not [t for t in lost if t["reason"] == "deadline"], lost  # nothing waited for it
     assert "peer.excluded" not in {e["type"] for e in events}
     assert "round.failed" not in {e["type"] for e in events}
     shown = job["round"]
