@@ -247,3 +247,25 @@ def test_job_show_prints_the_models_size_and_no_graph_nodes(api: FakeApi, tmp_pa
     api.routes.pop(("GET", "/api/jobs/j1/model"))
     older = run(api, tmp_path, "job", "show", "j1")
     assert older.exit_code == 0 and "architecture" not in older.stdout
+
+
+def test_job_show_says_how_many_tasks_a_round_gave_out_and_closed_on(
+    api: FakeApi, tmp_path: Path
+) -> None:
+    rnd = {
+        "round": 3,
+        "attempt": 1,
+        "state": "closed",
+        "close_reason": "complete",
+        "accepted": [0, 1, 3],
+        "shards": 4,
+        "closes_on": 3,
+        "surplus": [2],
+    }
+    api.route(
+        "GET", "/api/jobs/j1", {"job_id": "j1", "name": "g", "state": "running", "round": rnd}
+    )
+    shown = run(api, tmp_path, "job", "show", "j1")
+    assert shown.exit_code == 0, shown.output
+    want = "round 3 (attempt 1): 4 task(s), closes on 3 accepted; closed (complete) on 3, 1 surplus"
+    assert want in " ".join(shown.stdout.split())

@@ -217,3 +217,16 @@ async def test_an_excluded_peers_accepted_update_leaves_the_round(running):
     again = task(0, "p1", n=2)
     state.apply(await record(log, again))
     assert isinstance(decide_update(state, "p1", announce(again)), Candidate)
+
+
+async def test_a_surplus_task_s_late_update_is_refused_without_a_strike(running):
+    """Over-selection: the round closed without it and its task was ended as surplus."""
+    state, log = running
+    t1 = task(1, "p1")
+    lost = TaskLost(
+        job_id=JOB, task_id=t1.task_id, round=1, shard=1, peer_id="p1", reason="surplus"
+    )
+    state.apply(await record(log, lost))
+    decision = decide_update(state, "p1", announce(t1))
+    assert isinstance(decision, Refusal) and decision.code == codes.TASK_LOST
+    assert decision.code not in codes.STRIKES

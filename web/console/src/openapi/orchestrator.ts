@@ -248,6 +248,22 @@ export interface components {
          *         announcements for tasks not its own) is excluded from the job's later work.
          *     beta1, beta2, tau
          *         FedAdam's moment decays and adaptivity constant.
+         *     over_select
+         *         Stragglers (the orchestrator's rule): a round gives out this many tasks more
+         *         than it needs and closes on the first ``n`` accepted updates, ``n`` being
+         *         ``peers_per_round``, or every shard but ``over_select`` when that is ``None``;
+         *         the tasks still open then are ended (``task.lost`` ``surplus``: no strike, their
+         *         peers are told to stop, a late update is ignored). 0 (the default): a round
+         *         waits for every task it gave out, or its deadline.
+         *     deadline
+         *         ``fixed`` (the default): every round stays open ``round_deadline_s``.
+         *         ``adaptive``: ``deadline_factor`` times the ``deadline_quantile`` of the task
+         *         durations (task assigned to update accepted) of the job's last closed rounds,
+         *         within ``[deadline_floor_s, round_deadline_s]``; ``round_deadline_s`` until a
+         *         round closed with a measured task.
+         *     deadline_quantile, deadline_factor, deadline_floor_s
+         *         The adaptive deadline's quantile of the measured durations, its multiple of that
+         *         quantile, and the shortest deadline it sets.
          */
         AggregationSpec: {
             /**
@@ -260,6 +276,27 @@ export interface components {
              * @default 0.99
              */
             beta2: number;
+            /**
+             * Deadline
+             * @default fixed
+             * @enum {string}
+             */
+            deadline: "fixed" | "adaptive";
+            /**
+             * Deadline Factor
+             * @default 2
+             */
+            deadline_factor: number;
+            /**
+             * Deadline Floor S
+             * @default 10
+             */
+            deadline_floor_s: number;
+            /**
+             * Deadline Quantile
+             * @default 0.9
+             */
+            deadline_quantile: number;
             /**
              * Exclude After
              * @default 3
@@ -282,6 +319,11 @@ export interface components {
              * @default 5
              */
             norm_outlier: number | null;
+            /**
+             * Over Select
+             * @default 0
+             */
+            over_select: number;
             /**
              * Peer Wait S
              * @default 300
@@ -772,10 +814,15 @@ export interface components {
              * @default {
              *       "beta1": 0.9,
              *       "beta2": 0.99,
+             *       "deadline": "fixed",
+             *       "deadline_factor": 2,
+             *       "deadline_floor_s": 10,
+             *       "deadline_quantile": 0.9,
              *       "exclude_after": 3,
              *       "min_peers": 1,
              *       "norm_clip": 2,
              *       "norm_outlier": 5,
+             *       "over_select": 0,
              *       "peer_wait_s": 300,
              *       "round_deadline_s": 600,
              *       "strategy": "fedavg",
@@ -1167,6 +1214,11 @@ export interface components {
             /** Closed At */
             closed_at: string | null;
             /**
+             * Closes On
+             * @description Accepted updates the round closes on: every task it gave out, or fewer with aggregation.over_select
+             */
+            closes_on: number;
+            /**
              * Deadline
              * Format: date-time
              */
@@ -1181,10 +1233,20 @@ export interface components {
             /** Round */
             round: number;
             /**
+             * Shards
+             * @description Tasks the round gave out, one per shard (peers_per_round or every shard, plus aggregation.over_select), before any reassignment
+             */
+            shards: number;
+            /**
              * State
              * @enum {string}
              */
             state: "open" | "closed" | "failed";
+            /**
+             * Surplus
+             * @description Shards whose task was ended when the round closed on enough updates (task.lost surplus: no strike, the peer is told to stop)
+             */
+            surplus: number[];
         };
         /**
          * SelectionFilters

@@ -65,6 +65,7 @@ from peertrain.common.events.peers import PeerRegistered, PeerWentOffline, PeerW
 from peertrain.common.events.tasks import (
     ACCEPTED,
     PROGRESS,
+    CancelMessage,
     TaskAcceptedBody,
     TaskMessage,
     TaskProgressBody,
@@ -219,12 +220,17 @@ class Simulation:
         self.peer_ids = [f"peer-{i:05d}" for i in range(peers)]
         self._index = {p: k for k, p in enumerate(self.peer_ids)}
         self._task_keys = {peer_message_key(p, "task"): p for p in self.peer_ids}
+        self._cancel_keys = {peer_message_key(p, "cancel"): p for p in self.peer_ids}
+        self._cancelled: set[str] = set()
+        """Tasks the orchestrator told their peer to stop (surplus): never announced."""
+        self._training: dict[str, tuple[str, datetime]] = {}
+        """Each peer's last task and when it starts training it."""
         self.hostile = self.volunteers.hostile_peers(self.peer_ids)
         self._local: dict[tuple[str, int], dict[str, torch.Tensor]] = {}
         self.speeds = self.volunteers.speeds(self.peer_ids)
-        self.log = MemoryEventLog()
-        self.blobs = MemoryBlobStore()
         self.clock = ManualClock(EPOCH)
+        self.log = MemoryEventLog(self.clock)  # events carry virtual times
+        self.blobs = MemoryBlobStore()
         self.publisher = MemoryPublisher()
         # the service's defaults (not the environment's), but the attempts asked for
         orchestrating = OrchestratorSettings.model_construct(max_round_attempts=max_attempts)
@@ -336,6 +342,8 @@ class Simulation:
                 f"min_peers={spec.aggregation.min_peers} is more than the {len(self.peer_ids)} "
                 "peer(s)"
             )
+        if (problem := spec.aggregation.over_select_problem(len(self.peer_ids))) is not None:
+            raise ValueError(problem)
         await self.orchestrator.open_job(created, actor="sim")
 
     async def _peers_online(self) -> None:
@@ -493,7 +501,11 @@ class Simulation:
         and feature spec, in the order the tasks were assigned."""
         fresh, self._sent = self.publisher.sent[self._sent :], len(self.publisher.sent)
         sent: dict[str, tuple[str, TaskMessage, FeatureSpec]] = {}
-        for message in fresh:  # cancel messages need no answer: the job has ended
+        for message in fresh:
+            stopping = self._cancel_keys.get(message.routing_key)
+            if stopping is not None:  # a job's end needs no answer; a task's stops it
+                self._stop(stopping, CancelMessage.model_validate_json(message.body))
+                continue
             peer_id = self._task_keys.get(message.routing_key)
             if peer_id is not None:
                 raw = json.loads(message.body)
@@ -502,6 +514,16 @@ class Simulation:
                 sent[task.task_id] = (peer_id, task, features)
         assigned, self._assigned = self._assigned, []
         return [sent[t] for t in assigned if t in sent]
+
+    def _stop(self, peer_id: str, cancel: CancelMessage) -> None:
+        """A peer told to stop a task (a surplus one) drops it, as its trainer does: its
+        update is never announced, and a peer training it is free again now."""
+        if cancel.task_id is None:
+            return
+        self._cancelled.add(cancel.task_id)
+        task_id, started = self._training.get(peer_id, ("", self.now))
+        if task_id == cancel.task_id:
+            self._busy[peer_id] = max(self.now, started)
 
     def _features_of(self, raw: dict[str, Any]) -> FeatureSpec:
         """The job's feature spec, parsed once (a wide one costs more than training)."""
@@ -557,6 +579,7 @@ class Simulation:
             start = max(self.now, self._busy.get(peer_id, self.now))
             done = start + timedelta(seconds=busy)
             self._busy[peer_id] = done
+            self._training[peer_id] = (task.task_id, start)
             self._at(done, partial(self._announce, peer_id, task, result))
 
     async def _goes_offline(self, peer_id: str) -> None:
@@ -567,6 +590,8 @@ class Simulation:
 
     async def _announce(self, peer_id: str, task: TaskMessage, result: Trained) -> None:
         """Upload and announce, as the peer's trainer does (hostile peers send theirs)."""
+        if task.task_id in self._cancelled:
+            return
         if peer_id in self.hostile:
             data = hostile_update(result.delta, self.volunteers.hostile_mode)
         else:

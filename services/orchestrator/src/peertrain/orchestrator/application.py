@@ -38,6 +38,7 @@ from peertrain.common.events.training import (
     JOB_CANCELLED,
     JOB_EVENT_TYPES,
     TASK_ASSIGNED,
+    TASK_LOST,
     JobCreated,
 )
 from peertrain.common.leases import Holding, SoleInstance
@@ -63,8 +64,9 @@ ORCHESTRATOR_SUBSCRIPTIONS: Table = (
     # other services' events and every job event, on a queue of this instance's own
     # (every instance hears everything) -> fold, and decide for the jobs it holds
     On("feed", (*FACT_TYPES, *JOB_EVENT_TYPES), "on_event", per_instance=True),
-    # task.assigned / job.cancelled -> messages to peers on peertrain.peers
-    On("dispatch", (TASK_ASSIGNED, JOB_CANCELLED), "on_dispatch"),
+    # task.assigned / job.cancelled / a surplus task.lost -> messages to peers on
+    # peertrain.peers
+    On("dispatch", (TASK_ASSIGNED, JOB_CANCELLED, TASK_LOST), "on_dispatch"),
     # peers' accepted / progress / failed telemetry -> task events
     On("peers", tuple(PEER_REPORTS), "on_peer", peers=PEER_REPORTS),
 )
@@ -136,7 +138,8 @@ class OrchestratorApp:
         await advance.on_fact(self, event)
 
     async def on_dispatch(self, event: RecordedEvent) -> None:
-        """``task.assigned`` -> the task message; ``job.cancelled`` -> cancel messages."""
+        """``task.assigned`` -> the task message; ``job.cancelled`` and a surplus
+        ``task.lost`` -> cancel messages."""
         await dispatch.dispatch(self, event)
 
     async def on_peer(self, message: PeerMessage[Any]) -> None:

@@ -95,6 +95,21 @@ def _or_dash(value: Any) -> Any:
     return "-" if value is None else value
 
 
+def _round_line(rnd: dict[str, Any]) -> str:
+    """``round 3 (attempt 1): 8 task(s), closes on 6 accepted; closed (complete) on 6,
+    2 surplus``: how many tasks the round gave out, and on how many it closed."""
+    accepted = len(rnd.get("accepted") or [])
+    surplus = len(rnd.get("surplus") or [])
+    line = (
+        f"round {rnd.get('round', '-')} (attempt {rnd.get('attempt', '-')}): "
+        f"{rnd.get('shards', '-')} task(s), closes on {rnd.get('closes_on', '-')} accepted"
+    )
+    if rnd.get("state") == "open":
+        return f"{line}; open, {accepted} accepted so far"
+    line += f"; {rnd.get('state', '-')} ({rnd.get('close_reason') or '-'}) on {accepted}"
+    return line + (f", {surplus} surplus (ended, no strike)" if surplus else "")
+
+
 def show_job(
     ctx: typer.Context, job_id: str, wide: WideFlag = False, json_out: JsonFlag = False
 ) -> None:
@@ -133,6 +148,9 @@ def show_job(
                 style="yellow",
             )
         )
+    rnd = job.get("round")
+    if isinstance(rnd, dict) and "closes_on" in rnd:
+        state.out.print(Text(_round_line(rnd)))
     latest = job.get("latest")
     if isinstance(latest, dict):
         state.out.print(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 
+from peertrain.common.clock import Clock
 from peertrain.common.events import NewEvent, RecordedEvent
 
 from .log import AppendListener, ConcurrencyError, refuse_unstorable
@@ -27,6 +28,13 @@ class MemoryEventLog:
     the real log does. An append is whole or nothing (the real log may keep the prefix
     of a multi-event append that lost a race halfway). Positions are 1, 2, 3, ...
 
+    Parameters
+    ----------
+    clock
+        Stamps each event's ``occurred_at`` with its time when stored (the
+        simulation's virtual clock, so times measured on the log are virtual);
+        ``None`` keeps the time its producer gave it.
+
     Attributes
     ----------
     streams
@@ -35,7 +43,8 @@ class MemoryEventLog:
         Every event, in position order (``position`` is its index + 1).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock | None = None) -> None:
+        self.clock = clock
         self.streams: dict[str, list[RecordedEvent]] = {}
         self.events: list[RecordedEvent] = []
         self._by_id: dict[str, RecordedEvent] = {}
@@ -96,6 +105,8 @@ class MemoryEventLog:
         recorded = []
         for e in events:
             r = e.stored_as(stream, len(taken) + 1, len(self.events) + 1)
+            if self.clock is not None:
+                r = r.model_copy(update={"occurred_at": self.clock.now()})
             taken.append(r)
             self.events.append(r)
             self._by_id[r.id] = r

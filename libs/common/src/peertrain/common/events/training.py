@@ -303,14 +303,17 @@ class TaskFailed(EventData):
 
 @event_type(TASK_LOST)
 class TaskLost(EventData):
-    """The task's peer went offline (or the job ended) before its update came."""
+    """The task's peer went offline (or the job ended) before its update came.
+
+    ``surplus``: its round closed on the updates it needed (``aggregation.over_select``)
+    before this one came; its peer is told to stop, and no strike counts against it."""
 
     job_id: str
     task_id: str
     round: int = Field(ge=1)
     shard: int = Field(ge=0)
     peer_id: str
-    reason: Literal["peer_offline", "deadline", "cancelled", "superseded", "excluded"]
+    reason: Literal["peer_offline", "deadline", "cancelled", "superseded", "excluded", "surplus"]
 
 
 class IncludedUpdate(BaseModel):

@@ -15,6 +15,7 @@ __all__ = [
     "MIN_UPDATE_NORM",
     "AggregationName",
     "AggregationSpec",
+    "DeadlineRule",
     "parse_aggregation_spec",
 ]
 
@@ -23,6 +24,10 @@ AggregationName = Literal["fedavg", "fedprox", "fedadam", "trimmed_mean", "media
 for each, registered under the same name)."""
 
 AGGREGATION_STRATEGIES: tuple[str, ...] = get_args(AggregationName)
+
+DeadlineRule = Literal["fixed", "adaptive"]
+"""How a synchronous round's deadline is set: ``round_deadline_s`` every round, or from
+the job's measured task durations (see :class:`AggregationSpec`)."""
 
 MIN_UPDATE_NORM = 100.0
 """The default ``max_update_norm`` of a model of up to 1,111 values, and the bound of a
@@ -78,6 +83,22 @@ class AggregationSpec(BaseModel):
         announcements for tasks not its own) is excluded from the job's later work.
     beta1, beta2, tau
         FedAdam's moment decays and adaptivity constant.
+    over_select
+        Stragglers (the orchestrator's rule): a round gives out this many tasks more
+        than it needs and closes on the first ``n`` accepted updates, ``n`` being
+        ``peers_per_round``, or every shard but ``over_select`` when that is ``None``;
+        the tasks still open then are ended (``task.lost`` ``surplus``: no strike, their
+        peers are told to stop, a late update is ignored). 0 (the default): a round
+        waits for every task it gave out, or its deadline.
+    deadline
+        ``fixed`` (the default): every round stays open ``round_deadline_s``.
+        ``adaptive``: ``deadline_factor`` times the ``deadline_quantile`` of the task
+        durations (task assigned to update accepted) of the job's last closed rounds,
+        within ``[deadline_floor_s, round_deadline_s]``; ``round_deadline_s`` until a
+        round closed with a measured task.
+    deadline_quantile, deadline_factor, deadline_floor_s
+        The adaptive deadline's quantile of the measured durations, its multiple of that
+        quantile, and the shortest deadline it sets.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -96,6 +117,11 @@ class AggregationSpec(BaseModel):
     beta1: float = Field(default=0.9, ge=0, lt=1)
     beta2: float = Field(default=0.99, ge=0, lt=1)
     tau: float = Field(default=1e-3, gt=0, le=10)
+    over_select: int = Field(default=0, ge=0, le=10_000)
+    deadline: DeadlineRule = "fixed"
+    deadline_quantile: float = Field(default=0.9, gt=0, le=1)
+    deadline_factor: float = Field(default=2.0, ge=1, le=100)
+    deadline_floor_s: float = Field(default=10.0, gt=0, le=7 * 24 * 3600)
 
     @model_validator(mode="after")
     def _sample_holds_min_peers(self) -> AggregationSpec:
@@ -105,6 +131,56 @@ class AggregationSpec(BaseModel):
                 "no round could close"
             )
         return self
+
+    @model_validator(mode="after")
+    def _floor_under_deadline(self) -> AggregationSpec:
+        if self.deadline == "adaptive" and self.deadline_floor_s > self.round_deadline_s:
+            raise ValueError(
+                f"deadline_floor_s={self.deadline_floor_s:g} is above "
+                f"round_deadline_s={self.round_deadline_s:g}: the adaptive deadline lies "
+                "between the two"
+            )
+        return self
+
+    def over_select_problem(self, peers: int) -> str | None:
+        """Why ``over_select`` does not fit a job of ``peers`` peers (``None``: it fits):
+        a round must keep ``n`` to close on, ``min_peers`` or more, and give out
+        ``n + over_select`` tasks among the job's peers."""
+        extra = self.over_select
+        if extra == 0:
+            return None
+        if self.peers_per_round is None:
+            n = peers - extra
+            if n < self.min_peers:
+                return (
+                    f"over_select={extra} leaves {n} of the job's {peers} peer(s) to close "
+                    f"a round on, fewer than min_peers={self.min_peers}"
+                )
+            return None
+        if self.peers_per_round + extra > peers:
+            return (
+                f"peers_per_round={self.peers_per_round} plus over_select={extra} is more "
+                f"than the job's {peers} peer(s)"
+            )
+        return None
+
+    def round_size(self, shards: int) -> tuple[int, int]:
+        """How many of a job's ``shards`` a synchronous round gives out, and on how many
+        accepted updates it closes (``over_select``, ``peers_per_round``).
+
+        Without over-selection: ``peers_per_round`` (or every shard) both times. With
+        ``over_select`` ``m``: ``n + m`` given out (at most every shard) and ``n`` to
+        close on, ``n`` being ``peers_per_round`` or ``shards - m``; never fewer than
+        ``min_peers`` (nor more than it gives out).
+        """
+        shards = max(shards, 0)
+        if self.over_select == 0:
+            size = shards if self.peers_per_round is None else min(self.peers_per_round, shards)
+            return size, size
+        base = shards - self.over_select if self.peers_per_round is None else self.peers_per_round
+        given = min(shards, base + self.over_select)
+        closes_on = min(given, max(self.min_peers, given - self.over_select))
+        return given, closes_on
 
     @property
     def update_bound(self) -> float:

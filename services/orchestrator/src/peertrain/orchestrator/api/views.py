@@ -18,7 +18,7 @@ from peertrain.common.specs import (
     TrainingParams,
 )
 
-from ..domain import Job, Round, Task
+from ..domain import Job, Round, Task, stragglers
 from ..domain.job import JobState, TaskStateName
 
 __all__ = [
@@ -178,11 +178,33 @@ class RoundPublic(BaseModel):
     closed_at: datetime | None
     close_reason: str | None
     accepted: list[int] = Field(description="Shards whose update the round accepted")
+    shards: int = Field(
+        description=(
+            "Tasks the round gave out, one per shard (peers_per_round or every shard, "
+            "plus aggregation.over_select), before any reassignment"
+        ),
+    )
+    closes_on: int = Field(
+        description=(
+            "Accepted updates the round closes on: every task it gave out, or fewer "
+            "with aggregation.over_select"
+        ),
+    )
+    surplus: list[int] = Field(
+        description=(
+            "Shards whose task was ended when the round closed on enough updates "
+            "(task.lost surplus: no strike, the peer is told to stop)"
+        ),
+    )
 
     @classmethod
-    def of(cls, rnd: Round) -> RoundPublic:
+    def of(cls, rnd: Round, job: Job) -> RoundPublic:
         """From a round of the job's state."""
+        shards = len({t.shard for t in rnd.tasks.values()})
         return cls(
+            shards=shards,
+            closes_on=stragglers.closes_on(job) if job.configured is not None else shards,
+            surplus=stragglers.surplus_shards(rnd),
             round=rnd.round,
             attempt=rnd.attempt,
             state=rnd.state,
@@ -268,7 +290,7 @@ class JobDetail(_JobLine):
             aggregation=created.aggregation,
             sharding=created.sharding,
             config_key=job.configured.config_key if job.configured else None,
-            round=RoundPublic.of(job.current) if job.current else None,
+            round=RoundPublic.of(job.current, job) if job.current else None,
             waiting=WaitingPublic.of(job),
             tasks=tasks,
             latest=LatestMetrics.of(job),

@@ -87,6 +87,9 @@ class Task:
     """The last local epoch its peer reported done."""
     lost_reason: str | None = None
     """Why it was lost (``task.lost`` ``reason``), once it was."""
+    updated_at: datetime | None = None
+    """When the aggregator accepted its update (the event's time: durations measured on
+    the log are the same on every replay)."""
 
     @property
     def open(self) -> bool:
@@ -272,7 +275,7 @@ class Job:
             if event.seq <= self.model_seq:
                 return False
             self.model_seq = event.seq
-            self._apply_model(event.data)
+            self._apply_model(event.data, event.occurred_at)
             return True
         if event.stream.startswith("sharding:"):
             if isinstance(event.data, DatasetSharded) and self.sharded is None:
@@ -386,7 +389,7 @@ class Job:
         if self.created is not None and refused.peer_id in self.created.peers:
             self.strikes.setdefault(refused.peer_id, []).append(refused)
 
-    def _apply_model(self, data: object) -> None:
+    def _apply_model(self, data: object, at: datetime) -> None:
         if isinstance(data, UpdateAccepted):
             rnd = self.rounds.get((data.round, data.attempt))
             if rnd is None:
@@ -396,6 +399,7 @@ class Job:
                 return  # the aggregator accepts only the task's peer; never fold otherwise
             if task is not None and task.state != "lost":
                 task.state = "updated"
+                task.updated_at = at
             if rnd.state == "open" and data.shard not in rnd.accepted:
                 rnd.accepted[data.shard] = IncludedUpdate(
                     shard=data.shard,

@@ -129,7 +129,18 @@ def _fit_problems(
     if train_rows < peer_count:
         msg = f"the dataset has {train_rows} training rows: fewer than one per peer"
         problems.append({"loc": "peers", "msg": msg})
-    return problems + _augment_problems(request, dataset_spec)
+    return (
+        problems
+        + _over_select_problems(request, peer_count)
+        + _augment_problems(request, dataset_spec)
+    )
+
+
+def _over_select_problems(request: JobRequest, peer_count: int) -> list[dict[str, str]]:
+    """Whether ``over_select`` fits the job's peers (see
+    :meth:`~peertrain.common.specs.AggregationSpec.over_select_problem`)."""
+    msg = request.aggregation.over_select_problem(peer_count)
+    return [] if msg is None else [{"loc": "aggregation.over_select", "msg": msg}]
 
 
 def _source(

@@ -45,6 +45,7 @@ from peertrain.common.events.training import (
 )
 from peertrain.common.specs import derive_seed
 
+from . import stragglers
 from .job import Job, Round, Task, withdrawn
 
 __all__ = ["MAX_ATTEMPTS_FACTOR", "Env", "outliers", "reconcile", "retry_delay", "round_shards"]
@@ -197,20 +198,19 @@ def _exclusions(job: Job) -> list[EventData]:
 
 def round_shards(job: Job, round_: int) -> list[ShardPlan]:
     """The shards trained in ``round_``: every one, or a seeded sample of
-    ``aggregation.peers_per_round`` of them (the same for every attempt and replay)."""
+    ``aggregation.peers_per_round`` of them, plus ``over_select`` more (the same for
+    every attempt and replay; see :meth:`~peertrain.common.specs.AggregationSpec.round_size`)."""
     assert job.configured is not None
     plans = list(job.configured.shards)
-    size = job.configured.aggregation.peers_per_round
-    if size is None or size >= len(plans):
+    size, _ = job.configured.aggregation.round_size(len(plans))
+    if size >= len(plans):
         return plans
     rng = random.Random(derive_seed(job.configured.training.seed, "peers_per_round", round_))
     return sorted(rng.sample(plans, size), key=lambda plan: plan.index)
 
 
 def _deadline(job: Job, env: Env) -> datetime:
-    assert job.configured is not None
-    agg = job.configured.aggregation
-    return env.now + timedelta(seconds=agg.round_deadline_s)
+    return env.now + timedelta(seconds=stragglers.deadline_s(job))
 
 
 def _open(
@@ -322,13 +322,17 @@ def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
     events = _reassign(job, cur, env)
     if events:
         return events
-    # 3. close when every shard is resolved, or at the deadline
+    # 3. close when every shard is resolved, on enough accepted updates (over-selection:
+    #    the tasks still open are surplus, ended without a strike), or at the deadline
     shards = [plan.index for plan in round_shards(job, cur.round)]
     everything = all(cur.shard_resolved(s) for s in shards)
-    if not everything and env.now < cur.deadline:
+    enough = stragglers.enough(job, cur)
+    if not (everything or enough) and env.now < cur.deadline:
         return []
     late: list[EventData] = []
-    if not everything:
+    if enough and not everything:
+        events += [_lost(job, t, "surplus") for t in stragglers.surplus(cur)]
+    elif not everything:
         late = [_lost(job, t, "deadline") for t in cur.tasks.values() if t.open]
         events += late
     agg = job.configured.aggregation
@@ -340,7 +344,7 @@ def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
         return events
     if accepted >= agg.min_peers:
         reason: Literal["complete", "deadline", "resolved"] = (
-            "complete" if accepted == len(shards) else "resolved" if everything else "deadline"
+            "complete" if enough else "resolved" if everything else "deadline"
         )
         dropped = outliers(cur, agg.norm_outlier, keep=agg.min_peers)
         left_out = {d.shard for d in dropped}
@@ -478,7 +482,7 @@ def _diverged_version(job: Job, version: int, why: str) -> JobFailed:
 
 
 def _lost(
-    job: Job, task: Task, reason: Literal["peer_offline", "deadline", "excluded"]
+    job: Job, task: Task, reason: Literal["peer_offline", "deadline", "excluded", "surplus"]
 ) -> TaskLost:
     return TaskLost(
         job_id=job.job_id,

@@ -21,7 +21,7 @@ from peertrain.common.events.tasks import (
     UploadForm,
     peer_message_key,
 )
-from peertrain.common.events.training import JobCancelled, TaskAssigned
+from peertrain.common.events.training import JobCancelled, TaskAssigned, TaskLost
 from peertrain.common.specs import count_parameters
 
 from ..metrics import TASKS_DISPATCHED
@@ -67,7 +67,9 @@ async def _dispatch_task(app: OrchestratorApp, event: RecordedEvent) -> bool:
 
 
 async def dispatch(app: OrchestratorApp, event: RecordedEvent) -> None:
-    """``task.assigned`` -> the task message; ``job.cancelled`` -> cancel messages."""
+    """``task.assigned`` -> the task message; ``job.cancelled`` -> cancel messages;
+    ``task.lost`` ``surplus`` -> a cancel of that task (its round closed without it:
+    its peer stops training what is no longer needed)."""
     data = event.data
     if isinstance(data, TaskAssigned):
         sent = app.dispatching.pop(event.id, None)
@@ -92,6 +94,11 @@ async def dispatch(app: OrchestratorApp, event: RecordedEvent) -> None:
         body = CancelMessage(job_id=data.job_id).model_dump_json()
         for peer_id in sorted(peers):
             await _send(app, peer_id, "cancel", body, f"{event.id}.{peer_id}")
+    elif isinstance(data, TaskLost) and data.reason == "surplus":
+        body = CancelMessage(
+            job_id=data.job_id, task_id=data.task_id, reason=data.reason
+        ).model_dump_json()
+        await _send(app, data.peer_id, "cancel", body, event.id)
 
 
 async def _send(app: OrchestratorApp, peer_id: str, kind: str, body: str, message_id: str) -> None:
