@@ -415,6 +415,37 @@ export interface components {
             saturation: number;
         };
         /**
+         * CompressionSpec
+         * @description The ``training.compression`` block.
+         *
+         *     Attributes
+         *     ----------
+         *     kind
+         *         ``none`` (default), ``fp16``, ``int8`` or ``topk``.
+         *     block
+         *         ``int8``: values per scale; 0: one scale per tensor.
+         *     ratio
+         *         ``topk``: the share of each tensor's values sent (``0 < ratio <= 1``).
+         */
+        CompressionSpec: {
+            /**
+             * Block
+             * @default 256
+             */
+            block: number;
+            /**
+             * Kind
+             * @default none
+             * @enum {string}
+             */
+            kind: "none" | "fp16" | "int8" | "topk";
+            /**
+             * Ratio
+             * @default 0.01
+             */
+            ratio: number;
+        };
+        /**
          * ConstantSchedule
          * @description ``lr`` in every round (after the warmup, if any): the default.
          */
@@ -812,6 +843,11 @@ export interface components {
              *       "batch_norm": "aggregate",
              *       "batch_size": 32,
              *       "channels_last": false,
+             *       "compression": {
+             *         "block": 256,
+             *         "kind": "none",
+             *         "ratio": 0.01
+             *       },
              *       "freeze": [],
              *       "head": [],
              *       "label_smoothing": 0,
@@ -1362,6 +1398,10 @@ export interface components {
          *         Image augmentation of each training batch on the peers (random crop with
          *         padding, horizontal flip, colour jitter; :class:`~.augment.AugmentSpec`); only
          *         for image datasets stored as pixels. ``None``: none.
+         *     compression
+         *         How the peers' updates travel (:class:`~.compression.CompressionSpec`):
+         *         ``none`` (float32, the default), ``fp16``, ``int8`` or ``topk`` (with error
+         *         feedback kept on the peer between its rounds of the job).
          */
         TrainingParams: {
             augment?: components["schemas"]["AugmentSpec"] | null;
@@ -1381,6 +1421,14 @@ export interface components {
              * @default false
              */
             channels_last: boolean;
+            /**
+             * @default {
+             *       "block": 256,
+             *       "kind": "none",
+             *       "ratio": 0.01
+             *     }
+             */
+            compression: components["schemas"]["CompressionSpec"];
             /**
              * Freeze
              * @default []
