@@ -221,6 +221,7 @@ class Simulation:
         self._task_keys = {peer_message_key(p, "task"): p for p in self.peer_ids}
         self.hostile = self.volunteers.hostile_peers(self.peer_ids)
         self._local: dict[tuple[str, int], dict[str, torch.Tensor]] = {}
+        self._residuals: dict[tuple[str, int], dict[str, torch.Tensor]] = {}
         self.speeds = self.volunteers.speeds(self.peer_ids)
         self.log = MemoryEventLog()
         self.blobs = MemoryBlobStore()
@@ -539,6 +540,7 @@ class Simulation:
                         round=task.round,
                         device=self.device,
                         local=self._local.get((peer_id, task.shard)),
+                        residual=self._residuals.get((peer_id, task.shard)),
                     ),
                 )
             )
@@ -552,6 +554,8 @@ class Simulation:
         for (peer_id, task, inputs), result in zip(work, trained, strict=True):
             if result.local is not None:  # FedBN: the virtual peer keeps its own layers
                 self._local[(peer_id, task.shard)] = result.local
+            if result.residual is not None:  # top-k: and what its updates left out
+                self._residuals[(peer_id, task.shard)] = result.residual
             epochs = inputs.training.local_epochs
             busy = vol.seconds_per_sample * len(inputs.y) * epochs / self.speeds[peer_id]
             start = max(self.now, self._busy.get(peer_id, self.now))
@@ -570,7 +574,7 @@ class Simulation:
         if peer_id in self.hostile:
             data = hostile_update(result.delta, self.volunteers.hostile_mode)
         else:
-            data = state_to_bytes(result.delta)
+            data = state_to_bytes(result.delta if result.sent is None else result.sent)
         epochs = task.training.local_epochs
         progress = TaskProgressBody(  # the last epoch's (the simulation trains at once)
             **_ref(task),
