@@ -782,6 +782,12 @@ export interface components {
          * @description ``GET /api/jobs/{id}/metrics``: per round (holdout), per peer per epoch (training).
          */
         JobMetrics: {
+            /**
+             * Compression
+             * @description How the job's updates travel (training.compression.kind)
+             * @default none
+             */
+            compression: string;
             initial: components["schemas"]["InitialMetrics"] | null;
             /** Job Id */
             job_id: string;
@@ -1168,6 +1174,21 @@ export interface components {
         RoundMetrics: {
             /** Accuracy */
             accuracy: number;
+            /**
+             * Bytes Down Per Peer
+             * @description Bytes of the model version each peer of the round fetched
+             */
+            bytes_down_per_peer?: number | null;
+            /**
+             * Bytes Up
+             * @description Bytes of the updates the round accepted, as uploaded
+             */
+            bytes_up?: number | null;
+            /**
+             * Bytes Up Dense
+             * @description What those updates' tensors weigh in float32 (absent for old events)
+             */
+            bytes_up_dense?: number | null;
             /** Duration S */
             duration_s: number | null;
             /** Loss */
