@@ -155,9 +155,9 @@ bench-idle: venv stack-up
 
 # Needs the real stack; starts every service and 8 peers itself: MNIST 10k, an MLP, a
 # Dirichlet(0.5) split, the same job with updates as none, fp16, int8 and top-k 1%
-# (BENCH_COMPRESSION_ROUNDS rounds each, default 30); one JSON line last
+# (BENCH_COMPRESSION_ROUNDS rounds each, default 40); one JSON line last
 # (benchmarks/compression.py).
-BENCH_COMPRESSION_ROUNDS ?= 30
+BENCH_COMPRESSION_ROUNDS ?= 40
 bench-compression: venv stack-up
 	@$(ENV) BENCH_COMPRESSION_ROUNDS=$(BENCH_COMPRESSION_ROUNDS) python benchmarks/compression.py
 

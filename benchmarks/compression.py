@@ -3,7 +3,7 @@
 MNIST 10k (the shipped t10k files, uploaded as CSV, 20% held out with a fixed seed), 8
 real peers on a Dirichlet(0.5) label split, an MLP 784-128-10 (the zoo's ``mlp`` with
 ``hidden: [128]``), SGD lr 0.05 with momentum 0.9, batch 32, 1 local epoch,
-``BENCH_COMPRESSION_ROUNDS`` rounds (default 30), FedAvg, through the gateway on the
+``BENCH_COMPRESSION_ROUNDS`` rounds (default 40), FedAvg, through the gateway on the
 local stack with every service running as a process (the end-to-end tests' platform).
 The same job runs four times, its updates travelling as ``none`` (float32), ``fp16``,
 ``int8`` (blockwise, 256 values per scale) and ``topk`` (1% of each tensor, with error
@@ -48,7 +48,7 @@ from training_support import (
     peers_active,
 )
 
-ROUNDS = int(os.environ.get("BENCH_COMPRESSION_ROUNDS", "30"))
+ROUNDS = int(os.environ.get("BENCH_COMPRESSION_ROUNDS", "40"))
 PEERS = 8
 KINDS: dict[str, dict[str, Any]] = {
     "none": {"kind": "none"},
