@@ -15,7 +15,7 @@ MYPYPATH := $(subst $(space),:,$(MYPY_SRCS))
 PYTEST_ARGS ?=
 
 .PHONY: help venv console openapi stack-up stack-down stack-status services-up services-down \
-	services-status up down dist redrive lint format typecheck test test-unit check-helm bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-models bench-idle bench-flower bench-sim demo chaos
+	services-status up down dist redrive lint format typecheck test test-unit check-helm bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-models bench-idle bench-flower bench-sim bench-compression demo chaos
 
 help:
 	@echo "make test            venv + local stack + ruff + mypy + pytest (PYTEST_ARGS=...)"
@@ -27,7 +27,7 @@ help:
 	@echo "make dist            the peer's and the CLI's wheels, and their pins, in dist/"
 	@echo "make check-helm      helm lint + template (default, production) + strict k8s.io/api decoding"
 	@echo "make chaos           seeded fault schedule while jobs run (CHAOS_SEED=N)"
-	@echo "make lint | format | typecheck | bench-{eventlog,auth,sharding,heartbeats,aggregate,rounds,models,idle,flower,sim} | demo"
+	@echo "make lint | format | typecheck | bench-{eventlog,auth,sharding,heartbeats,aggregate,rounds,models,idle,flower,sim,compression} | demo"
 
 venv:
 	@bash deploy/local/venv.sh >/dev/null
@@ -152,6 +152,14 @@ bench-models: venv stack-up
 # services that are not running and stops those again, not the stack).
 bench-idle: venv stack-up
 	@$(ENV) python benchmarks/idle.py
+
+# Needs the real stack; starts every service and 8 peers itself: MNIST 10k, an MLP, a
+# Dirichlet(0.5) split, the same job with updates as none, fp16, int8 and top-k 1%
+# (BENCH_COMPRESSION_ROUNDS rounds each, default 40); one JSON line last
+# (benchmarks/compression.py).
+BENCH_COMPRESSION_ROUNDS ?= 40
+bench-compression: venv stack-up
+	@$(ENV) BENCH_COMPRESSION_ROUNDS=$(BENCH_COMPRESSION_ROUNDS) python benchmarks/compression.py
 
 # No stack: bench-sim's tasks (anchor; 1,000 MNIST clients, 100 per round) on Flower
 # 1.42's simulation engine, in its own cached venv (deploy/local/flower-venv.sh; the

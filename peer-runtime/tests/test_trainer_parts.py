@@ -375,6 +375,50 @@ def test_fedbn_keeps_the_peers_batch_norm_per_job_and_shard_until_a_restart(
     assert counts == [2, 4, 2]
 
 
+def test_topk_residuals_are_kept_per_job_and_shard_until_the_job_is_cancelled(
+    tmp_path: Path,
+) -> None:
+    """The peer uploads ``compress_update`` of its delta and its residual so far (the
+    simulation's call); a cancel of the whole job, or a restart, forgets the residual."""
+    import torch
+
+    from peertrain.common.specs import CompressionSpec
+    from peertrain.ml.training import train_local
+    from peertrain.ml.weights import state_from_bytes
+    from peertrain.ml.weights.compression import compress_update
+    from peertrain.ml.zoo import build_model
+
+    spec = CompressionSpec(kind="topk", ratio=0.1)
+    training = {"local_epochs": 1, "compression": spec.model_dump()}
+    trainer = _Offline(tmp_path, [])
+
+    def run(task_id: str, shard: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
+        body = _task_json(task_id, shard=shard, model_spec={"arch": "mlp", "hidden": [32]})
+        body["training"], body["upload"]["max_bytes"] = training, 10_000
+        task = TaskMessage.model_validate(body)
+        assert trainer.run(task) is not None
+        model = build_model(task.model_spec, task.feature_spec)
+        model.load_state_dict(state_from_bytes(trainer.fetch_model(task)))
+        x, y = load_shard(trainer.shard)
+        own = train_local(model, x, y, task.training, seed=task.seed, device="cpu", round_=1)
+        return trainer.results[-1].delta, own.delta
+
+    def same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+        return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+    sent, delta = run("t1")
+    first = compress_update(delta, spec)
+    assert any(k.endswith(".__idx__") for k in sent) and same(sent, first.tensors)
+    sent, delta = run("t2")  # the same job and shard: what t1 left out rides along
+    assert same(sent, compress_update(delta, spec, first.residual).tensors)
+    assert not same(sent, compress_update(delta, spec).tensors)
+    sent, delta = run("t3", shard=1)  # another shard starts without one
+    assert same(sent, compress_update(delta, spec).tensors)
+    trainer.cancel("j1")  # the job is over: its residuals go
+    sent, delta = run("t4")
+    assert same(sent, compress_update(delta, spec).tensors)
+
+
 class _Log:
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []

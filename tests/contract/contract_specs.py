@@ -136,6 +136,14 @@ CASES: dict[str, Case] = {
             ("honest", "honest", "honest", "nan"),
             aggregation={"exclude_after": 2},
         ),
+        # Compressed updates: the peers' encode step (and top-k's residual, kept per
+        # peer and shard between rounds) is the simulation's, bit for bit.
+        Case("int8-blockwise", ("honest",) * 4, training={"compression": {"kind": "int8"}}),
+        Case(
+            "topk-error-feedback",
+            ("honest",) * 4,
+            training={"compression": {"kind": "topk", "ratio": 0.1}},
+        ),
     )
 }
 

@@ -143,3 +143,20 @@ def test_a_diverging_job_fails_by_itself_as_training_diverged_and_blames_no_peer
     rejected = of(result, UpdateRejected)
     assert rejected and not any(r.strike for r in rejected)
     assert not of(result, PeerExcluded) and not of(result, RoundFailed)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "fewer"), [("int8-blockwise", "int8", 3), ("topk-error-feedback", "topk", 4)]
+)
+def test_compressed_updates_record_their_bytes_and_weigh_less(
+    data: sim.SimData, name: str, kind: str, fewer: float
+) -> None:
+    """The safetensors header (names, shapes, offsets) weighs on this 2,442-parameter
+    model: int8 saves 3.2x of the upload here, 3.9x on the data alone."""
+    dense = of(run(CASES["fedavg-iid"], data), UpdateAccepted)
+    accepted = of(run(CASES[name], data), UpdateAccepted)
+    assert per_round(run(CASES[name], data)) == {1: 4, 2: 4, 3: 4}
+    assert {u.compression for u in accepted} == {kind}
+    assert {u.dense_size for u in accepted} == {u.dense_size for u in dense}
+    assert {u.compression for u in dense} == {"none"}
+    assert sum(u.size for u in dense) >= fewer * sum(u.size for u in accepted)

@@ -171,6 +171,23 @@ def test_metrics_and_config(api: FakeApi, tmp_path: Path) -> None:
     }
 
 
+def test_metrics_show_the_bytes_each_round_moved(api: FakeApi, tmp_path: Path) -> None:
+    metrics = {
+        "job_id": "j",
+        "compression": "int8",
+        "initial": None,
+        "rounds": [{"round": 1, "loss": 0.7, "accuracy": 0.81, "peers": 8, "duration_s": 4.0,
+                    "bytes_up": 1_600_000, "bytes_up_dense": 6_400_000,
+                    "bytes_down_per_peer": 800_000}],
+        "peers": [],
+    }  # fmt: skip
+    api.route("GET", "/api/jobs/j/metrics", metrics)
+    table = run(api, tmp_path, "job", "metrics", "j")
+    assert table.exit_code == 0, table.output
+    assert "1.6 MB (4.0x)" in table.stdout and "800.0 kB" in table.stdout
+    assert "updates as int8" in table.stdout
+
+
 def test_dataset_preview_and_rm(api: FakeApi, tmp_path: Path) -> None:
     preview = {"kind": "table", "columns": ["sepal", "label"], "rows": [[5.1, "setosa"]]}
     api.route("GET", "/api/datasets/d1/preview", preview)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from peertrain.common.specs import (
+    CompressionSpec,
     ConstantSchedule,
     CosineSchedule,
     SpecInvalid,
@@ -121,6 +122,11 @@ def test_nesterov_needs_sgd_with_momentum(training: dict[str, Any]) -> None:
         ({"label_smoothing": 1.0}, "label_smoothing", "less than 1"),
         ({"precision": "fp8"}, "precision", "fp32"),
         ({"channels_last": "sometimes"}, "channels_last", "bool"),
+        ({"compression": {"kind": "int4"}}, "compression.kind", "'topk'"),
+        ({"compression": {"kind": "topk", "ratio": 0}}, "compression.ratio", "greater than 0"),
+        ({"compression": {"kind": "topk", "ratio": 1.5}}, "compression.ratio", "less than"),
+        ({"compression": {"kind": "int8", "block": -1}}, "compression.block", "greater"),
+        ({"compression": {"kind": "int8", "bits": 4}}, "compression.bits", "Extra"),
     ],
 )
 def test_bad_settings_are_refused_with_their_place(
@@ -143,3 +149,12 @@ def test_new_settings_are_accepted() -> None:
         }
     )
     assert p.optimizer == "adamw" and p.lr_schedule == StepSchedule(step_rounds=2)
+
+
+def test_compression_defaults_to_none_and_old_blocks_read_without_it() -> None:
+    assert parse_training_params({}).compression == CompressionSpec()
+    assert CompressionSpec().kind == "none"
+    p = parse_training_params({"compression": {"kind": "topk", "ratio": 0.01}})
+    assert p.compression.kind == "topk" and p.compression.kept(1000) == 10
+    assert p.compression.kept(10) == 1 and p.compression.kept(0) == 0
+    assert parse_training_params(p.model_dump(mode="json")) == p

@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
+from peertrain.common.specs import CompressionSpec
 from peertrain.ml.weights.compression import (
     CompressionInvalid,
-    CompressionSpec,
-    ErrorFeedback,
+    compress_update,
     decode_update,
     encode_update,
     encoded_bytes,
+    max_encoded_bytes,
 )
 
 
@@ -32,10 +33,10 @@ def test_none_is_the_update_itself() -> None:
 @pytest.mark.parametrize(
     ("spec", "min_ratio", "max_error"),
     [
-        (CompressionSpec("fp16"), 1.99, 2e-3),
-        (CompressionSpec("int8"), 3.9, 2e-2),
-        (CompressionSpec("int8", block=0), 3.99, 3e-2),
-        (CompressionSpec("topk", ratio=0.01), 50, None),
+        (CompressionSpec(kind="fp16"), 1.99, 2e-3),
+        (CompressionSpec(kind="int8"), 3.9, 2e-2),
+        (CompressionSpec(kind="int8", block=0), 3.99, 3e-2),
+        (CompressionSpec(kind="topk", ratio=0.01), 50, None),
     ],
 )
 def test_each_kind_saves_bytes_and_decodes_near_the_delta(
@@ -59,30 +60,33 @@ def test_each_kind_saves_bytes_and_decodes_near_the_delta(
 
 
 def test_encoding_is_deterministic() -> None:
-    spec = CompressionSpec("topk", ratio=0.05)
+    spec = CompressionSpec(kind="topk", ratio=0.05)
     a, b = encode_update(_delta(), spec), encode_update(_delta(), spec)
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
 def test_non_float_tensors_travel_as_they_are() -> None:
     delta = _delta()
-    spec = CompressionSpec("int8")
+    spec = CompressionSpec(kind="int8")
     decoded = decode_update(encode_update(delta, spec), delta, spec)
     assert torch.equal(decoded["bn.num_batches_tracked"], delta["bn.num_batches_tracked"])
 
 
 def test_error_feedback_sends_what_was_left_out_later() -> None:
     """The sum of what top-k sent over rounds approaches the sum of the deltas."""
-    spec = CompressionSpec("topk", ratio=0.1)
-    feedback = ErrorFeedback(spec)
+    spec = CompressionSpec(kind="topk", ratio=0.1)
+    residual = None
     deltas = [
         {"w": torch.randn(1000, generator=torch.Generator().manual_seed(s))} for s in range(30)
     ]
     sent = torch.zeros(1000)
     for delta in deltas:
-        sent += decode_update(feedback.compress(delta), delta, spec)["w"]
+        encoded = compress_update(delta, spec, residual)
+        residual = encoded.residual
+        sent += decode_update(encoded.tensors, delta, spec)["w"]
     total = torch.stack([d["w"] for d in deltas]).sum(dim=0)
-    assert torch.allclose(sent + feedback.residual["w"], total, atol=1e-2)
+    assert residual is not None
+    assert torch.allclose(sent + residual["w"], total, atol=1e-2)
     without = torch.stack(
         [decode_update(encode_update(d, spec), d, spec)["w"] for d in deltas]
     ).sum(dim=0)
@@ -92,24 +96,28 @@ def test_error_feedback_sends_what_was_left_out_later() -> None:
 @pytest.mark.parametrize(
     ("spec", "tamper", "why"),
     [
-        (CompressionSpec("int8"), lambda e: e.pop("fc.bias.__scale__"), "missing"),
-        (CompressionSpec("int8"), lambda e: e["fc.bias.__scale__"].fill_(float("nan")), "scale"),
-        (CompressionSpec("int8"), lambda e: e["fc.bias.__scale__"].fill_(-1.0), "scale"),
-        (CompressionSpec("fp16"), lambda e: e.update({"extra": torch.zeros(1)}), "unexpected"),
+        (CompressionSpec(kind="int8"), lambda e: e.pop("fc.bias.__scale__"), "missing"),
         (
-            CompressionSpec("fp16"),
+            CompressionSpec(kind="int8"),
+            lambda e: e["fc.bias.__scale__"].fill_(float("nan")),
+            "scale",
+        ),
+        (CompressionSpec(kind="int8"), lambda e: e["fc.bias.__scale__"].fill_(-1.0), "scale"),
+        (CompressionSpec(kind="fp16"), lambda e: e.update({"extra": torch.zeros(1)}), "unexpected"),
+        (
+            CompressionSpec(kind="fp16"),
             lambda e: e.update({"fc.bias": torch.zeros(3, dtype=torch.float16)}),
             "shape",
         ),
         (
-            CompressionSpec("fp16"),
+            CompressionSpec(kind="fp16"),
             lambda e: e.update({"fc.bias": torch.full((128,), float("inf"), dtype=torch.float16)}),
             "finite",
         ),
-        (CompressionSpec("topk"), lambda e: e["fc.bias.__idx__"].fill_(10_000), "range"),
-        (CompressionSpec("topk"), lambda e: e["fc.weight.__idx__"].fill_(0), "repeated"),
+        (CompressionSpec(kind="topk"), lambda e: e["fc.bias.__idx__"].fill_(10_000), "range"),
+        (CompressionSpec(kind="topk"), lambda e: e["fc.weight.__idx__"].fill_(0), "repeated"),
         (
-            CompressionSpec("topk"),
+            CompressionSpec(kind="topk"),
             lambda e: e.update(
                 {
                     "fc.weight.__idx__": torch.arange(8192, dtype=torch.int32),
@@ -119,7 +127,7 @@ def test_error_feedback_sends_what_was_left_out_later() -> None:
             "more than",
         ),
         (
-            CompressionSpec("topk"),
+            CompressionSpec(kind="topk"),
             lambda e: e.update({"fc.bias.__idx__": e["fc.bias.__idx__"].to(torch.int64)}),
             "int32",
         ),
@@ -133,8 +141,22 @@ def test_a_hostile_encoding_is_refused(spec: CompressionSpec, tamper: object, wh
         decode_update(encoded, delta, spec)
 
 
+def test_only_topk_keeps_a_residual() -> None:
+    delta = _delta()
+    for kind in ("none", "fp16", "int8"):
+        assert compress_update(delta, CompressionSpec(kind=kind)).residual is None  # type: ignore[arg-type]
+    assert compress_update(delta, CompressionSpec(kind="topk")).residual is not None
+
+
+@pytest.mark.parametrize("kind", ["none", "fp16", "int8", "topk"])
+def test_an_encoding_never_weighs_more_than_its_cap(kind: str) -> None:
+    spec = CompressionSpec(kind=kind, ratio=1.0 if kind == "topk" else 0.01)  # type: ignore[arg-type]
+    delta = _delta()
+    assert encoded_bytes(encode_update(delta, spec)) == max_encoded_bytes(delta, spec)
+
+
 def test_bad_specs_are_refused() -> None:
     with pytest.raises(ValueError):
-        CompressionSpec("topk", ratio=0)
+        CompressionSpec(kind="topk", ratio=0)
     with pytest.raises(ValueError):
-        CompressionSpec("int8", block=-1)
+        CompressionSpec(kind="int8", block=-1)

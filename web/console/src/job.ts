@@ -71,6 +71,14 @@ function actions(jobId: string, current: () => JobDetail | null): { el: HTMLElem
 
 /** Training loss and accuracy per peer, epoch by epoch: x is the round, an epoch e of E
  * in round r at r - 1 + e/E. */
+/** A round's update bytes, and how many times fewer than float32 when compressed. */
+function bytesUp(r: JobMetrics["rounds"][number]): string {
+  if (r.bytes_up == null) return "–";
+  const dense = r.bytes_up_dense;
+  const ratio = dense != null && r.bytes_up > 0 && dense > 1.05 * r.bytes_up ? ` (${(dense / r.bytes_up).toFixed(1)}× fewer)` : "";
+  return r.bytes_up.toLocaleString() + ratio;
+}
+
 function peerCurves(metrics: JobMetrics, label: (peerId: string) => string): HTMLElement | null {
   if (metrics.peers.length === 0) return null;
   const byPeer = new Map<string, PeerEpoch[]>();
@@ -248,9 +256,21 @@ export const jobView: View = async (root, [jobId], alive) => {
         lineChart("holdout loss", [{ name: "loss", points: pts.map((p) => [p[0], p[1]]) }], { testid: "curve-loss", yMin: 0 }),
       ),
       h("h2", {}, "Rounds"),
+      metrics.compression && metrics.compression !== "none"
+        ? h("p", { "data-testid": "compression" }, `Updates travel as ${metrics.compression}.`)
+        : null,
       table(
-        ["round", "accuracy", "loss", "samples", "updates", "duration (s)"],
-        metrics.rounds.map((r) => [r.round, fmt(r.accuracy), fmt(r.loss), r.samples, r.peers ?? "–", fmt(r.duration_s, 1)]),
+        ["round", "accuracy", "loss", "samples", "updates", "bytes up", "bytes down per peer", "duration (s)"],
+        metrics.rounds.map((r) => [
+          r.round,
+          fmt(r.accuracy),
+          fmt(r.loss),
+          r.samples,
+          r.peers ?? "–",
+          bytesUp(r),
+          r.bytes_down_per_peer?.toLocaleString() ?? "–",
+          fmt(r.duration_s, 1),
+        ]),
         { "data-testid": "rounds" },
       ),
       h("h2", {}, "Peers"),

@@ -3,10 +3,15 @@
 For each ``peer.<id>.task``: say ``accepted``; fetch the model version and the shard
 (presigned GETs, size-capped, sha256-checked; shards cached across rounds); build the
 zoo model, load the version's weights, train the local epochs (``progress`` after
-each); upload the delta as safetensors with the presigned POST; announce ``update``.
+each); encode the delta as ``training.compression`` says and upload it as safetensors
+with the presigned POST; announce ``update``.
 With ``training.batch_norm: local`` (FedBN) the peer trains with its own BatchNorm
 layers, kept in memory per job and shard (:func:`peertrain.ml.weights.use_local_layers`),
-and still sends the delta of the received version.
+and still sends the delta of the received version. With ``topk`` compression, what the
+encoding left out (the residual of
+:func:`peertrain.ml.weights.compression.compress_update`) is kept in memory per job
+and shard too, added to the next update, and forgotten when the job is cancelled (or
+pushed out by newer jobs); a restarted peer starts without it.
 Anything that raises becomes ``failed``; a cancel stops it with nothing more said.
 
 Subclasses (tests, hostile peers) override :meth:`Trainer.make_update_bytes` and
@@ -60,6 +65,7 @@ from peertrain.ml.weights import (
     state_to_bytes,
     use_local_layers,
 )
+from peertrain.ml.weights.compression import compress_update
 from peertrain.ml.zoo import build_model
 
 from .cache import ShardCache
@@ -78,6 +84,9 @@ MAX_ERROR = 2000
 REMEMBERED = 512
 LOCAL_LAYERS_KEPT = 32
 """Jobs (job and shard) whose own BatchNorm layers a peer keeps (FedBN), most recent."""
+RESIDUALS_KEPT = 8
+"""Jobs (job and shard) whose top-k residual a peer keeps, most recent (each is the
+size of the model in float32)."""
 
 
 class _Run:
@@ -137,6 +146,8 @@ class Trainer:
         # FedBN (training.batch_norm: local): this peer's own BatchNorm tensors by
         # "<job>/<shard>", in memory only: after a restart it starts from the global ones
         self._local_layers: OrderedDict[str, dict[str, torch.Tensor]] = OrderedDict()
+        # top-k error feedback: what this peer's updates left out, by "<job>/<shard>"
+        self._residuals: OrderedDict[str, dict[str, torch.Tensor]] = OrderedDict()
 
     @property
     def http(self) -> httpx.Client:
@@ -167,6 +178,9 @@ class Trainer:
         with self._lock:
             if task_id is not None:
                 _remember(self._cancelled, task_id, None)
+            else:  # the job is over for this peer: its residuals go
+                for key in [k for k in self._residuals if k.startswith(f"{job_id}/")]:
+                    del self._residuals[key]
             run = self._run
             if run is None or run.task.job_id != job_id:
                 return False
@@ -284,14 +298,17 @@ class Trainer:
         if received is not None:  # the delta is of the received version, as always
             delta, local = keep_local_layers(model, result.delta, received)
             result = dataclasses.replace(result, delta=delta)
-        data = self.make_update_bytes(task, result)
+        with self._lock:
+            residual = self._residuals.get(local_key)
+        encoded = compress_update(result.delta, task.training.compression, residual)
+        data = self.make_update_bytes(task, dataclasses.replace(result, delta=encoded.tensors))
         check()
         upload_form(self.http, task.upload, data)
         if local is not None:
-            self._local_layers[local_key] = local
-            self._local_layers.move_to_end(local_key)
-            while len(self._local_layers) > LOCAL_LAYERS_KEPT:
-                self._local_layers.popitem(last=False)
+            _keep(self._local_layers, local_key, local, LOCAL_LAYERS_KEPT)
+        if encoded.residual is not None:
+            with self._lock:
+                _keep(self._residuals, local_key, encoded.residual, RESIDUALS_KEPT)
         final = result.final
         return UpdateAnnounced(
             **_ref(task),
@@ -334,7 +351,8 @@ class Trainer:
     # -- seams ----------------------------------------------------------------------------------
 
     def make_update_bytes(self, task: TaskMessage, result: TrainResult) -> bytes:
-        """What gets uploaded: the delta as safetensors."""
+        """What gets uploaded: ``result.delta`` as safetensors, the delta as it travels
+        (encoded as ``training.compression`` says; the float32 delta itself for ``none``)."""
         return state_to_bytes(result.delta)
 
     def announce(self, task: TaskMessage, announced: UpdateAnnounced) -> None:
@@ -368,8 +386,12 @@ def _aware(when: datetime) -> datetime:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
-def _remember(memory: OrderedDict[str, Any], key: str, value: Any) -> None:
+def _keep(memory: OrderedDict[str, Any], key: str, value: Any, most: int) -> None:
     memory[key] = value
     memory.move_to_end(key)
-    while len(memory) > REMEMBERED:
+    while len(memory) > most:
         memory.popitem(last=False)
+
+
+def _remember(memory: OrderedDict[str, Any], key: str, value: Any) -> None:
+    _keep(memory, key, value, REMEMBERED)

@@ -457,6 +457,37 @@ export interface components {
             saturation: number;
         };
         /**
+         * CompressionSpec
+         * @description The ``training.compression`` block.
+         *
+         *     Attributes
+         *     ----------
+         *     kind
+         *         ``none`` (default), ``fp16``, ``int8`` or ``topk``.
+         *     block
+         *         ``int8``: values per scale; 0: one scale per tensor.
+         *     ratio
+         *         ``topk``: the share of each tensor's values sent (``0 < ratio <= 1``).
+         */
+        CompressionSpec: {
+            /**
+             * Block
+             * @default 256
+             */
+            block: number;
+            /**
+             * Kind
+             * @default none
+             * @enum {string}
+             */
+            kind: "none" | "fp16" | "int8" | "topk";
+            /**
+             * Ratio
+             * @default 0.01
+             */
+            ratio: number;
+        };
+        /**
          * ConstantSchedule
          * @description ``lr`` in every round (after the warmup, if any): the default.
          */
@@ -793,6 +824,12 @@ export interface components {
          * @description ``GET /api/jobs/{id}/metrics``: per round (holdout), per peer per epoch (training).
          */
         JobMetrics: {
+            /**
+             * Compression
+             * @description How the job's updates travel (training.compression.kind)
+             * @default none
+             */
+            compression: string;
             initial: components["schemas"]["InitialMetrics"] | null;
             /** Job Id */
             job_id: string;
@@ -859,6 +896,11 @@ export interface components {
              *       "batch_norm": "aggregate",
              *       "batch_size": 32,
              *       "channels_last": false,
+             *       "compression": {
+             *         "block": 256,
+             *         "kind": "none",
+             *         "ratio": 0.01
+             *       },
              *       "freeze": [],
              *       "head": [],
              *       "label_smoothing": 0,
@@ -1179,6 +1221,21 @@ export interface components {
         RoundMetrics: {
             /** Accuracy */
             accuracy: number;
+            /**
+             * Bytes Down Per Peer
+             * @description Bytes of the model version each peer of the round fetched
+             */
+            bytes_down_per_peer?: number | null;
+            /**
+             * Bytes Up
+             * @description Bytes of the updates the round accepted, as uploaded
+             */
+            bytes_up?: number | null;
+            /**
+             * Bytes Up Dense
+             * @description What those updates' tensors weigh in float32 (absent for old events)
+             */
+            bytes_up_dense?: number | null;
             /** Duration S */
             duration_s: number | null;
             /** Loss */
@@ -1424,6 +1481,10 @@ export interface components {
          *         Image augmentation of each training batch on the peers (random crop with
          *         padding, horizontal flip, colour jitter; :class:`~.augment.AugmentSpec`); only
          *         for image datasets stored as pixels. ``None``: none.
+         *     compression
+         *         How the peers' updates travel (:class:`~.compression.CompressionSpec`):
+         *         ``none`` (float32, the default), ``fp16``, ``int8`` or ``topk`` (with error
+         *         feedback kept on the peer between its rounds of the job).
          */
         TrainingParams: {
             augment?: components["schemas"]["AugmentSpec"] | null;
@@ -1443,6 +1504,14 @@ export interface components {
              * @default false
              */
             channels_last: boolean;
+            /**
+             * @default {
+             *       "block": 256,
+             *       "kind": "none",
+             *       "ratio": 0.01
+             *     }
+             */
+            compression: components["schemas"]["CompressionSpec"];
             /**
              * Freeze
              * @default []

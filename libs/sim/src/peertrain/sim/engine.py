@@ -227,6 +227,7 @@ class Simulation:
         """Each peer's last task and when it starts training it."""
         self.hostile = self.volunteers.hostile_peers(self.peer_ids)
         self._local: dict[tuple[str, int], dict[str, torch.Tensor]] = {}
+        self._residuals: dict[tuple[str, int], dict[str, torch.Tensor]] = {}
         self.speeds = self.volunteers.speeds(self.peer_ids)
         self.clock = ManualClock(EPOCH)
         self.log = MemoryEventLog(self.clock)  # events carry virtual times
@@ -561,6 +562,7 @@ class Simulation:
                         round=task.round,
                         device=self.device,
                         local=self._local.get((peer_id, task.shard)),
+                        residual=self._residuals.get((peer_id, task.shard)),
                     ),
                 )
             )
@@ -574,6 +576,8 @@ class Simulation:
         for (peer_id, task, inputs), result in zip(work, trained, strict=True):
             if result.local is not None:  # FedBN: the virtual peer keeps its own layers
                 self._local[(peer_id, task.shard)] = result.local
+            if result.residual is not None:  # top-k: and what its updates left out
+                self._residuals[(peer_id, task.shard)] = result.residual
             epochs = inputs.training.local_epochs
             busy = vol.seconds_per_sample * len(inputs.y) * epochs / self.speeds[peer_id]
             start = max(self.now, self._busy.get(peer_id, self.now))
@@ -595,7 +599,7 @@ class Simulation:
         if peer_id in self.hostile:
             data = hostile_update(result.delta, self.volunteers.hostile_mode)
         else:
-            data = state_to_bytes(result.delta)
+            data = state_to_bytes(result.delta if result.sent is None else result.sent)
         epochs = task.training.local_epochs
         progress = TaskProgressBody(  # the last epoch's (the simulation trains at once)
             **_ref(task),

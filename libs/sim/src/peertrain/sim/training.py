@@ -4,10 +4,12 @@
 once the model and the shard are fetched: build the zoo model, load the version's
 weights, :func:`peertrain.ml.training.train_local` with the task's ``training`` block,
 round (its learning rate) and seed (``derive_seed(job seed, round, shard)``), and the
-delta as safetensors; with ``training.batch_norm: local`` (FedBN), the virtual peer's own
-BatchNorm layers, carried in :class:`TaskInput` and :class:`Trained` so that worker
-processes hold no state, in place of the received ones, as the trainer does. Same
-inputs, same call, same bits.
+delta encoded as ``training.compression`` says
+(:func:`peertrain.ml.weights.compression.compress_update`, the peer's own call); with
+``training.batch_norm: local`` (FedBN), the virtual peer's own BatchNorm layers, and
+with ``topk``, its residual (error feedback), are carried in :class:`TaskInput` and
+:class:`Trained` so that worker processes hold no state, as the trainer keeps them.
+Same inputs, same calls, same bits.
 
 One difference, which changes no bit: a process builds each zoo model once and loads
 every task's weights into it, where a peer builds one per task. Loading (``strict``)
@@ -32,6 +34,7 @@ from peertrain.common.specs import ModelSpec, TrainingParams
 from peertrain.ml.device import select_device
 from peertrain.ml.training import Inputs, train_local
 from peertrain.ml.weights import keep_local_layers, state_from_bytes, use_local_layers
+from peertrain.ml.weights.compression import compress_update
 from peertrain.ml.zoo import build_model
 
 __all__ = ["TaskInput", "Trained", "make_pool", "train_many", "train_task"]
@@ -53,11 +56,14 @@ class TaskInput:
     local: dict[str, torch.Tensor] | None = None
     """With ``training.batch_norm: local`` (FedBN): this peer's own BatchNorm tensors
     from its last round of the job (``None`` at first: it starts from the global)."""
+    residual: dict[str, torch.Tensor] | None = None
+    """With ``topk`` compression: what this peer's earlier updates of the shard left out
+    (``None`` at first)."""
 
 
 @dataclass(frozen=True)
 class Trained:
-    """The outcome: the delta and the metrics a peer announces."""
+    """The outcome: the delta, the update as it travels, and the metrics a peer announces."""
 
     delta: dict[str, torch.Tensor]
     samples: int
@@ -66,6 +72,10 @@ class Trained:
     duration_s: float
     local: dict[str, torch.Tensor] | None = None
     """With FedBN: the BatchNorm tensors the peer keeps for its next round."""
+    sent: dict[str, torch.Tensor] | None = None
+    """The delta encoded as ``training.compression`` says (what is uploaded)."""
+    residual: dict[str, torch.Tensor] | None = None
+    """With ``topk`` compression: what the peer keeps for its next update of the shard."""
 
 
 _models: dict[tuple[str, str], torch.nn.Module] = {}
@@ -103,8 +113,18 @@ def train_task(task: TaskInput, threads: int | None = None) -> Trained:
     delta, local = result.delta, None
     if received is not None:
         delta, local = keep_local_layers(model, delta, received)
+    encoded = compress_update(delta, task.training.compression, task.residual)
     final = result.final
-    return Trained(delta, result.samples, final.loss, final.accuracy, result.duration_s, local)
+    return Trained(
+        delta,
+        result.samples,
+        final.loss,
+        final.accuracy,
+        result.duration_s,
+        local,
+        sent=encoded.tensors,
+        residual=encoded.residual,
+    )
 
 
 def _init_worker(threads: int) -> None:

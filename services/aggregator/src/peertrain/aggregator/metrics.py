@@ -13,6 +13,8 @@ from collections import OrderedDict
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from peertrain.common.events.models import UpdateAccepted
+
 __all__ = [
     "AGGREGATION_SECONDS",
     "EVALUATION_SECONDS",
@@ -27,8 +29,10 @@ __all__ = [
     "ROUND_INPUTS_MISSING",
     "UPDATES",
     "UPDATE_BYTES",
+    "UPDATE_DENSE_BYTES",
     "observe_evaluation",
     "observe_round_bytes",
+    "observe_update_bytes",
 ]
 
 RECENT_JOBS = 20
@@ -40,7 +44,13 @@ UPDATES = Counter(
 )
 UPDATE_BYTES = Counter(
     "peertrain_aggregator_update_bytes_total",
-    "Bytes of accepted updates (safetensors objects) folded into running sums",
+    "Bytes of accepted updates (safetensors objects, as uploaded) by the job's compression",
+    ["compression"],
+)
+UPDATE_DENSE_BYTES = Counter(
+    "peertrain_aggregator_update_dense_bytes_total",
+    "Bytes the accepted updates' tensors would have weighed in float32, by compression",
+    ["compression"],
 )
 ROUND_BYTES = Histogram(
     "peertrain_aggregator_round_update_bytes",
@@ -118,3 +128,11 @@ def observe_round_bytes(job_id: str, nbytes: int) -> None:
     _touch(job_id)
     ROUND_BYTES.observe(nbytes)
     JOB_ROUND_BYTES.labels(job_id=job_id).set(nbytes)
+
+
+def observe_update_bytes(accepted: UpdateAccepted) -> None:
+    """Count an accepted update's bytes as uploaded and as float32 would have been."""
+    kind = accepted.compression or "none"
+    UPDATE_BYTES.labels(compression=kind).inc(accepted.size)
+    if accepted.dense_size is not None:
+        UPDATE_DENSE_BYTES.labels(compression=kind).inc(accepted.dense_size)

@@ -252,6 +252,27 @@ def config(ctx: typer.Context, job_id: str, json_out: JsonFlag = False) -> None:
         echo_json(pt.job_config(resolve(pt, JOB, job_id)))
 
 
+def _fmt_bytes(value: Any) -> str:
+    """``1.5 MB``-style (powers of 1000, as transfer sizes go); ``-`` when unknown."""
+    if not isinstance(value, int):
+        return "-"
+    size = float(value)
+    for unit in ("B", "kB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return "-"  # not reached
+
+
+def _bytes_up(r: dict[str, Any]) -> str:
+    """A round's update bytes, and how many times fewer than float32 when compressed."""
+    up, dense = r.get("bytes_up"), r.get("bytes_up_dense")
+    shown = _fmt_bytes(up)
+    if isinstance(up, int) and up > 0 and isinstance(dense, int) and dense > 1.05 * up:
+        shown += f" ({dense / up:.1f}x)"
+    return shown
+
+
 def metrics(
     ctx: typer.Context,
     job_id: str,
@@ -259,7 +280,8 @@ def metrics(
     wide: WideFlag = False,
     json_out: JsonFlag = False,
 ) -> None:
-    """Holdout loss and accuracy per round; with --peers, each peer's training epochs."""
+    """Holdout loss and accuracy per round, and the bytes each round moved (its accepted
+    updates up, its model version down to each peer); with --peers, each peer's epochs."""
     state = state_of(ctx)
     with state.client() as pt:
         job_id = resolve(pt, JOB, job_id)
@@ -271,7 +293,7 @@ def metrics(
     rows: list[list[Any]] = []
     if initial:
         loss, accuracy = fmt_float(initial.get("loss")), fmt_float(initial.get("accuracy"))
-        rows.append([0, loss, accuracy, "-", "-"])
+        rows.append([0, loss, accuracy, "-", "-", "-", "-"])
     for r in found.get("rounds") or []:
         if isinstance(r, dict):
             rows.append(
@@ -280,11 +302,15 @@ def metrics(
                     fmt_float(r.get("loss")),
                     fmt_float(r.get("accuracy")),
                     r.get("peers"),
+                    _bytes_up(r),
+                    _fmt_bytes(r.get("bytes_down_per_peer")),
                     fmt_duration(r.get("duration_s")),
                 ]
             )
-    columns = ["ROUND", "LOSS", "ACCURACY", "UPDATES", "ROUND TIME"]
-    table(state.out, columns, rows, title="holdout", empty="no rounds evaluated yet")
+    columns = ["ROUND", "LOSS", "ACCURACY", "UPDATES", "UP", "DOWN/PEER", "ROUND TIME"]
+    kind = found.get("compression") or "none"
+    title = "holdout" if kind == "none" else f"holdout (updates as {kind})"
+    table(state.out, columns, rows, title=title, empty="no rounds evaluated yet")
     if not peers:
         return
     reports = [p for p in found.get("peers") or [] if isinstance(p, dict)]

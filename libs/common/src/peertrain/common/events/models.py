@@ -101,7 +101,10 @@ class UpdateAccepted(EventData):
     """A peer's update passed validation and is part of its round's sum.
 
     ``weight`` is the shard's row count as sharding recorded it (never the peer's
-    claim, which is kept as ``claimed_samples`` for the record).
+    claim, which is kept as ``claimed_samples`` for the record). ``size`` is the bytes
+    the peer uploaded, encoded as the job's ``training.compression`` (``compression``,
+    its kind); ``dense_size`` the bytes of the same tensors in float32 (data only).
+    Both are absent from events recorded before compression existed.
     """
 
     job_id: str
@@ -118,6 +121,8 @@ class UpdateAccepted(EventData):
     claimed_samples: int | None = None
     train_loss: float | None = None
     train_accuracy: float | None = None
+    compression: str | None = Field(default=None, max_length=20)
+    dense_size: int | None = Field(default=None, ge=0)
 
 
 @event_type(UPDATE_REJECTED)

@@ -1,5 +1,5 @@
 """The job spec contract, without torch: model, training (with its learning-rate
-schedule) and aggregation blocks.
+schedule and update compression) and aggregation blocks.
 
 The orchestrator validates a job with these; :mod:`peertrain.ml` builds and trains
 from the same models.
@@ -12,6 +12,7 @@ from .aggregation import (
     parse_aggregation_spec,
 )
 from .augment import AugmentSpec, ColorJitter
+from .compression import CompressionKind, CompressionSpec
 from .errors import SpecInvalid
 from .graph import GraphNode, GraphSpec
 from .graph_check import MAX_GRAPH_ACTIVATIONS_PER_SAMPLE, check_graph, infer_graph
@@ -48,6 +49,8 @@ __all__ = [
     "AugmentSpec",
     "CNNSpec",
     "ColorJitter",
+    "CompressionKind",
+    "CompressionSpec",
     "ConstantSchedule",
     "CosineSchedule",
     "DataShape",

@@ -15,6 +15,7 @@ from pydantic import (
 )
 
 from .augment import AugmentSpec
+from .compression import CompressionSpec
 from .errors import SpecInvalid
 from .model import spec_errors
 from .schedule import ConstantSchedule, LrSchedule
@@ -81,6 +82,10 @@ class TrainingParams(BaseModel):
         Image augmentation of each training batch on the peers (random crop with
         padding, horizontal flip, colour jitter; :class:`~.augment.AugmentSpec`); only
         for image datasets stored as pixels. ``None``: none.
+    compression
+        How the peers' updates travel (:class:`~.compression.CompressionSpec`):
+        ``none`` (float32, the default), ``fp16``, ``int8`` or ``topk`` (with error
+        feedback kept on the peer between its rounds of the job).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -105,6 +110,7 @@ class TrainingParams(BaseModel):
     head_lr: float | None = Field(default=None, gt=0, le=10)
     batch_norm: Literal["aggregate", "local"] = "aggregate"
     augment: AugmentSpec | None = None
+    compression: CompressionSpec = CompressionSpec()
 
     @model_validator(mode="after")
     def _settings_agree(self) -> TrainingParams:

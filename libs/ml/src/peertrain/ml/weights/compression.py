@@ -1,5 +1,7 @@
 """Compressed model updates: fp16, int8 with scales, top-k with error feedback.
 
+The job says how (``training.compression``, :class:`peertrain.common.specs.CompressionSpec`).
+
 A peer's update (a delta, float32) is encoded into a state dict of small tensors that
 travels as safetensors like any other; the aggregator decodes it back to a dense
 float32 delta before any check, so every check and every strategy sees what it saw
@@ -18,8 +20,8 @@ compressed; the others (e.g. BatchNorm's ``num_batches_tracked``) travel as they
 ``topk``
     ``w.__idx__`` (int32, ascending, no repeats) and ``w.__val__`` (float16): the
     ``ceil(ratio * numel)`` largest values by magnitude; the rest are zero. What is left
-    out is kept by the peer (:class:`ErrorFeedback`) and added to its next update, so
-    nothing is lost, only delayed.
+    out is kept by the peer (the residual of :func:`compress_update`) and added to its
+    next update, so nothing is lost, only delayed.
 
 Decoding trusts nothing: a missing or extra name, a wrong dtype or shape, an index out
 of range or repeated, more values than the ratio allows, or a scale that is not finite
@@ -28,61 +30,33 @@ and positive is refused with :class:`CompressionInvalid`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
 
 import torch
 
-from peertrain.ml.errors import MLError
+from peertrain.common.specs import CompressionSpec
+from peertrain.ml.errors import MLError, UpdateInvalid
+
+from .codec import state_from_bytes
+from .validate import load_update, update_problems
 
 __all__ = [
-    "Compression",
     "CompressionInvalid",
-    "CompressionSpec",
-    "ErrorFeedback",
+    "Encoded",
+    "compress_update",
     "decode_update",
     "encode_update",
     "encoded_bytes",
+    "load_encoded_update",
+    "max_encoded_bytes",
 ]
-
-Compression = Literal["none", "fp16", "int8", "topk"]
 
 _SCALE, _IDX, _VAL = ".__scale__", ".__idx__", ".__val__"
 
 
 class CompressionInvalid(MLError, ValueError):
     """An encoded update that does not decode against the model."""
-
-
-@dataclass(frozen=True)
-class CompressionSpec:
-    """How a job's updates travel.
-
-    Attributes
-    ----------
-    kind
-        ``none``, ``fp16``, ``int8`` or ``topk``.
-    block
-        ``int8``: values per scale (0: one scale per tensor).
-    ratio
-        ``topk``: the share of each tensor's values sent (0 < ratio <= 1).
-    """
-
-    kind: Compression = "none"
-    block: int = 256
-    ratio: float = 0.01
-
-    def __post_init__(self) -> None:
-        if self.block < 0:
-            raise ValueError("block must be 0 (per tensor) or positive")
-        if not 0.0 < self.ratio <= 1.0:
-            raise ValueError("ratio must be in (0, 1]")
-
-    def kept(self, numel: int) -> int:
-        """How many values of a tensor of ``numel`` top-k sends."""
-        return min(numel, max(1, math.ceil(self.ratio * numel))) if numel else 0
 
 
 def _compressed(tensor: torch.Tensor) -> bool:
@@ -220,28 +194,88 @@ def encoded_bytes(encoded: Mapping[str, torch.Tensor]) -> int:
     return sum(t.numel() * t.element_size() for t in encoded.values())
 
 
-class ErrorFeedback:
-    """What a peer left out of its updates so far, added to its next one (top-k).
+def max_encoded_bytes(reference: Mapping[str, torch.Tensor], spec: CompressionSpec) -> int:
+    """The most tensor bytes an update of ``reference`` encoded as ``spec`` may carry
+    (the aggregator's cap on an announced update is this plus the header's slack)."""
+    total = 0
+    for ref in reference.values():
+        n = ref.numel()
+        if not _compressed(ref) or spec.kind == "none":
+            total += n * ref.element_size()
+        elif spec.kind == "fp16":
+            total += 2 * n
+        elif spec.kind == "int8":
+            total += n + 4 * _blocks(n, spec.block)
+        else:
+            total += 6 * spec.kept(n)
+    return total
 
-    ``compress(delta)`` encodes ``delta + residual`` and keeps, as the new residual,
-    what the encoding lost: ``(delta + residual) - decode(encoded)``. Kept per job and
-    shard on the peer, between rounds; it starts at zero.
+
+@dataclass(frozen=True)
+class Encoded:
+    """An update ready to travel, and what the peer keeps for its next one.
+
+    Attributes
+    ----------
+    tensors
+        The encoded state dict (uploaded as safetensors).
+    residual
+        ``topk`` (error feedback): what the encoding left out of ``delta + residual``,
+        float tensors by name, to be added to the peer's next update of the job and
+        shard; ``None`` for the other kinds, which keep nothing.
     """
 
-    def __init__(self, spec: CompressionSpec) -> None:
-        self.spec = spec
-        self.residual: dict[str, torch.Tensor] = {}
+    tensors: dict[str, torch.Tensor]
+    residual: dict[str, torch.Tensor] | None = None
 
-    def compress(self, delta: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """The encoded update; the residual moves on."""
-        corrected = {
-            k: (v + self.residual[k]) if k in self.residual else v for k, v in delta.items()
-        }
-        encoded = encode_update(corrected, self.spec)
-        decoded = decode_update(encoded, corrected, self.spec)
-        self.residual = {
-            k: (v - decoded[k]).to(torch.float32)
-            for k, v in corrected.items()
-            if v.is_floating_point()
-        }
-        return encoded
+
+def compress_update(
+    delta: Mapping[str, torch.Tensor],
+    spec: CompressionSpec,
+    residual: Mapping[str, torch.Tensor] | None = None,
+) -> Encoded:
+    """``delta`` encoded as ``spec`` says: the one encode step of peers and the simulation.
+
+    For ``topk`` the update sent is ``delta + residual`` (``residual``: what the peer's
+    earlier updates of this job and shard left out; ``None`` at first, or after a
+    restart), and the new residual is what this encoding leaves out, so nothing is
+    lost, only delayed (error feedback). Other kinds ignore ``residual``.
+    """
+    if spec.kind != "topk":
+        return Encoded(encode_update(delta, spec))
+    kept = residual or {}
+    corrected = {k: (v + kept[k]) if k in kept else v for k, v in delta.items()}
+    encoded = encode_update(corrected, spec)
+    decoded = decode_update(encoded, corrected, spec)
+    left = {
+        k: (v - decoded[k]).to(torch.float32) for k, v in corrected.items() if v.is_floating_point()
+    }
+    return Encoded(encoded, left)
+
+
+def load_encoded_update(
+    data: bytes,
+    reference: Mapping[str, torch.Tensor],
+    spec: CompressionSpec,
+    *,
+    max_norm: float | None = None,
+) -> dict[str, torch.Tensor]:
+    """An uploaded update (safetensors, encoded as ``spec``) as the dense float32 delta
+    of ``reference``, checked as :func:`~peertrain.ml.weights.load_update` checks one.
+
+    Raises
+    ------
+    NotSafetensors
+        ``data`` is not a safetensors file.
+    CompressionInvalid
+        It does not decode against the model (see the module).
+    UpdateInvalid
+        The decoded delta fails the checks (shapes, finite values, the norm bound).
+    """
+    if spec.kind == "none":
+        return load_update(data, reference, max_norm=max_norm)
+    dense = decode_update(state_from_bytes(data), reference, spec)
+    problems = update_problems(dense, reference, max_norm=max_norm)
+    if problems:
+        raise UpdateInvalid(problems[0].message, issues=problems)
+    return dense

@@ -9,6 +9,7 @@ from peertrain.common.events.models import NUMERIC_REFUSALS
 from peertrain.ml.problems import ProblemCode
 
 __all__ = [
+    "BAD_ENCODING",
     "JOB_ENDED",
     "MISSING_OBJECT",
     "NON_FINITE",
@@ -44,6 +45,9 @@ NOT_SAFETENSORS: Final = "not_safetensors"
 WRONG_TENSORS: Final = "wrong_tensors"
 NON_FINITE: Final = "non_finite"
 NORM_TOO_LARGE: Final = "norm_too_large"
+BAD_ENCODING: Final = "bad_encoding"
+"""A compressed update that does not decode against the model as the job's
+``training.compression`` says (a missing scale, an index out of range, ...)."""
 
 STRIKES: Final = frozenset(
     {
@@ -57,6 +61,7 @@ STRIKES: Final = frozenset(
         SHA256_MISMATCH,
         NOT_SAFETENSORS,
         WRONG_TENSORS,
+        BAD_ENCODING,
     }
 )
 """Refusals that count against the sender when made (``update.rejected`` ``strike``): an

@@ -14,6 +14,7 @@ import torch
 
 from peertrain.aggregator.domain import UpdateRefused, codes
 from peertrain.common.events.training import JobConfigured
+from peertrain.common.specs import CompressionSpec
 from peertrain.ml.aggregation import RoundAccumulator, Strategy, make_strategy
 from peertrain.ml.errors import NotSafetensors, UpdateInvalid
 from peertrain.ml.export.write import final_pt_bytes, final_safetensors_bytes
@@ -21,9 +22,13 @@ from peertrain.ml.training import EvalMetrics, Inputs, evaluate, read_samples
 from peertrain.ml.weights import (
     buffer_names,
     l2_norm,
-    load_update,
     state_from_bytes,
     state_to_bytes,
+)
+from peertrain.ml.weights.compression import (
+    CompressionInvalid,
+    load_encoded_update,
+    max_encoded_bytes,
 )
 from peertrain.ml.zoo import build_model
 
@@ -97,23 +102,36 @@ def initial_state(configured: JobConfigured, source: bytes | None = None) -> byt
     return state_to_bytes({k: weights[k] for k in reference})
 
 
-def state_nbytes(state: Mapping[str, torch.Tensor]) -> int:
-    """Bytes of the tensors' data (what an update of this model must roughly weigh)."""
-    return sum(t.numel() * t.element_size() for t in state.values())
+_DENSE = CompressionSpec()
 
 
-def decode_update(data: bytes, reference: Mapping[str, torch.Tensor], max_norm: float) -> State:
-    """Decode and check an update; refusals carry a machine-readable code.
+def state_nbytes(state: Mapping[str, torch.Tensor], compression: CompressionSpec = _DENSE) -> int:
+    """Bytes of the tensors' data of an update of this model encoded as ``compression``
+    (the most it may weigh, header aside; float32 by default)."""
+    return max_encoded_bytes(state, compression)
+
+
+def decode_update(
+    data: bytes,
+    reference: Mapping[str, torch.Tensor],
+    max_norm: float,
+    compression: CompressionSpec = _DENSE,
+) -> State:
+    """Decode an update (encoded as the job's ``compression``) into the dense float32
+    delta of ``reference``, then check it; refusals carry a machine-readable code.
 
     Raises
     ------
     UpdateRefused
-        ``not_safetensors``, ``wrong_tensors``, ``non_finite`` or ``norm_too_large``.
+        ``not_safetensors``, ``bad_encoding``, ``wrong_tensors``, ``non_finite`` or
+        ``norm_too_large``.
     """
     try:
-        return load_update(data, reference, max_norm=max_norm)
+        return load_encoded_update(data, reference, compression, max_norm=max_norm)
     except NotSafetensors as exc:
         raise UpdateRefused(codes.NOT_SAFETENSORS, f"not a safetensors file: {exc}") from None
+    except CompressionInvalid as exc:
+        raise UpdateRefused(codes.BAD_ENCODING, str(exc)[:1000]) from None
     except UpdateInvalid as exc:
         reason = "; ".join(exc.problems)[:1000]
         raise UpdateRefused(codes.refusal_code(exc.problem_codes), reason) from None

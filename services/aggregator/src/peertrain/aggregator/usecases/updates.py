@@ -24,7 +24,7 @@ from peertrain.aggregator.domain import (
     codes,
     decide_update,
 )
-from peertrain.aggregator.metrics import UPDATE_BYTES, UPDATES
+from peertrain.aggregator.metrics import UPDATES, observe_update_bytes
 from peertrain.common.eventlog import ConcurrencyError
 from peertrain.common.events.models import UpdateAccepted, UpdateRejected, accepted_update_key
 from peertrain.common.events.tasks import UpdateAnnounced
@@ -86,7 +86,7 @@ async def receive_update(app: AggregatorApp, message: PeerMessage[UpdateAnnounce
             if app.leases.holds(body.job_id):  # the holder makes the round's version
                 await _fold(app, state, decision, event, delta)
             UPDATES.labels(outcome="accepted", code="").inc()
-            UPDATE_BYTES.inc(event.size)
+            observe_update_bytes(event)
             log.info("update accepted", norm=round(event.norm, 6))
 
 
@@ -157,7 +157,9 @@ async def _check(
     assert state.configured is not None
     base_version = candidate.opened.model_version
     base = await model_state(app, state, base_version)
-    cap = min(app.settings.max_update_bytes, state_nbytes(base) + app.settings.update_slack_bytes)
+    compression = state.configured.training.compression
+    encoded = state_nbytes(base, compression)
+    cap = min(app.settings.max_update_bytes, encoded + app.settings.update_slack_bytes)
     if body.size > cap:
         raise UpdateRefused(codes.TOO_LARGE, f"{body.size} bytes announced, the cap is {cap}")
     data = await fetch_capped(app, candidate.task.update_key, cap)
@@ -168,7 +170,7 @@ async def _check(
     if sha256_hex(data) != body.sha256:
         raise UpdateRefused(codes.SHA256_MISMATCH, "the object's sha256 is not the announced one")
     delta = await asyncio.to_thread(
-        decode_update, data, base, state.configured.aggregation.update_bound
+        decode_update, data, base, state.configured.aggregation.update_bound, compression
     )
     norm = await asyncio.to_thread(update_norm, delta)
     accepted = UpdateAccepted(
@@ -186,6 +188,8 @@ async def _check(
         claimed_samples=body.samples,
         train_loss=body.train_loss,
         train_accuracy=body.train_accuracy,
+        compression=compression.kind,
+        dense_size=state_nbytes(base),
     )
     return accepted, dict(delta), data
 

@@ -210,7 +210,7 @@ async def _rebuild(
             ROUND_INPUTS_MISSING.inc()
             log.error("aggregating the round without an update", key=inc.key, problem=problem)
             continue
-        delta = await asyncio.to_thread(decode_update, data, base, bound)
+        delta = await asyncio.to_thread(decode_update, data, base, bound, cfg.training.compression)
         if inc.shard in scale:
             delta = await asyncio.to_thread(clipped, delta, scale[inc.shard], work.strategy.buffers)
         key = work_key(inc.key, inc.sha256)

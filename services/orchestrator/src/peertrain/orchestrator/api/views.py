@@ -322,6 +322,16 @@ class RoundMetrics(BaseModel):
     samples: int
     duration_s: float | None
     peers: int | None = Field(description="Updates the round accepted")
+    bytes_up: int | None = Field(
+        default=None, description="Bytes of the updates the round accepted, as uploaded"
+    )
+    bytes_up_dense: int | None = Field(
+        default=None,
+        description="What those updates' tensors weigh in float32 (absent for old events)",
+    )
+    bytes_down_per_peer: int | None = Field(
+        default=None, description="Bytes of the model version each peer of the round fetched"
+    )
 
 
 class PeerEpochMetrics(BaseModel):
@@ -345,6 +355,9 @@ class JobMetrics(BaseModel):
     """``GET /api/jobs/{id}/metrics``: per round (holdout), per peer per epoch (training)."""
 
     job_id: str
+    compression: str = Field(
+        default="none", description="How the job's updates travel (training.compression.kind)"
+    )
     initial: InitialMetrics | None
     rounds: list[RoundMetrics]
     peers: list[PeerEpochMetrics]
@@ -371,18 +384,35 @@ class JobMetrics(BaseModel):
                         else None
                     ),
                     peers=len(rnd.accepted) if rnd is not None else None,
+                    **_round_bytes(job, rnd),
                 )
             )
         peers = [PeerEpochMetrics.model_validate(p) for p in job.progress]
         initial = job.evaluations.get(0)
+        configured = job.configured
         return cls(
             job_id=job.job_id,
+            compression=configured.training.compression.kind if configured else "none",
             initial=InitialMetrics(loss=initial.loss, accuracy=initial.accuracy)
             if initial
             else None,
             rounds=rounds,
             peers=peers,
         )
+
+
+def _round_bytes(job: Job, rnd: Round | None) -> dict[str, int | None]:
+    """Bytes a closed round moved: its accepted updates up (as sent, and in float32),
+    and its base version down to each peer."""
+    if rnd is None:
+        return {}
+    dense = [d for _, d in rnd.sizes.values()]
+    base = job.versions.get(rnd.model_version)
+    return {
+        "bytes_up": sum(s for s, _ in rnd.sizes.values()),
+        "bytes_up_dense": None if None in dense else sum(d for d in dense if d is not None),
+        "bytes_down_per_peer": base.size if base is not None else None,
+    }
 
 
 class EventPublic(BaseModel):

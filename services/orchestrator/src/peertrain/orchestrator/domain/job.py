@@ -117,6 +117,8 @@ class Round:
     accepted: dict[int, IncludedUpdate] = field(default_factory=dict)
     norms: dict[int, float] = field(default_factory=dict)
     """The L2 norm of each accepted update, by shard (outliers are left out at close)."""
+    sizes: dict[int, tuple[int, int | None]] = field(default_factory=dict)
+    """Each accepted update's bytes as uploaded and in float32 (``dense_size``), by shard."""
     state: Literal["open", "closed", "failed"] = "open"
     closed_at: datetime | None = None
     close_reason: str | None = None
@@ -409,6 +411,7 @@ class Job:
                     sha256=data.sha256,
                 )
                 rnd.norms[data.shard] = data.norm
+                rnd.sizes[data.shard] = (data.size, data.dense_size)
         elif isinstance(data, UpdateRejected):
             self.rejected.append(data)
             if data.strike:
