@@ -45,7 +45,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import numpy as np
 from sklearn.datasets import load_digits
 
@@ -58,6 +57,7 @@ from training_support import (
     create_job,
     dataset,
     finished,
+    instances_metric,
     job_arrays,
     job_events,
     peers_active,
@@ -83,6 +83,7 @@ TRAINING = {
 }
 PREFILL = int(os.environ.get("BENCH_PREFILL", "1000000"))
 INSTANCES = 2
+PATHS = ("running", "rebuilt", "clipped")
 """Orchestrators and aggregators the platform runs (jobs spread over them by leases)."""
 
 
@@ -154,37 +155,14 @@ async def federated(p: Platform, name: str) -> dict[str, Any]:
     }
 
 
-def _counter(text: str, name: str, label: str) -> dict[str, float]:
-    """The values of a Prometheus counter ``name`` in ``text``, by ``label``."""
-    found: dict[str, float] = {}
-    for line in text.splitlines():
-        if line.startswith(name + "{"):
-            labels, _, value = line.partition("} ")
-            for pair in labels.removeprefix(name + "{").split(","):
-                key, _, quoted = pair.partition("=")
-                if key == label:
-                    found[quoted.strip('"')] = found.get(quoted.strip('"'), 0.0) + float(value)
-    return found
-
-
 def instance_figures(p: Platform, tasks: int) -> dict[str, Any]:
     """What the instances' ``/metrics`` say about sends and aggregation paths."""
-    sent = 0.0
-    paths: dict[str, float] = {}
-    for name, service in p.services.items():
-        if not name.startswith(("orchestrator", "aggregator")):
-            continue
-        text = httpx.get(f"{service.base_url}/metrics", timeout=10).text
-        if name.startswith("orchestrator"):
-            sent += _counter(text, "peertrain_tasks_dispatched_total", "kind").get("task", 0.0)
-        else:
-            for path, n in _counter(
-                text, "peertrain_aggregator_round_seconds_count", "path"
-            ).items():
-                paths[path] = paths.get(path, 0) + int(n)
+    sent = instances_metric(p, "orchestrator", "peertrain_tasks_dispatched_total", kind="task")
+    made = "peertrain_aggregator_round_seconds_count"
+    paths = {path: int(instances_metric(p, "aggregator", made, path=path)) for path in PATHS}
     return {
         "task_sends_per_task": round(sent / tasks, 3) if tasks else None,
-        "aggregation_paths": paths,
+        "aggregation_paths": {path: n for path, n in paths.items() if n},
     }
 
 

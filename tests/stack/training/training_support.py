@@ -28,6 +28,7 @@ import httpx
 import numpy as np
 import pytest
 import torch
+from prometheus_client.parser import text_string_to_metric_families
 from pymongo import MongoClient
 from safetensors.torch import load as load_safetensors
 
@@ -433,6 +434,23 @@ async def job_arrays(
     if inputs is not None:
         x, hx = inputs(x), inputs(hx)
     return x, torch.cat([b for _, b in parts]), hx, hy
+
+
+def instances_metric(p: Platform, service: str, name: str, **labels: str) -> float:
+    """A sample of ``/metrics`` summed over the running instances of ``service``
+    (``orchestrator``, ``orchestrator-2``, ...); 0 where absent."""
+    total = 0.0
+    for key, process in p.services.items():
+        if key.partition("-")[0] != service or process.proc is None:
+            continue  # another service, or an instance a test stopped
+        text = httpx.get(process.base_url + "/metrics", timeout=10).text
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == name and all(
+                    sample.labels.get(k) == v for k, v in labels.items()
+                ):
+                    total += float(sample.value)
+    return total
 
 
 async def job_events(http: httpx.AsyncClient, job_id: str) -> list[dict[str, Any]]:
