@@ -258,9 +258,19 @@ async def test_with_two_aggregators_a_round_closes_on_the_holders_running_sum(tm
         )
         for a in sorted(accepted, key=lambda a: a.shard)
     )
+    reads: list[str] = []
+    read_stream = pair.first.log.read_stream
+
+    async def counted(stream: str, *, after_seq: int = 0) -> list[RecordedEvent]:
+        reads.append(stream)
+        return await read_stream(stream, after_seq=after_seq)
+
+    pair.first.log.read_stream = counted  # type: ignore[method-assign]
     await pair.append(
         RoundClosed(job_id=JOB, round=1, attempt=1, reason="complete", included=included)
     )
+    assert reads == []  # the feed brought both update.accepted: nothing read at the close
+    pair.first.log.read_stream = read_stream  # type: ignore[method-assign]
     created = [e for e in await holder.model_events() if isinstance(e, ModelVersionCreated)]
     assert [c.version for c in created] == [0, 1]  # made once, by the holder
     assert _versions_made("running") == running + 1 and _versions_made("rebuilt") == rebuilt
