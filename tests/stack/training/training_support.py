@@ -245,9 +245,10 @@ def queue_depths(p: Platform, names: list[str]) -> dict[str, int]:
 
 
 def drop_instance_queues(p: Platform, instance_names: list[str]) -> None:
-    """Delete the own queues (``<prefix>.feed.<instance>`` and its DLQ) of instances gone
-    for good: the broker keeps them until ``feed_expires_s``, filling with events."""
-    own = tuple(f".feed.{name}{end}" for name in instance_names for end in ("", ".dlq"))
+    """Delete the own queues (``<prefix>.<purpose>.<instance>``: the feeds, the
+    orchestrator's ``tasks``) of instances gone for good: the broker keeps them until
+    ``feed_expires_s``, filling with events."""
+    own = tuple(f".{name}" for name in instance_names)
     with httpx.Client(base_url=MGMT, auth=("admin", "admin"), timeout=10) as mgmt:
         r = mgmt.get("/queues/%2F", params={"columns": "name"})
         r.raise_for_status()
