@@ -45,11 +45,13 @@ class _Factory:
 
 
 @contextlib.contextmanager
-def running_platform(prefix: str) -> Iterator[Platform]:
+def running_platform(prefix: str, *, instances: int = 1) -> Iterator[Platform]:
     """The end-to-end tests' platform (every service a process, a logged-in user), its
-    logs under a new temporary folder named ``prefix...`` (``platform.base.parent``)."""
+    logs under a new temporary folder named ``prefix...`` (``platform.base.parent``);
+    ``instances`` orchestrators and aggregators, jobs spread over them by leases."""
     base = Path(tempfile.mkdtemp(prefix=prefix))
-    gen = run_platform(uuid.uuid4().hex[:8], _Factory(base))  # type: ignore[arg-type]
+    factory = _Factory(base)
+    gen = run_platform(uuid.uuid4().hex[:8], factory, instances=instances)  # type: ignore[arg-type]
     platform = next(gen)
     try:
         yield platform

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from prometheus_client import REGISTRY
 
 from peertrain.aggregator.application import AGGREGATOR_SUBSCRIPTIONS, AggregatorApp
 from peertrain.aggregator.config import AggregatorSettings
@@ -187,3 +188,90 @@ async def test_a_job_event_after_a_gap_reads_both_streams_on_from_the_log(platfo
     cached = platform.app.models.cached(model_stream(JOB))
     assert cached is not None and cached.state.job_seq == 5  # t0 read on, t1 folded
     assert {t.shard for t in cached.state.tasks.values()} == {0, 1}
+
+
+class Pair:
+    """Two aggregator instances on one log and bucket: every event appended reaches both
+    (each has a feed of its own), peers' updates whichever instance a test names."""
+
+    def __init__(self, work_dir: Path) -> None:
+        store, self.clock = MemoryLeaseStore(), ManualClock()
+        self.first = Platform(work_dir / "a", leases=Leases(store, "a", ttl_s=10, clock=self.clock))
+        self.second = Platform(
+            work_dir / "b", leases=Leases(store, "b", ttl_s=10, clock=self.clock), shared=self.first
+        )
+        self.inbox: list[RecordedEvent] = []
+        self.first.log.on_append(self.inbox.extend)
+
+    async def settle(self) -> None:
+        while self.inbox:
+            event = self.inbox.pop(0)
+            for p in (self.first, self.second):
+                await deliver(AGGREGATOR_SUBSCRIPTIONS, p.app, event)
+
+    async def append(self, data: EventData) -> None:
+        await record(self.first.log, data)
+        await self.settle()
+
+    def holder(self) -> tuple[Platform, Platform]:
+        """The instance holding the job, and the other one."""
+        if self.first.app.leases.holds(JOB):
+            return self.first, self.second
+        assert self.second.app.leases.holds(JOB)
+        return self.second, self.first
+
+
+def _versions_made(path: str) -> float:
+    return (
+        REGISTRY.get_sample_value("peertrain_aggregator_round_seconds_count", {"path": path}) or 0
+    )
+
+
+async def test_with_two_aggregators_a_round_closes_on_the_holders_running_sum(tmp_path: Path):
+    pair = Pair(tmp_path)
+    for p in (pair.first, pair.second):
+        await p.app.tick()  # both join: the job goes to its preferred instance
+    holdout = _holdout()
+    await pair.first.blobs.put_bytes(HOLDOUT_KEY, holdout)
+    ref = ArtifactRef(key=HOLDOUT_KEY, sha256=hashlib.sha256(holdout).hexdigest(), size=1)
+    await pair.append(
+        JobCreated(job_id=JOB, owner_id="u1", name="n", dataset_id="d", peers=("p0", "p1"))
+    )
+    await pair.append(configured().model_copy(update={"holdout": ref}))
+    holder, other = pair.holder()
+    t0, t1 = task(0, "p0"), task(1, "p1")
+    for data in (opened(), t0, t1):
+        await pair.append(data)
+    base = load_state(await holder.blobs.get_bytes(f"models/{JOB}/v0.safetensors"))
+    await other.upload(t0, state_to_bytes(_delta(base, 0.01)))  # checked by the other
+    await holder.upload(t1, state_to_bytes(_delta(base, -0.02)))
+    await pair.settle()  # the other's update.accepted reaches the holder's feed
+    accepted = [e for e in await holder.model_events() if isinstance(e, UpdateAccepted)]
+    assert sorted(a.peer_id for a in accepted) == ["p0", "p1"]
+    assert holder.app.rounds[JOB].keys() == {f"{a.key}#{a.sha256}" for a in accepted}
+    assert JOB not in other.app.rounds  # only the holder keeps a running sum
+
+    running, rebuilt = _versions_made("running"), _versions_made("rebuilt")
+    included = tuple(
+        IncludedUpdate(
+            shard=a.shard, peer_id=a.peer_id, task_id=a.task_id, key=a.key, sha256=a.sha256
+        )
+        for a in sorted(accepted, key=lambda a: a.shard)
+    )
+    reads: list[str] = []
+    read_stream = pair.first.log.read_stream
+
+    async def counted(stream: str, *, after_seq: int = 0) -> list[RecordedEvent]:
+        reads.append(stream)
+        return await read_stream(stream, after_seq=after_seq)
+
+    pair.first.log.read_stream = counted  # type: ignore[method-assign]
+    await pair.append(
+        RoundClosed(job_id=JOB, round=1, attempt=1, reason="complete", included=included)
+    )
+    assert reads == []  # the feed brought both update.accepted: nothing read at the close
+    pair.first.log.read_stream = read_stream  # type: ignore[method-assign]
+    created = [e for e in await holder.model_events() if isinstance(e, ModelVersionCreated)]
+    assert [c.version for c in created] == [0, 1]  # made once, by the holder
+    assert _versions_made("running") == running + 1 and _versions_made("rebuilt") == rebuilt
+    assert created[1].lineage is not None and created[1].lineage.peers == ("p0", "p1")

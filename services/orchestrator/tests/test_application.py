@@ -5,6 +5,7 @@ every appended event goes through ``ORCHESTRATOR_SUBSCRIPTIONS`` (``deliver``), 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
@@ -32,7 +33,7 @@ from peertrain.common.events.tasks import (
     TaskMessage,
 )
 from peertrain.common.events.training import ShardingSpec
-from peertrain.common.leases import SoleInstance
+from peertrain.common.leases import Leases, MemoryLeaseStore, SoleInstance
 from peertrain.common.security import ROLE_USER, PeerMessage, Principal
 from peertrain.orchestrator.application import ORCHESTRATOR_SUBSCRIPTIONS, OrchestratorApp
 from peertrain.orchestrator.domain import Job
@@ -263,3 +264,188 @@ async def test_a_cancelled_job_tells_its_peers_to_stop() -> None:
     cancels = [m for m in p.publisher.sent if m.routing_key.endswith(".cancel")]
     assert sorted(m.routing_key for m in cancels) == ["peer.p1.cancel", "peer.p2.cancel"]
     assert all(CancelMessage.model_validate_json(m.body).job_id == job.job_id for m in cancels)
+
+
+TTL_S = 10.0
+
+
+class BrokenPublisher(MemoryPublisher):
+    """A publisher whose broker link is down while ``broken``."""
+
+    broken = False
+
+    async def publish(self, body: str, *, exchange: str, routing_key: str, message_id: str) -> None:
+        if self.broken:
+            raise ConnectionError("the broker is gone")
+        await super().publish(
+            body, exchange=exchange, routing_key=routing_key, message_id=message_id
+        )
+
+
+# -- two orchestrators -------------------------------------------------------------------
+
+
+class Instances:
+    """Orchestrators sharing one log, driven as the platform drives them: a row of
+    ``ORCHESTRATOR_SUBSCRIPTIONS`` that is ``per_instance`` reaches every live instance,
+    a shared queue's row one of them in turn (competing consumers); leases in one
+    :class:`MemoryLeaseStore`; each instance's messages to peers in its own publisher."""
+
+    def __init__(self, count: int = 2) -> None:
+        self.store = MemoryLeaseStore()
+        self.publishers = [BrokenPublisher() for _ in range(count)]
+        self.apps: list[OrchestratorApp] = []
+        self.live: list[OrchestratorApp] = []
+        self.turn = 0
+        self.failures: list[BaseException] = []
+
+    async def start(self) -> None:
+        """The platform's ports (log, bucket, clock) from the single-instance test's
+        driver, with its peers online and its dataset validated."""
+        self.p = await ready_platform()
+        for i, publisher in enumerate(self.publishers):
+            ports = Ports(
+                log=self.p.log,  # type: ignore[arg-type]
+                blobs=self.p.blobs,  # type: ignore[arg-type]
+                clock=self.p.clock,
+                publisher=publisher,
+                leases=Leases(self.store, f"o{i}", TTL_S, clock=self.p.clock),
+            )
+            self.apps.append(OrchestratorApp(ports))
+        self.live = list(self.apps)
+        for app in self.apps:  # each folds the log so far, and joins the membership
+            await app.replay()
+        await self.tick()
+
+    async def settle(self) -> None:
+        """Deliver what was appended, as the broker would, until quiet; a handler that
+        raises is recorded (its queue would deliver the message again, to it)."""
+        inbox = self.p.inbox
+        while inbox:
+            event = inbox.pop(0)
+            for row in ORCHESTRATOR_SUBSCRIPTIONS:
+                if row.peers is not None or event.type not in row.types or not self.live:
+                    continue
+                if row.per_instance:
+                    targets = list(self.live)
+                else:
+                    targets = [self.live[self.turn % len(self.live)]]
+                    self.turn += 1
+                for app in targets:
+                    await self._handle(app, row.method, event)
+        await self.sent_all()
+
+    async def _handle(self, app: OrchestratorApp, method: str, event: RecordedEvent) -> None:
+        try:
+            await getattr(app, method)(event)
+        except Exception as exc:
+            self.failures.append(exc)
+
+    async def sent_all(self) -> None:
+        """Wait for the sends the instances started in the background."""
+        for app in self.live:
+            await asyncio.gather(*app.dispatching.values())
+
+    async def tick(self) -> None:
+        for app in self.live:
+            await app.tick()
+        await self.settle()
+
+    def holder(self, job_id: str) -> OrchestratorApp:
+        (found,) = [app for app in self.live if app.leases.holds(job_id)]
+        return found
+
+    def tasks(self, i: int | None = None) -> list[tuple[str, TaskMessage]]:
+        """Task messages sent (by instance ``i``, or by any), with their peers."""
+        publishers = self.publishers if i is None else [self.publishers[i]]
+        return [
+            (m.routing_key.split(".")[1], TaskMessage.model_validate_json(m.body))
+            for publisher in publishers
+            for m in publisher.sent
+            if m.routing_key.endswith(".task")
+        ]
+
+    async def running(self) -> Job:
+        """A job on both peers, sharded, with its v0 stored (round 1 opens)."""
+        request = JobRequest.model_validate(
+            {
+                "name": "j",
+                "dataset_id": "d1",
+                "peers": list(PEERS),
+                "model": {"arch": "logreg"},
+                "training": {"rounds": 2, "seed": 1},
+            }
+        )
+        job = await self.apps[0].create_job(request, USER)
+        await self.settle()
+        await self.tick()  # the lease goes to the job's preferred instance
+        assert job.created is not None
+        shards = tuple(
+            ShardRef(key=f"s{k}", sha256=SHA, size=1, rows=50, index=k, peer_id=peer)
+            for k, peer in enumerate(job.created.peers)
+        )
+        sharded = DatasetSharded(
+            dataset_id="d1",
+            job_id=job.job_id,
+            sharding=ShardingSpec(),
+            shards=shards,
+            holdout=artifact("h", rows=20),
+            feature_spec=FEATURES,
+        )
+        await self.append(f"sharding:{job.job_id}", sharded, producer="dataset")
+        return job
+
+    async def store_v0(self, job_id: str) -> None:
+        v0 = ModelVersionCreated(
+            job_id=job_id, version=0, key="m0", sha256=SHA, size=1, strategy="fedavg"
+        )
+        await self.append(f"model:{job_id}", v0, producer="aggregator")
+
+    async def append(self, stream: str, *data: EventData, producer: str) -> None:
+        """Another service appends to ``stream``; the bus brings it."""
+        log = self.p.log
+        new = [NewEvent.of(d, producer=producer) for d in data]
+        await log.append(stream, new, expected_version=await log.stream_version(stream))
+        await self.settle()
+
+
+async def two_instances() -> Instances:
+    found = Instances()
+    await found.start()
+    return found
+
+
+async def test_with_two_orchestrators_each_task_reaches_its_peer_once_from_the_holder() -> None:
+    o = await two_instances()
+    job = await o.running()
+    await o.store_v0(job.job_id)
+    holder = o.apps.index(o.holder(job.job_id))
+    assigned = [e for e in o.p.log.events if e.type == "task.assigned"]
+    assert len(assigned) == 2
+    sent = o.tasks()
+    # before: the shared dispatch queue gave one task.assigned of two to the other
+    # instance, which sent it again
+    assert sorted(t.task_id for _, t in sent) == sorted(e.data.task_id for e in assigned)
+    assert sorted(peer for peer, _ in sent) == sorted(PEERS)
+    assert o.tasks(1 - holder) == []
+    assert not o.failures
+
+
+async def test_a_holder_that_dies_before_sending_has_its_tasks_sent_once_by_the_next() -> None:
+    o = await two_instances()
+    job = await o.running()
+    holder = o.holder(job.job_id)
+    other = next(app for app in o.apps if app is not holder)
+    h = o.apps.index(holder)
+    o.publishers[h].broken = True  # assigned, then its broker link goes, then it dies
+    await o.store_v0(job.job_id)
+    assigned = {e.data.task_id for e in o.p.log.events if e.type == "task.assigned"}
+    assert len(assigned) == 2 and o.tasks() == []  # nothing went out; the other waits
+    o.live.remove(holder)
+    o.p.clock.advance(TTL_S * 3)
+    for _ in range(3):
+        await o.tick()
+    assert other.leases.holds(job.job_id)
+    sent = o.tasks(1 - h)
+    assert sorted(t.task_id for _, t in sent) == sorted(assigned)  # each once
+    assert all(t.deadline > T0 for _, t in sent)

@@ -28,6 +28,7 @@ import httpx
 import numpy as np
 import pytest
 import torch
+from prometheus_client.parser import text_string_to_metric_families
 from pymongo import MongoClient
 from safetensors.torch import load as load_safetensors
 
@@ -244,9 +245,10 @@ def queue_depths(p: Platform, names: list[str]) -> dict[str, int]:
 
 
 def drop_instance_queues(p: Platform, instance_names: list[str]) -> None:
-    """Delete the own queues (``<prefix>.feed.<instance>`` and its DLQ) of instances gone
-    for good: the broker keeps them until ``feed_expires_s``, filling with events."""
-    own = tuple(f".feed.{name}{end}" for name in instance_names for end in ("", ".dlq"))
+    """Delete the own queues (``<prefix>.<purpose>.<instance>``: the feeds, the
+    orchestrator's ``tasks``) of instances gone for good: the broker keeps them until
+    ``feed_expires_s``, filling with events."""
+    own = tuple(f".{name}" for name in instance_names)
     with httpx.Client(base_url=MGMT, auth=("admin", "admin"), timeout=10) as mgmt:
         r = mgmt.get("/queues/%2F", params={"columns": "name"})
         r.raise_for_status()
@@ -433,6 +435,23 @@ async def job_arrays(
     if inputs is not None:
         x, hx = inputs(x), inputs(hx)
     return x, torch.cat([b for _, b in parts]), hx, hy
+
+
+def instances_metric(p: Platform, service: str, name: str, **labels: str) -> float:
+    """A sample of ``/metrics`` summed over the running instances of ``service``
+    (``orchestrator``, ``orchestrator-2``, ...); 0 where absent."""
+    total = 0.0
+    for key, process in p.services.items():
+        if key.partition("-")[0] != service or process.proc is None:
+            continue  # another service, or an instance a test stopped
+        text = httpx.get(process.base_url + "/metrics", timeout=10).text
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == name and all(
+                    sample.labels.get(k) == v for k, v in labels.items()
+                ):
+                    total += float(sample.value)
+    return total
 
 
 async def job_events(http: httpx.AsyncClient, job_id: str) -> list[dict[str, Any]]:

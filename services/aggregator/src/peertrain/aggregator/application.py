@@ -18,6 +18,9 @@ What it hears (:data:`AGGREGATOR_SUBSCRIPTIONS`, bound by the platform with
     last round. Idempotent by construction: the work is decided from the log, which
     says what is done. The others (a task accepted, its progress, ...) are folded into
     the job's cached state, which then follows the job stream without reading it.
+    And every ``update.accepted`` (any instance's): the holder folds into the round's
+    running sum those another instance accepted (:func:`~.usecases.updates.fold_recorded`),
+    so that a round closes on its running sum, not on a rebuild from the bucket.
 ``<prefix>.updates`` (``peertrain.telemetry``, ``peer.*.update``)
     peers' announced updates, verified (token and sender) ->
     :meth:`AggregatorApp.on_peer`.
@@ -37,7 +40,7 @@ from peertrain.common.blobs import BlobPort
 from peertrain.common.clock import Clock
 from peertrain.common.eventlog import Fold, Loaded, LogPort, Repository
 from peertrain.common.events import EventData, RecordedEvent
-from peertrain.common.events.models import model_stream
+from peertrain.common.events.models import UPDATE_ACCEPTED, model_stream
 from peertrain.common.events.tasks import UPDATE, UpdateAnnounced
 from peertrain.common.events.training import JOB_EVENT_TYPES, job_stream
 from peertrain.common.leases import Holding
@@ -47,7 +50,7 @@ from .config import AggregatorSettings
 from .domain import JobMemory
 from .usecases.holding import JOB_EVENTS, fold_job_event, keep_leases, on_job_event
 from .usecases.numerics import RoundWork
-from .usecases.updates import receive_update
+from .usecases.updates import fold_recorded, receive_update
 
 __all__ = ["AGGREGATOR_SUBSCRIPTIONS", "MODEL_FOLD", "AggregatorApp"]
 
@@ -116,11 +119,14 @@ class AggregatorApp:
     # -- what it hears ----------------------------------------------------------------
 
     async def on_event(self, event: RecordedEvent) -> None:
-        """A job event: acted on (:data:`~.usecases.holding.JOB_EVENTS`), or folded."""
+        """A job event: acted on (:data:`~.usecases.holding.JOB_EVENTS`), or folded; an
+        accepted update: folded into the running sum by the job's holder."""
         job_id = getattr(event.data, "job_id", None)
         if not isinstance(job_id, str):
             return
-        if event.type in JOB_EVENTS:
+        if event.type == UPDATE_ACCEPTED:
+            await fold_recorded(self, job_id, event)
+        elif event.type in JOB_EVENTS:
             await on_job_event(self, job_id, event)
         else:
             await fold_job_event(self, job_id, event)
@@ -247,7 +253,7 @@ class AggregatorApp:
 
 
 AGGREGATOR_SUBSCRIPTIONS: Table = (
-    On("feed", JOB_EVENT_TYPES, "on_event", per_instance=True),
+    On("feed", (*JOB_EVENT_TYPES, UPDATE_ACCEPTED), "on_event", per_instance=True),
     On("updates", (UPDATE,), "on_peer", peers={UPDATE: UpdateAnnounced}),
 )
 """What the aggregator hears (see the module's docstring)."""

@@ -64,9 +64,12 @@ ORCHESTRATOR_SUBSCRIPTIONS: Table = (
     # other services' events and every job event, on a queue of this instance's own
     # (every instance hears everything) -> fold, and decide for the jobs it holds
     On("feed", (*FACT_TYPES, *JOB_EVENT_TYPES), "on_event", per_instance=True),
-    # task.assigned / job.cancelled / a surplus task.lost -> messages to peers on
-    # peertrain.peers
-    On("dispatch", (TASK_ASSIGNED, JOB_CANCELLED, TASK_LOST), "on_dispatch"),
+    # task.assigned -> the task message to its peer on peertrain.peers, sent by the job's
+    # holder only: every instance hears it, so the holder always does (see dispatch)
+    On("tasks", (TASK_ASSIGNED,), "on_dispatch", per_instance=True),
+    # job.cancelled / a surplus task.lost -> cancel messages to the peers concerned, by
+    # whichever instance hears it
+    On("dispatch", (JOB_CANCELLED, TASK_LOST), "on_dispatch"),
     # peers' accepted / progress / failed telemetry -> task events
     On("peers", tuple(PEER_REPORTS), "on_peer", peers=PEER_REPORTS),
 )

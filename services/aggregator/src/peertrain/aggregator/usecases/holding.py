@@ -27,6 +27,7 @@ from peertrain.common.events.training import (
     ROUND_OPENED,
     TASK_ASSIGNED,
     TASK_LOST,
+    RoundClosed,
 )
 
 from ..domain import JobMemory
@@ -81,8 +82,11 @@ async def on_job_event(app: AggregatorApp, job_id: str, event: RecordedEvent) ->
                 app.observe(job_id, event)  # current for checking the job's updates
         return
     async with app.lock(job_id):
-        # other instances record updates too: read them before making a round's version
-        state = await app.load(job_id, event, fresh_models=event.type == ROUND_CLOSED)
+        # other instances record updates too: read them before making a round's version,
+        # unless the feed brought this one every update the round includes (their
+        # update.accepted): then a conflict on append is what reads on, if anything
+        fresh = event.type == ROUND_CLOSED and not _inputs_known(app, job_id, event)
+        state = await app.load(job_id, event, fresh_models=fresh)
         for _ in range(RECONCILE_ATTEMPTS - 1):
             try:
                 await reconcile(app, state, event)
@@ -92,6 +96,21 @@ async def on_job_event(app: AggregatorApp, job_id: str, event: RecordedEvent) ->
         else:
             await reconcile(app, state, event)  # the last try raises: redelivered
     await _let_go_if_ended(app, state)
+
+
+def _inputs_known(app: AggregatorApp, job_id: str, event: RecordedEvent) -> bool:
+    """Whether the job's cached state has accepted every update ``round.closed``
+    includes, as the round names it (no I/O)."""
+    closed = event.data
+    cached = app.models.cached(model_stream(job_id))
+    if not isinstance(closed, RoundClosed) or cached is None:
+        return False
+    accepted = cached.state.accepted
+    for inc in closed.included:
+        found = accepted.get((closed.round, closed.attempt, inc.shard))
+        if found is None or (found.key, found.sha256) != (inc.key, inc.sha256):
+            return False
+    return True
 
 
 async def fold_job_event(app: AggregatorApp, job_id: str, event: RecordedEvent) -> None:

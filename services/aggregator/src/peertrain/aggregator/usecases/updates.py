@@ -4,6 +4,12 @@ Every announcement ends in exactly one of: ``update.accepted`` (folded into the 
 running sum), ``update.rejected`` (with a code and a reason), or an acknowledged no-op
 (a duplicate, or a job this service has nothing on). Nothing here raises for a bad
 update, so a hostile peer can neither crash the consumer nor make it retry forever.
+
+Any instance checks and records an update (peers' announcements come on one shared
+queue); the holder of the job folds it into the round's running sum. An update another
+instance accepted reaches the holder as that instance's ``update.accepted`` on its feed
+(:func:`fold_recorded`): the holder folds the accepted copy from the bucket then, while
+the round still runs, so the round is not rebuilt from the bucket at its close.
 """
 
 from __future__ import annotations
@@ -26,8 +32,10 @@ from peertrain.aggregator.domain import (
 )
 from peertrain.aggregator.metrics import UPDATES, observe_update_bytes
 from peertrain.common.eventlog import ConcurrencyError
+from peertrain.common.events import RecordedEvent
 from peertrain.common.events.models import UpdateAccepted, UpdateRejected, accepted_update_key
 from peertrain.common.events.tasks import UpdateAnnounced
+from peertrain.common.events.training import RoundOpened
 from peertrain.common.security import PeerMessage, refuse
 
 from .numerics import decode_update, state_nbytes, update_norm
@@ -37,7 +45,7 @@ from .versions import begin_work, work_key
 if TYPE_CHECKING:
     from ..application import AggregatorApp
 
-__all__ = ["receive_update"]
+__all__ = ["fold_recorded", "receive_update"]
 
 log = structlog.get_logger(__name__)
 
@@ -84,7 +92,7 @@ async def receive_update(app: AggregatorApp, message: PeerMessage[UpdateAnnounce
                 return
             state = recorded
             if app.leases.holds(body.job_id):  # the holder makes the round's version
-                await _fold(app, state, decision, event, delta)
+                await _fold(app, state, decision.opened, event, delta)
             UPDATES.labels(outcome="accepted", code="").inc()
             observe_update_bytes(event)
             log.info("update accepted", norm=round(event.norm, 6))
@@ -197,14 +205,13 @@ async def _check(
 async def _fold(
     app: AggregatorApp,
     state: JobMemory,
-    candidate: Candidate,
+    opened: RoundOpened,
     accepted: UpdateAccepted,
     delta: dict[str, torch.Tensor],
 ) -> None:
     """Add the update to the round's running sum (best effort: a closing round rebuilds
     from the bucket whenever the running sum is not exactly what it includes)."""
     assert state.configured is not None
-    opened = candidate.opened
     work = app.rounds.get(state.job_id)
     try:
         if work is None or (work.round, work.attempt) != (opened.round, opened.attempt):
@@ -221,3 +228,49 @@ async def _fold(
         dropped = app.rounds.pop(state.job_id, None)
         if dropped is not None:
             dropped.close()
+
+
+async def fold_recorded(app: AggregatorApp, job_id: str, event: RecordedEvent) -> None:
+    """An ``update.accepted`` heard on the feed: folded into the job's cached state (no
+    read); by the job's holder, also into the round's running sum, from the accepted
+    copy in the bucket, unless it is there already (it accepted the update itself).
+
+    An update another instance checked was missing from the holder's running sum, so
+    every such round was rebuilt from the bucket when it closed (a download per update,
+    on the path from the last update to the next round). Best effort: whatever goes
+    wrong here, the round is rebuilt at its close, as before.
+    """
+    accepted = event.data
+    assert isinstance(accepted, UpdateAccepted)
+    async with app.lock(job_id):
+        app.observe(job_id, event)
+        if not app.leases.holds(job_id):
+            return
+        state = await app.load(job_id)
+        opened = state.opened.get((accepted.round, accepted.attempt))
+        if opened is None or state.configured is None:
+            return
+        if not state.is_open(accepted.round, accepted.attempt):
+            return  # closed meanwhile: its version is made (or being made) without this
+        work = app.rounds.get(job_id)
+        folded = set() if work is None else work.keys()
+        if (
+            work is not None
+            and (work.round, work.attempt) == (opened.round, opened.attempt)
+            and work_key(accepted.key, accepted.sha256) in folded
+        ):
+            return  # this instance accepted it, and folded it then
+        try:
+            base = await model_state(app, state, opened.model_version)
+            data = await fetch_capped(app, accepted.key, app.settings.max_update_bytes)
+            if sha256_hex(data) != accepted.sha256:
+                raise UpdateRefused(codes.SHA256_MISMATCH, "changed after it was accepted")
+            cfg = state.configured
+            delta = await asyncio.to_thread(
+                decode_update, data, base, cfg.aggregation.update_bound, cfg.training.compression
+            )
+        except Exception as exc:  # the round is rebuilt at its close
+            log.warning("could not fold an update accepted elsewhere", error=repr(exc))
+            return
+        await _fold(app, state, opened, accepted, delta)
+        log.info("update accepted elsewhere folded", task_id=accepted.task_id)

@@ -3,7 +3,8 @@
 Decisions come from :func:`~peertrain.orchestrator.domain.reconcile`, run after every
 fact and on a timer (deadlines), always under the context's lock, and only for the
 jobs whose lease this instance holds (:mod:`peertrain.common.leases`): the timer also
-renews the leases and takes over the jobs of instances that stopped.
+renews the leases and takes over the jobs of instances that stopped (sending the
+tasks of their open rounds that no peer has taken on yet: see ``dispatch``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ..domain.job import decide_configured
 from ..metrics import JOBS, JOBS_FINISHED, ROUND_DURATION, ROUND_PEERS, ROUNDS_CLOSED, TASKS
 from . import catchup
 from .configure import write_configuration
-from .dispatch import dispatch_soon
+from .dispatch import dispatch_soon, resend_open
 
 if TYPE_CHECKING:
     from ..application import OrchestratorApp
@@ -72,7 +73,11 @@ async def on_fact(app: OrchestratorApp, event: RecordedEvent) -> None:
             app.folded.notify_all()
         if touched.terminal is not None:
             gauge(app)
-        elif await app.leases.claim(touched.job_id):
+            return
+        held = app.leases.holds(touched.job_id)
+        if await app.leases.claim(touched.job_id):
+            if not held:  # just taken: its holder may have died before sending
+                resend_open(app, touched)
             await advance(app, touched)
 
 
@@ -106,6 +111,8 @@ async def _keep_leases(app: OrchestratorApp) -> None:
     for job_id in await leases.keep(active):
         job = await catchup.catch_up(app, job_id)
         log.info("job taken", job_id=job_id, state=job.state if job else None)
+        if job is not None:  # its holder may have died between assigning and sending
+            resend_open(app, job)
 
 
 async def advance(app: OrchestratorApp, job: Job) -> None:

@@ -1,13 +1,20 @@
 """Talking to peers: task messages (with presigned URLs) and cancel messages.
 
-A task this process just assigned is sent at once (:func:`dispatch_soon`); the bus
-delivery of its ``task.assigned`` still comes, and :func:`dispatch` then only checks
-that the send worked, sending itself after a failure or a restart (at least once).
+Each task is sent once, by the instance that holds its job's lease (the one that
+assigned it). It sends a task it just assigned at once (:func:`dispatch_soon`); the
+bus still brings every ``task.assigned`` to every instance (a queue of each one's own),
+and :func:`dispatch` then only checks that the send worked, sending itself after a
+failure. An instance that does not hold the job sends nothing: with one shared queue,
+half the tasks reached the other instance, which sent them a second time. An instance
+that takes a job over, or holds it at start-up, sends the tasks of the job's open round
+its peers have not taken on yet (:func:`resend_open`): the holder may have died between
+assigning and sending, so every task still reaches its peer at least once.
 """
 
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import TYPE_CHECKING
 
 import structlog
@@ -29,8 +36,9 @@ from . import catchup
 
 if TYPE_CHECKING:
     from ..application import OrchestratorApp
+    from ..domain import Job
 
-__all__ = ["MAX_DISPATCHING", "dispatch", "dispatch_soon", "task_message"]
+__all__ = ["MAX_DISPATCHING", "dispatch", "dispatch_soon", "resend_open", "task_message"]
 
 log = structlog.get_logger(__name__)
 
@@ -45,21 +53,23 @@ appended, before it reads the job's streams itself."""
 def dispatch_soon(app: OrchestratorApp, event: RecordedEvent) -> None:
     """Send a task this process just assigned without waiting for the bus to bring
     ``task.assigned`` back (one relay and one consumer hop less per round)."""
+    assert isinstance(event.data, TaskAssigned)
+    _in_background(app, event.id, event.data)
+
+
+def _in_background(app: OrchestratorApp, key: str, assigned: TaskAssigned) -> None:
     dispatching = app.dispatching
     if len(dispatching) > MAX_DISPATCHING:  # bus deliveries lost: forget the oldest
         for stale in list(dispatching)[: len(dispatching) // 2]:
             dispatching.pop(stale)
-    dispatching[event.id] = asyncio.create_task(_dispatch_task(app, event))
+    dispatching[key] = asyncio.create_task(_dispatch_task(app, assigned))
 
 
-async def _dispatch_task(app: OrchestratorApp, event: RecordedEvent) -> bool:
-    assert isinstance(event.data, TaskAssigned)
+async def _dispatch_task(app: OrchestratorApp, assigned: TaskAssigned) -> bool:
     try:
-        message = await task_message(app, event.data)
+        message = await task_message(app, assigned)
         if message is not None:
-            await _send(
-                app, event.data.peer_id, "task", message.model_dump_json(), event.data.task_id
-            )
+            await _send(app, assigned.peer_id, "task", message.model_dump_json(), assigned.task_id)
     except Exception as exc:  # the bus delivery will try again
         log.warning("sending a task failed; the bus will retry", error=repr(exc))
         return False
@@ -75,6 +85,8 @@ async def dispatch(app: OrchestratorApp, event: RecordedEvent) -> None:
         sent = app.dispatching.pop(event.id, None)
         if sent is not None and await sent:
             return
+        if not app.leases.holds(data.job_id):
+            return  # its holder sent it (and sends it again should it take the job over)
         await app.folded_to(data.job_id, event.seq, timeout_s=FEED_WAIT_S)
         async with app.lock:  # another instance may have assigned it: read that far
             await catchup.seen(app, event, data.job_id)
@@ -99,6 +111,36 @@ async def dispatch(app: OrchestratorApp, event: RecordedEvent) -> None:
             job_id=data.job_id, task_id=data.task_id, reason=data.reason
         ).model_dump_json()
         await _send(app, data.peer_id, "cancel", body, event.id)
+
+
+def resend_open(app: OrchestratorApp, job: Job) -> int:
+    """Send, in the background, the tasks of ``job``'s open round that their peers have
+    not taken on (``assigned``, not ``accepted``); how many (the caller just took the
+    job's lease, or holds it at start-up)."""
+    if job.current is None or job.terminal is not None or job.created is None:
+        return 0
+    waiting = [t for t in job.current.tasks.values() if t.acceptable]
+    for task in waiting:
+        assigned = TaskAssigned(
+            job_id=job.job_id,
+            round=task.round,
+            attempt=task.attempt,
+            shard=task.shard,
+            task_id=task.task_id,
+            peer_id=task.peer_id,
+            update_key=task.update_key,
+            deadline=task.deadline,
+        )
+        key = f"{task.task_id}@taken"  # no bus delivery pops it: it goes when done
+        _in_background(app, key, assigned)
+        app.dispatching[key].add_done_callback(partial(_forget, app.dispatching, key))
+    if waiting:
+        log.info("sending the open tasks of a job taken", job_id=job.job_id, tasks=len(waiting))
+    return len(waiting)
+
+
+def _forget(dispatching: dict[str, asyncio.Task[bool]], key: str, _: object) -> None:
+    dispatching.pop(key, None)
 
 
 async def _send(app: OrchestratorApp, peer_id: str, kind: str, body: str, message_id: str) -> None:
