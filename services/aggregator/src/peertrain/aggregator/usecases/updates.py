@@ -9,6 +9,7 @@ update, so a hostile peer can neither crash the consumer nor make it retry forev
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import structlog
@@ -26,10 +27,12 @@ from peertrain.aggregator.domain import (
 )
 from peertrain.aggregator.metrics import UPDATE_BYTES, UPDATES
 from peertrain.common.eventlog import ConcurrencyError
+from peertrain.common.events import EventData
 from peertrain.common.events.models import UpdateAccepted, UpdateRejected, accepted_update_key
 from peertrain.common.events.tasks import UpdateAnnounced
 from peertrain.common.security import PeerMessage, refuse
 
+from .checks import compare
 from .numerics import decode_update, state_nbytes, update_norm
 from .storage import fetch_capped, model_state, sha256_hex
 from .versions import begin_work, work_key
@@ -78,12 +81,13 @@ async def receive_update(app: AggregatorApp, message: PeerMessage[UpdateAnnounce
             # peer's upload form stays usable until its deadline, so the object at the
             # task's key may change after this point
             await app.blobs.put_bytes(event.key, data, content_type="application/octet-stream")
-            recorded = await _record(app, state, peer_id, body, [event])
+            checked = await compare(app, state, event, delta, decision.opened.model_version)
+            recorded = await _record(app, state, peer_id, body, [event, *checked])
             if recorded is None:
                 UPDATES.labels(outcome="duplicate", code="").inc()
                 return
             state = recorded
-            if app.leases.holds(body.job_id):  # the holder makes the round's version
+            if app.leases.holds(body.job_id) and event.checks is None:  # a check is not summed
                 await _fold(app, state, decision, event, delta)
             UPDATES.labels(outcome="accepted", code="").inc()
             UPDATE_BYTES.inc(event.size)
@@ -99,7 +103,7 @@ async def _record(
     state: JobMemory,
     peer_id: str,
     body: UpdateAnnounced,
-    data: list[UpdateAccepted] | list[UpdateRejected],
+    data: Sequence[EventData],
 ) -> JobMemory | None:
     """Append the verdict on ``body``; the state it is in (``None``: decided meanwhile).
 
@@ -186,6 +190,7 @@ async def _check(
         claimed_samples=body.samples,
         train_loss=body.train_loss,
         train_accuracy=body.train_accuracy,
+        checks=candidate.task.checks,
     )
     return accepted, dict(delta), data
 
