@@ -77,7 +77,12 @@ def test_resolve_strikes_the_member_the_other_two_do_not_confirm() -> None:
     assert lazy_check.confirmed == ("p", "t")
     lazy_primary = resolve(["p", "c", "t"], {**base, frozenset("pt"): False, frozenset("ct"): True})
     assert lazy_primary is not None and lazy_primary.struck == ("p",)
-    nobody = resolve(["p", "c", "t"], {**base, frozenset("pt"): False, frozenset("ct"): False})
+    apart = {**base, frozenset("pt"): False, frozenset("ct"): False}
+    assert resolve(["p", "c", "t"], apart) is None  # a lazy checker shields: a fourth peer
+    four = {**apart, frozenset("pf"): False, frozenset("cf"): False, frozenset("tf"): True}
+    both = resolve(["p", "c", "t", "f"], four)
+    assert both is not None and both.struck == ("p", "c") and both.confirmed == ("t", "f")
+    nobody = resolve(["p", "c", "t", "f"], {**four, frozenset("tf"): False})
     assert nobody is not None and nobody.struck == () and nobody.confirmed == ()
 
 
@@ -109,7 +114,7 @@ def test_the_round_waits_for_its_checks_and_sums_only_the_checked_updates() -> N
     (closed,) = h.settle()
     assert isinstance(closed, RoundClosed) and closed.reason == "complete"
     assert {u.task_id for u in closed.included} == {p.task_id for p, _ in pairs}
-    assert all(h.job.confirmations[p] == 2 for p in ("p0", "p1", "p2", "p3"))
+    assert all(h.job.confirmations[p] == 1 for p in ("p0", "p1", "p2", "p3"))
     assert not h.job.strikes
 
 
@@ -190,3 +195,26 @@ def test_a_check_is_sent_as_its_checked_task_is_with_the_same_seed_model_and_sha
         assert a is not None and b is not None
         assert a.seed == b.seed and a.plan == b.plan and a.version == b.version
         assert a.training == b.training
+
+
+def test_a_lazy_checker_shielding_a_lazy_peer_brings_a_fourth_peer_and_both_are_struck() -> None:
+    h = checked()
+    primary, check = _pairs(_assigned(h.settle()))[0]
+    h.accept(primary)
+    h.accept(check)
+    h.verdict(primary, check, agree=False)
+    (tie,) = _assigned(h.settle())
+    h.accept(tie)
+    h.verdict(primary, tie, agree=False)
+    h.verdict(check, tie, agree=False)
+    (fourth,) = _assigned(h.settle())
+    assert fourth.checks == primary.task_id
+    assert fourth.peer_id not in {primary.peer_id, check.peer_id, tie.peer_id}
+    h.accept(fourth)
+    h.verdict(primary, fourth, agree=False)
+    h.verdict(check, fourth, agree=False)
+    h.verdict(tie, fourth, agree=True)
+    assert set(h.job.strikes) == {primary.peer_id, check.peer_id}
+    assert _assigned(h.settle()) == []  # decided: no fifth
+    rnd = h.job.current
+    assert rnd is not None and rnd.accepted[primary.shard].task_id == tie.task_id

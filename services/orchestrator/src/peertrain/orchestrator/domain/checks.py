@@ -9,8 +9,9 @@ of the group's accepted updates; :func:`resolve` reads the verdicts:
 * two that agree confirm each other (``checked`` and its check: done, no tie-break);
 * checked and check disagree: undecided until the tie-break's update is compared with
   both; then every member that agrees with another is confirmed, and every other one is
-  struck (``check_mismatch``). If the tie-break agrees with neither, nobody is
-  confirmed and nobody struck (two of the three are wrong; which, nobody can tell).
+  struck (``check_mismatch``). If the tie-break agrees with neither (two of the three
+  are wrong: a lazy checker shielding a lazy peer), a fourth peer trains it; if that
+  one agrees with nobody either, nobody is confirmed and nobody struck.
 
 Who is checked (:func:`wants_check`): a peer on probation (fewer than
 ``verify.probation`` confirmations in the job), a peer with a strike (escalation), and
@@ -32,7 +33,18 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .job import Job
 
-__all__ = ["Resolution", "pick_peer", "resolve", "sampled", "trusted", "wants_check"]
+__all__ = [
+    "MAX_GROUP",
+    "Resolution",
+    "pick_peer",
+    "resolve",
+    "sampled",
+    "trusted",
+    "wants_check",
+]
+
+MAX_GROUP = 4
+"""Tasks of one check group at most: the checked one, its check, two tie-breaks."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +72,8 @@ def resolve(members: Sequence[str], verdicts: Mapping[frozenset[str], bool]) -> 
     confirmed = tuple(
         m for m in members if any(verdicts[frozenset((m, o))] for o in members if o != m)
     )
+    if not confirmed and len(members) < MAX_GROUP:
+        return None  # nobody agrees with anybody yet: one more tie-break
     struck = tuple(m for m in members if m not in confirmed) if confirmed else ()
     return Resolution(confirmed, struck)
 

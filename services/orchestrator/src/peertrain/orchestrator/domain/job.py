@@ -48,7 +48,7 @@ from peertrain.common.events.training import (
 from peertrain.common.security import Principal
 from peertrain.common.specs import TrainingParams, derive_seed
 
-from .checks import Resolution, resolve
+from .checks import MAX_GROUP, Resolution, resolve
 from .errors import JobStateConflict
 
 __all__ = [
@@ -143,7 +143,8 @@ class Round:
         return [checked, *(t.task_id for t in self.tasks.values() if t.checks == checked)]
 
     def disputed(self) -> list[str]:
-        """Checked tasks whose check disagreed and that have no tie-break yet."""
+        """Checked tasks whose group was compared in full without a decision: another
+        tie-break is due (up to ``MAX_GROUP`` tasks)."""
         found = (
             checked
             for pair, agreed in self.verdicts.items()
@@ -152,9 +153,15 @@ class Round:
             if checked not in self.settled
             and checked in self.tasks
             and self.tasks[checked].checks is None
-            and len(self.group(checked)) == 2
         )
-        return list(dict.fromkeys(found))
+        return [c for c in dict.fromkeys(found) if self._undecided(c)]
+
+    def _undecided(self, checked: str) -> bool:
+        members = self.group(checked)
+        if not 2 <= len(members) < MAX_GROUP:
+            return False
+        pairs = (frozenset((a, b)) for i, a in enumerate(members) for b in members[i + 1 :])
+        return all(p in self.verdicts for p in pairs) and resolve(members, self.verdicts) is None
 
     def live(self, shard: int) -> Task | None:
         """The shard's latest task that was not lost (``None`` if all were)."""
@@ -198,7 +205,8 @@ class Job:
     ``strike``), by peer."""
     excluded: dict[str, PeerExcluded] = field(default_factory=dict)
     confirmations: dict[str, int] = field(default_factory=dict)
-    """Checked tasks of each peer whose update another peer's confirmed."""
+    """Checked tasks of each peer (its own, not those it checked) whose update another
+    peer's confirmed."""
     waiting: RoundWaiting | None = None
     """The round attempt waiting for peers to come online, until it opens."""
     diverged: ModelDiverged | None = None
@@ -434,8 +442,10 @@ class Job:
         if res is None:
             return
         rnd.settled[data.checked] = res
-        for task_id in res.confirmed:
-            peer = rnd.tasks[task_id].peer_id
+        # probation counts the peer's own checked tasks only: one honest task is no
+        # proof (a replaying peer's first is honest), agreeing as a checker neither
+        if data.checked in res.confirmed:
+            peer = rnd.tasks[data.checked].peer_id
             self.confirmations[peer] = self.confirmations.get(peer, 0) + 1
         for task_id in res.struck:
             self._strike(_mismatch_refusal(self.job_id, rnd, rnd.tasks[task_id], res))

@@ -242,19 +242,28 @@ def _open(
         n += 1
         primaries.append(_assign(job, round_, attempt, plan.index, peer, n, deadline, None))
     events += primaries
-    # checked work: the tasks picked are trained again by another online peer
-    for task in primaries:
-        if not wants_check(job, task.peer_id, round_, task.shard):
-            continue
-        checker = pick_peer(job, load, env.online, besides={task.peer_id})
-        if checker is None:
-            continue
-        load[checker] = load.get(checker, 0) + 1
-        n += 1
-        events.append(
-            _assign(job, round_, attempt, task.shard, checker, n, deadline, None, task.task_id)
-        )
+    for task in primaries:  # checked work: picked tasks are trained again by another peer
+        check = _check(job, task, load, env, n + 1)
+        if check is not None:
+            n += 1
+            events.append(check)
     return events
+
+
+def _check(
+    job: Job, task: TaskAssigned, load: dict[str, int], env: Env, n: int
+) -> TaskAssigned | None:
+    """The check of ``task`` (``aggregation.verify``), if it is picked and another of the
+    job's peers is online to train it; ``load`` counts it."""
+    if not wants_check(job, task.peer_id, task.round, task.shard):
+        return None
+    checker = pick_peer(job, load, env.online, besides={task.peer_id})
+    if checker is None:
+        return None
+    load[checker] = load.get(checker, 0) + 1
+    return _assign(
+        job, task.round, task.attempt, task.shard, checker, n, task.deadline, None, task.task_id
+    )
 
 
 def _assign(
@@ -283,12 +292,14 @@ def _assign(
 
 
 def _spare(job: Job, load: dict[str, int], env: Env, *, exclude: str) -> str | None:
-    """The job's online peer with the least work this round (shard order breaks ties)."""
+    """The job's online peer with the least work this round (shard order breaks ties),
+    one without strikes before one with."""
     assert job.created is not None
-    candidates = [p for p in dict.fromkeys(job.created.peers) if p in env.online and p != exclude]
+    peers = job.created.peers
+    candidates = [p for p in dict.fromkeys(peers) if p in env.online and p != exclude]
     if not candidates:
         return None
-    return min(candidates, key=lambda p: (load.get(p, 0), job.created.peers.index(p)))  # type: ignore[union-attr]
+    return min(candidates, key=lambda p: (bool(job.strikes.get(p)), load.get(p, 0), peers.index(p)))
 
 
 def _reassign(job: Job, cur: Round, env: Env) -> list[EventData]:
@@ -309,9 +320,14 @@ def _reassign(job: Job, cur: Round, env: Env) -> list[EventData]:
             return
         load[spare] = load.get(spare, 0) + 1
         n += 1
-        events.append(
-            _assign(job, cur.round, cur.attempt, task.shard, spare, n, cur.deadline, task.task_id)
+        again = _assign(
+            job, cur.round, cur.attempt, task.shard, spare, n, cur.deadline, task.task_id
         )
+        events.append(again)
+        check = _check(job, again, load, env, n + 1)  # a spare's work is checked as its own
+        if check is not None:
+            n += 1
+            events.append(check)
 
     if env.now >= cur.deadline:
         return events
