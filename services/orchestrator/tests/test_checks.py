@@ -218,3 +218,19 @@ def test_a_lazy_checker_shielding_a_lazy_peer_brings_a_fourth_peer_and_both_are_
     assert _assigned(h.settle()) == []  # decided: no fifth
     rnd = h.job.current
     assert rnd is not None and rnd.accepted[primary.shard].task_id == tie.task_id
+
+
+def test_a_round_does_not_close_between_a_checks_update_and_its_verdict() -> None:
+    h = checked()
+    pairs = _pairs(_assigned(h.settle()))
+    for p, _ in pairs:
+        h.accept(p)
+    for p, c in pairs[1:]:
+        h.accept(c)
+        h.verdict(p, c, agree=True)
+    primary, check = pairs[0]
+    h.accept(check)  # its verdict is folded next (the same append, on the platform)
+    assert h.settle() == []
+    h.verdict(primary, check, agree=False)
+    (tie,) = _assigned(h.settle())
+    assert tie.checks == primary.task_id

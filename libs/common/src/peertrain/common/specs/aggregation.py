@@ -42,11 +42,13 @@ class VerifySpec(BaseModel):
 
     A checked task is trained again by another of the job's online peers, from the same
     model version, shard and seed; the aggregator compares the two updates and, when
-    they disagree, a third peer trains it too (the tie-break). The peer whose update the
-    others do not confirm gets a strike (``check_mismatch``). Which tasks are checked:
+    they disagree, a third peer trains it too (the tie-break; a fourth if the third
+    agrees with neither). A peer whose update the others do not confirm gets a strike
+    (``check_mismatch``) and its update leaves the round for the confirmed one. Which
+    tasks are checked:
 
-    * every task of a peer with fewer than ``probation`` confirmations (its update agreed
-      with another peer's) in the job: a newcomer's first tasks;
+    * every task of a peer with fewer than ``probation`` confirmations (a task of its own
+      whose update another peer's agreed with) in the job: a newcomer's first tasks;
     * every task of a peer with a strike in the job (escalation);
     * ``share`` of the other tasks, by a seeded hash of the round and shard.
 
@@ -63,8 +65,8 @@ class VerifySpec(BaseModel):
         updates of one task agree. Calibrated on honest runs: 1.4e-7 between 1 and 2
         CPU threads; a lazy update is at 0.89 (a tenth of the shard) to 1.41 (noise).
     probation
-        Confirmations a peer needs in a job before only ``share`` of its tasks is
-        checked.
+        Confirmed tasks of its own a peer needs in a job before only ``share`` of its
+        tasks is checked (2: a peer honest once, then lazy, is still checked).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -169,11 +169,23 @@ class Round:
         return found[-1] if found else None
 
     def shard_resolved(self, shard: int) -> bool:
-        """Accepted, or no task of it can deliver any more; and no check of it open."""
+        """Accepted, or no task of it can deliver any more; and no check of it open or
+        waiting for its verdict."""
         mine = [t for t in self.tasks.values() if t.shard == shard]
         if any(t.open and t.checks is not None for t in mine):
             return False
+        if any(self._comparing(t.task_id) for t in mine if t.checks is not None):
+            return False
         return shard in self.accepted or not any(t.open for t in mine)
+
+    def _comparing(self, check: str) -> bool:
+        """A check whose update is in and whose comparisons are not all folded yet (they
+        come in the append after the update's, or in the same one, folded after it)."""
+        task = self.tasks[check]
+        if task.state != "updated" or task.checks is None or task.checks in self.settled:
+            return False
+        done = [m for m in self.group(task.checks) if self.tasks[m].state == "updated"]
+        return any(frozenset((check, m)) not in self.verdicts for m in done if m != check)
 
     def open_load(self, peer_id: str) -> int:
         """Open tasks of ``peer_id`` in this round."""
