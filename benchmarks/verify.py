@@ -17,7 +17,10 @@ runs), ``honest_struck`` (strikes against honest peers, over all runs),
 work the job would have cost without checks),
 ``extra_compute_share_first_5_rounds`` (the same, rounds 1-5 only: the price while lazy
 peers are around), ``lazy_excluded_round_max`` (the latest round a lazy peer was excluded
-in), ``final_accuracy_mean``. Goals: >= 0.95, 0, <= 0.15.
+in), ``final_accuracy_mean``. Goals: >= 0.95, 0, <= 0.15. ``calibration_*``: the
+tolerance's calibration (:func:`calibrate`): the largest relative distance between one
+task trained on 1 and on 2 torch threads, and the smallest between an honest update and
+a tenth-of-the-shard one, and noise of its norm.
 
 Usage: ``python benchmarks/verify.py [--runs N] [--rounds R]``
 """
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import tempfile
 import time
@@ -33,19 +37,25 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+import torch
+
 sys.path.insert(0, str(Path(__file__).resolve().parent / "sim"))
 
 from tasks import ANCHOR, MODEL, TRAINING, load_task, write_task
 
 import peertrain.sim as sim
+from peertrain.common.events.models import model_key
 from peertrain.common.events.training import PeerExcluded, RoundOpened, TaskAssigned
+from peertrain.common.specs import derive_seed
+from peertrain.ml.weights.agreement import relative_distance
 from peertrain.sim.peers import LAZY_MODES
+from peertrain.sim.training import TaskInput, train_task
 
 PEERS = 8
 RUNS = 20
 ROUNDS = 30
 WITHIN = 5
-SHARE = 0.05
+SHARE = 0.02
 
 
 def spec(seed: int, rounds: int, share: float) -> dict[str, Any]:
@@ -109,6 +119,55 @@ def _honest_strikes(result: sim.SimResult, lazy: set[str]) -> int:
     return sum(len(s) for p, s in job.strikes.items() if p not in lazy)
 
 
+def calibrate(data: sim.SimData, versions: int = 3) -> dict[str, float]:
+    """The tolerance's calibration: one task (a peer's shard, one local epoch) trained
+    on 1 and on 2 torch threads from versions 0..``versions - 1`` of an honest 8-peer
+    run (their summation orders differ), against what lazy peers send of it."""
+    job = sim.parse_job_spec(spec(0, versions, 0.0))
+    before = torch.get_num_threads()
+    result = sim.run(job, data, peers=PEERS, device="cpu")
+    assert result.blobs is not None
+    honest: list[float] = []
+    tenth: list[float] = []
+    noise: list[float] = []
+    rows = len(data.train_y) // PEERS
+    x, y = data.train_x[:rows].astype("float32"), data.train_y[:rows].astype("int64")
+    for v in range(versions):
+        seed = derive_seed(job.training.seed, v + 1, 0)
+
+        def task(cut: int, v: int = v, seed: int = seed) -> TaskInput:
+            return TaskInput(
+                model_bytes=result.blobs.objects[model_key("sim", v)],  # type: ignore[union-attr]
+                x=x[:cut],
+                y=y[:cut],
+                model_spec=job.model,
+                feature_spec=data.feature_spec,
+                training=job.training,
+                seed=seed,
+                round=v + 1,
+                device="cpu",
+            )
+
+        one = train_task(task(rows), threads=1).delta
+        two = train_task(task(rows), threads=2).delta
+        honest.append(relative_distance(one, two))
+        tenth.append(relative_distance(one, train_task(task(rows // 10), threads=1).delta))
+        g = torch.Generator().manual_seed(v)
+        rnd = {k: torch.randn(t.shape, generator=g) for k, t in one.items()}
+        scale = _norm(one) / _norm(rnd)
+        noise.append(relative_distance(one, {k: t * scale for k, t in rnd.items()}))
+    torch.set_num_threads(before)
+    return {
+        "calibration_honest_distance_max": max(honest),
+        "calibration_tenth_distance_min": round(min(tenth), 4),
+        "calibration_noise_distance_min": round(min(noise), 4),
+    }
+
+
+def _norm(state: dict[str, torch.Tensor]) -> float:
+    return math.sqrt(float(sum(t.double().square().sum() for t in state.values())))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=RUNS)
@@ -122,6 +181,8 @@ def main() -> None:
     data = sim.from_arrays(
         arrays["train_x"], arrays["train_y"], arrays["holdout_x"], arrays["holdout_y"]
     )
+    calibration = calibrate(data)
+    print(json.dumps(calibration), file=sys.stderr, flush=True)
     runs = []
     for seed in range(args.runs):
         run = one_run(data, seed, args.rounds, args.share)
@@ -155,6 +216,7 @@ def main() -> None:
                 ),
                 "completed": sum(run["state"] == "completed" for run in runs),
                 "final_accuracy_mean": round(mean(r["accuracy"] or 0.0 for r in runs), 4),
+                **calibration,
                 "wall_s": round(time.perf_counter() - started, 1),
             }
         )
