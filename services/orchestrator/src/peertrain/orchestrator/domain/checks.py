@@ -15,20 +15,20 @@ of the group's accepted updates; :func:`resolve` reads the verdicts:
 
 Who is checked (:func:`wants_check`): a peer on probation (fewer than
 ``verify.probation`` confirmations in the job), a peer with a strike (escalation), and
-``verify.share`` of the others' tasks by a seeded hash (:func:`~peertrain.ml` 's
-``checked``, re-derived here without torch). Checks and tie-breaks go to the job's online
-peers (:func:`pick_peer`): never struck before confirmed-never-struck before the rest, the
-least loaded first, so a lazy checker rarely decides anything, and a lazy peer that is
-confirmed by an honest check stays confirmed only while it keeps agreeing.
+``verify.share`` of the others' tasks by a seeded hash (:func:`sampled`). Checks and
+tie-breaks go to the job's online peers (:func:`pick_peer`): never struck before struck,
+confirmed before unconfirmed, the least loaded first, so a lazy checker rarely decides
+anything.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING
+
+from peertrain.common.specs import derive_seed
 
 if TYPE_CHECKING:
     from .job import Job
@@ -79,15 +79,14 @@ def resolve(members: Sequence[str], verdicts: Mapping[frozenset[str], bool]) -> 
 
 
 def sampled(seed: int, round_: int, shard: int, share: float) -> bool:
-    """Whether the task of ``shard`` in ``round_`` is among ``share`` of the tasks (a
-    stable hash: the same on every instance and in the simulation; the same rule as
-    ``peertrain.ml.weights.agreement.checked``, which the orchestrator cannot import)."""
+    """Whether the task of ``shard`` in ``round_`` is among ``share`` of the tasks: a
+    stable hash (:func:`~peertrain.common.specs.derive_seed`), the same on every
+    instance, at every replay and in the simulation."""
     if share <= 0.0:
         return False
     if share >= 1.0:
         return True
-    digest = hashlib.sha256(f"{seed}:{round_}:{shard}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64 < share
+    return derive_seed(seed, "verify", round_, shard) / 2**63 < share
 
 
 def trusted(job: Job, peer: str) -> bool:

@@ -356,8 +356,9 @@ def _reassign(job: Job, cur: Round, env: Env) -> list[EventData]:
 
 
 def _tiebreaks(job: Job, cur: Round, env: Env) -> list[EventData]:
-    """A third peer for each checked task whose check disagreed (none if no other peer
-    is online: the group stays undecided, nobody is struck)."""
+    """Another peer for each check group compared in full without a decision (a third
+    after a disagreement, a fourth if the third agrees with neither; none if no other
+    peer is online: the group stays undecided, nobody is struck)."""
     if env.now >= cur.deadline:
         return []
     events: list[EventData] = []
