@@ -234,3 +234,19 @@ def test_a_round_does_not_close_between_a_checks_update_and_its_verdict() -> Non
     h.verdict(primary, check, agree=False)
     (tie,) = _assigned(h.settle())
     assert tie.checks == primary.task_id
+
+
+def test_a_spare_taking_over_a_lost_shard_is_checked_and_a_lost_check_moves_nowhere() -> None:
+    h = checked()
+    pairs = _pairs(_assigned(h.settle()))
+    primary = next(p for p, _ in pairs if p.peer_id == "p0")
+    h.online.discard("p0")  # its tasks are lost: its own shard's and the check it had
+    events = h.settle()
+    again = [t for t in _assigned(events) if t.reassigned_from == primary.task_id]
+    assert len(again) == 1 and again[0].peer_id != "p0"
+    (recheck,) = [t for t in _assigned(events) if t.checks == again[0].task_id]
+    assert recheck.peer_id not in ("p0", again[0].peer_id) and recheck.shard == primary.shard
+    lost_checks = [c for _, c in pairs if c.peer_id == "p0"]
+    assert lost_checks and not [
+        t for t in _assigned(events) if t.reassigned_from in {c.task_id for c in lost_checks}
+    ]
