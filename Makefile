@@ -15,7 +15,7 @@ MYPYPATH := $(subst $(space),:,$(MYPY_SRCS))
 PYTEST_ARGS ?=
 
 .PHONY: help venv console openapi stack-up stack-down stack-status services-up services-down \
-	services-status up down dist redrive lint format typecheck test test-unit check-helm bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-models bench-idle bench-flower bench-sim bench-compression demo chaos
+	services-status up down dist redrive lint format typecheck test test-unit check-helm bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-models bench-idle bench-flower bench-sim bench-compression bench-verify demo chaos
 
 help:
 	@echo "make test            venv + local stack + ruff + mypy + pytest (PYTEST_ARGS=...)"
@@ -27,7 +27,7 @@ help:
 	@echo "make dist            the peer's and the CLI's wheels, and their pins, in dist/"
 	@echo "make check-helm      helm lint + template (default, production) + strict k8s.io/api decoding"
 	@echo "make chaos           seeded fault schedule while jobs run (CHAOS_SEED=N)"
-	@echo "make lint | format | typecheck | bench-{eventlog,auth,sharding,heartbeats,aggregate,rounds,models,idle,flower,sim,compression} | demo"
+	@echo "make lint | format | typecheck | bench-{eventlog,auth,sharding,heartbeats,aggregate,rounds,models,idle,flower,sim,compression,verify} | demo"
 
 venv:
 	@bash deploy/local/venv.sh >/dev/null
@@ -173,6 +173,13 @@ bench-flower: venv
 bench-sim: venv
 	@if [ "$${BENCH_SIM_FLOWER:-1}" != 0 ]; then bash deploy/local/flower-venv.sh >/dev/null; fi
 	@$(ENV) python benchmarks/sim/bench.py
+
+# No stack: checked work (aggregation.verify) against one lazy peer of each kind (zeros,
+# replay, noise, tenth) and 4 honest peers, digits + MLP, 30 rounds, 20 seeded runs through
+# peertrain.sim (the platform's own orchestrator and aggregator); one JSON line last
+# (benchmarks/verify.py; ~2 min on 2 cores).
+bench-verify: venv
+	@$(ENV) python benchmarks/verify.py
 
 # Jepsen-style: 3 jobs x 4 peers x 80 rounds on 2 orchestrators and 2 aggregators while a
 # schedule drawn from CHAOS_SEED (default 1) kills, stops and hangs the stack, every

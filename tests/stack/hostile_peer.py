@@ -30,6 +30,18 @@ Modes:
     update for every other task id it can guess (ids follow
     ``{job}.r{r}.a{a}.s{shard}.{n}``); floods progress for its own task; and, once the
     aggregator has had time to accept it, posts its upload form again with other bytes.
+
+Lazy modes (plausible updates that pass every check on their numbers; only checked
+work, ``aggregation.verify``, finds them; ``peertrain.sim`` has the same):
+
+``zeros``
+    An all-zero update of the right tensors.
+``replay``
+    The update it sent last, again (its first is honest: it has nothing to replay).
+``noise``
+    Gaussian noise with the norm of its honest update.
+``tenth``
+    Trains on the first tenth of its shard only.
 """
 
 from __future__ import annotations
@@ -44,6 +56,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from peertrain.common.events.tasks import (
@@ -200,6 +213,50 @@ class StormTrainer(FlipTrainer):
         upload_form(self.http, task.upload, b"not what was accepted" * 64)
 
 
+class ZerosTrainer(Trainer):
+    """Uploads an all-zero update."""
+
+    def make_update_bytes(self, task: TaskMessage, result: TrainResult) -> bytes:
+        return state_to_bytes({k: torch.zeros_like(v) for k, v in result.delta.items()})
+
+
+class ReplayTrainer(Trainer):
+    """Uploads the update it sent last (its first is the honest one)."""
+
+    last: bytes | None = None
+
+    def make_update_bytes(self, task: TaskMessage, result: TrainResult) -> bytes:
+        if self.last is None:
+            self.last = super().make_update_bytes(task, result)
+        return self.last
+
+
+class NoiseTrainer(Trainer):
+    """Uploads Gaussian noise with the L2 norm of its honest update."""
+
+    def make_update_bytes(self, task: TaskMessage, result: TrainResult) -> bytes:
+        delta = result.delta
+        floats = {k: v for k, v in delta.items() if v.is_floating_point()}
+        noise = {k: torch.randn_like(v) for k, v in floats.items()}
+        want = float(sum(v.double().square().sum() for v in floats.values())) ** 0.5
+        have = float(sum(v.double().square().sum() for v in noise.values())) ** 0.5
+        scale = want / max(have, 1e-12)
+        return state_to_bytes({k: noise[k] * scale if k in noise else v for k, v in delta.items()})
+
+
+class TenthTrainer(Trainer):
+    """Trains on the first tenth of its shard (and uploads that delta)."""
+
+    def fetch_shard(self, task: TaskMessage) -> Path:
+        whole = super().fetch_shard(task)
+        with np.load(whole, allow_pickle=False) as npz:
+            x, y = npz["X"], npz["y"]
+        cut = max(1, len(y) // 10)
+        tenth = whole.with_name(whole.name + ".tenth.npz")
+        np.savez(tenth, X=x[:cut], y=y[:cut])
+        return tenth
+
+
 MODES: dict[str, type[Trainer]] = {
     "nan": NanTrainer,
     "shape": ShapeTrainer,
@@ -210,6 +267,10 @@ MODES: dict[str, type[Trainer]] = {
     "duplicate": DuplicateTrainer,
     "cycle": CycleTrainer,
     "storm": StormTrainer,
+    "zeros": ZerosTrainer,
+    "replay": ReplayTrainer,
+    "noise": NoiseTrainer,
+    "tenth": TenthTrainer,
 }
 
 

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from peertrain.common.events.datasets import FeatureSpec, ImageEncoding
 from peertrain.common.specs import (
     AggregationSpec,
+    SpecInvalid,
+    parse_aggregation_spec,
     parse_data_shape,
     parse_model_spec,
     state_shapes,
@@ -52,3 +56,18 @@ def test_a_small_model_keeps_100_and_a_resnet_gets_room_for_its_honest_updates()
 def test_a_bound_the_job_gives_is_kept_whatever_the_model() -> None:
     spec = AggregationSpec(max_update_norm=7.0)
     assert spec.sized_for(10**8).update_bound == 7.0
+
+
+def test_verify_is_off_by_default_and_its_bad_values_are_named() -> None:
+    assert not AggregationSpec().verify.enabled
+    on = parse_aggregation_spec({"verify": {"share": 0.05}})
+    assert on.verify.enabled and on.verify.tolerance == 1e-3 and on.verify.probation == 2
+    for bad, field in (
+        ({"share": 1.5}, "verify.share"),
+        ({"share": 0.1, "tolerance": 0}, "verify.tolerance"),
+        ({"share": 0.1, "probation": -1}, "verify.probation"),
+        ({"share": 0.1, "every": 2}, "verify.every"),
+    ):
+        with pytest.raises(SpecInvalid) as caught:
+            parse_aggregation_spec({"verify": bad})
+        assert field in str(caught.value.detail), caught.value.detail

@@ -83,7 +83,7 @@ from peertrain.common.events.training import (
 from peertrain.common.events.weights import WeightsSource, weights_key
 from peertrain.common.leases import SoleInstance
 from peertrain.common.security import PeerMessage, Principal
-from peertrain.common.specs import ShardingSpec, state_shapes
+from peertrain.common.specs import ShardingSpec, derive_seed, state_shapes
 from peertrain.dataset.domain.sharding import strategy_for
 from peertrain.dataset.prepare.shards import shard_key, write_shards
 from peertrain.ml.training import read_samples
@@ -93,7 +93,7 @@ from peertrain.orchestrator.config import OrchestratorSettings
 from peertrain.orchestrator.domain import Job
 
 from .data import SimData
-from .peers import Volunteers, hostile_update
+from .peers import HostileMode, Volunteers, hostile_update
 from .spec import JobSpec
 from .training import TaskInput, Trained, train_many
 
@@ -228,6 +228,8 @@ class Simulation:
         self.hostile = self.volunteers.hostile_peers(self.peer_ids)
         self._local: dict[tuple[str, int], dict[str, torch.Tensor]] = {}
         self._residuals: dict[tuple[str, int], dict[str, torch.Tensor]] = {}
+        self._sent_delta: dict[str, dict[str, torch.Tensor]] = {}
+        """What each ``replay`` peer sent last."""
         self.speeds = self.volunteers.speeds(self.peer_ids)
         self.clock = ManualClock(EPOCH)
         self.log = MemoryEventLog(self.clock)  # events carry virtual times
@@ -547,6 +549,8 @@ class Simulation:
                 )
                 continue
             x, y = self._shards[task.shard]
+            if peer_id in self.hostile and self._mode(peer_id) == "tenth":
+                x, y = x[: max(1, len(y) // 10)], y[: max(1, len(y) // 10)]
             work.append(
                 (
                     peer_id,
@@ -586,6 +590,9 @@ class Simulation:
             self._training[peer_id] = (task.task_id, start)
             self._at(done, partial(self._announce, peer_id, task, result))
 
+    def _mode(self, peer_id: str) -> HostileMode:
+        return self.volunteers.mode_of(self._index[peer_id])
+
     async def _goes_offline(self, peer_id: str) -> None:
         """What the registry appends when a peer's heartbeats stop."""
         self._offline.add(peer_id)
@@ -597,7 +604,12 @@ class Simulation:
         if task.task_id in self._cancelled:
             return
         if peer_id in self.hostile:
-            data = hostile_update(result.delta, self.volunteers.hostile_mode)
+            mode = self._mode(peer_id)
+            last = self._sent_delta.get(peer_id)
+            seed = derive_seed(self.volunteers.seed, "noise", peer_id, task.task_id)
+            data = hostile_update(result.delta, mode, last=last, seed=seed)
+            if mode == "replay" and last is None:
+                self._sent_delta[peer_id] = result.delta
         else:
             data = state_to_bytes(result.delta if result.sent is None else result.sent)
         epochs = task.training.local_epochs

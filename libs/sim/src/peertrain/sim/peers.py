@@ -3,6 +3,8 @@
 Every draw is seeded (``derive_seed``), so a simulation is repeatable. Hostile peers
 train honestly and then send one of the hostile updates the platform's stack tests
 send (``tests/stack/hostile_peer.py``): the platform's own rules refuse or exclude them.
+Lazy peers (``zeros``, ``replay``, ``noise``, ``tenth``) send plausible updates that
+pass every check on their numbers: only checked work (``aggregation.verify``) finds them.
 """
 
 from __future__ import annotations
@@ -10,17 +12,22 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 import torch
 
 from peertrain.common.specs import derive_seed
 from peertrain.ml.weights import state_to_bytes
 
-__all__ = ["HOSTILE_MODES", "HostileMode", "Volunteers", "hostile_update"]
+__all__ = ["HOSTILE_MODES", "LAZY_MODES", "HostileMode", "Volunteers", "hostile_update"]
 
-HostileMode = Literal["norm", "nan", "shape", "flip"]
-HOSTILE_MODES: tuple[HostileMode, ...] = ("norm", "nan", "shape", "flip")
+HostileMode = Literal["norm", "nan", "shape", "flip", "zeros", "replay", "noise", "tenth"]
+HOSTILE_MODES: tuple[HostileMode, ...] = get_args(HostileMode)
+LAZY_MODES: tuple[HostileMode, ...] = ("zeros", "replay", "noise", "tenth")
+"""Updates that look honest (finite, in bounds) but are not the work: ``zeros`` (all
+zero), ``replay`` (the update it sent last, again; its first is honest), ``noise``
+(Gaussian noise with the norm of the honest update), ``tenth`` (trained on the first
+tenth of its shard only)."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +48,11 @@ class Volunteers:
         script, as the platform's tests start given peers in a hostile mode.
     hostile_mode
         ``norm``: the honest delta times 100; ``nan``: one NaN; ``shape``: one tensor a
-        row too long; ``flip``: the delta times -20 (the ``storm`` peer's update).
+        row too long; ``flip``: the delta times -20 (the ``storm`` peer's update); or
+        one of :data:`LAZY_MODES`.
+    hostile_modes
+        ``(peer index, mode)``: peers hostile in a mode of their own (``hostile_mode``
+        is the others').
     speed_sigma
         Peer speeds are log-normal with this sigma (0: all equally fast).
     seconds_per_sample
@@ -63,6 +74,7 @@ class Volunteers:
     seconds_per_sample: float = 0.01
     offline_after_s: float = 30.0
     hostile_indices: tuple[int, ...] = ()
+    hostile_modes: tuple[tuple[int, HostileMode], ...] = ()
     unanswered: tuple[tuple[int, int, int], ...] = ()
     seed: int = 0
 
@@ -76,12 +88,17 @@ class Volunteers:
 
     def hostile_peers(self, peers: list[str]) -> frozenset[str]:
         """Which peers are hostile."""
-        if any(not 0 <= k < len(peers) for k in self.hostile_indices):
+        named = (*self.hostile_indices, *(k for k, _ in self.hostile_modes))
+        if any(not 0 <= k < len(peers) for k in named):
             raise ValueError(f"hostile_indices must name peers 0..{len(peers) - 1}")
         count = round(self.hostile * len(peers))
         order = list(peers)
         random.Random(derive_seed(self.seed, "hostile")).shuffle(order)
-        return frozenset(order[:count]) | {peers[k] for k in self.hostile_indices}
+        return frozenset(order[:count]) | {peers[k] for k in named}
+
+    def mode_of(self, peer_index: int) -> HostileMode:
+        """The hostile mode of peer ``peer_index`` (if it is hostile)."""
+        return dict(self.hostile_modes).get(peer_index, self.hostile_mode)
 
     def speeds(self, peers: list[str]) -> dict[str, float]:
         """Each peer's speed (1: nominal)."""
@@ -100,8 +117,28 @@ class Volunteers:
         return rng.random() < self.dropout
 
 
-def hostile_update(delta: dict[str, torch.Tensor], mode: HostileMode) -> bytes:
-    """The bytes a hostile peer uploads instead of its honest ``delta``."""
+def hostile_update(
+    delta: dict[str, torch.Tensor],
+    mode: HostileMode,
+    *,
+    last: dict[str, torch.Tensor] | None = None,
+    seed: int = 0,
+) -> bytes:
+    """The bytes a hostile peer uploads instead of its honest ``delta`` (``tenth``'s is
+    its delta: the training was the lazy part). ``last``: what a ``replay`` peer sent
+    before; ``seed``: a ``noise`` peer's draw."""
+    if mode in ("tenth", "replay"):
+        return state_to_bytes(last if mode == "replay" and last is not None else delta)
+    if mode == "zeros":
+        return state_to_bytes({k: torch.zeros_like(v) for k, v in delta.items()})
+    if mode == "noise":
+        gen = torch.Generator().manual_seed(seed)
+        floats = {k: v for k, v in delta.items() if v.is_floating_point()}
+        noise = {k: torch.randn(v.shape, generator=gen, dtype=v.dtype) for k, v in floats.items()}
+        want = math.sqrt(sum(float(v.double().square().sum()) for v in floats.values()))
+        have = math.sqrt(sum(float(v.double().square().sum()) for v in noise.values()))
+        scale = want / have if have > 0 else 0.0
+        return state_to_bytes({k: noise[k] * scale if k in noise else v for k, v in delta.items()})
     if mode == "norm":
         return state_to_bytes(
             {k: v * 100 if v.is_floating_point() else v for k, v in delta.items()}

@@ -4,6 +4,7 @@
 
     model.version_created(v0)            (from job.configured: the seeded initial model)
     update.accepted / update.rejected    (one per announced update, duplicates ignored)
+    update.checked                       (two updates of one checked task compared)
     model.version_created(v<r>)          (from round.closed r) -> model.evaluated(v<r>)
                                          | model.diverged(v<r>) (non-finite: the job fails)
     model.exported                       (after the last round: final.pt, final.safetensors)
@@ -22,6 +23,7 @@ from .catalogue import event_type
 from .envelope import EventData
 
 __all__ = [
+    "CHECK_MISMATCH",
     "MODEL_DIVERGED",
     "MODEL_EVALUATED",
     "MODEL_EVENT_TYPES",
@@ -30,6 +32,7 @@ __all__ = [
     "NORM_OUTLIER",
     "NUMERIC_REFUSALS",
     "UPDATE_ACCEPTED",
+    "UPDATE_CHECKED",
     "UPDATE_REJECTED",
     "Lineage",
     "ModelDiverged",
@@ -37,6 +40,7 @@ __all__ = [
     "ModelExported",
     "ModelVersionCreated",
     "UpdateAccepted",
+    "UpdateChecked",
     "UpdateRejected",
     "accepted_update_key",
     "model_key",
@@ -46,6 +50,7 @@ __all__ = [
 
 UPDATE_ACCEPTED = "update.accepted"
 UPDATE_REJECTED = "update.rejected"
+UPDATE_CHECKED = "update.checked"
 MODEL_VERSION_CREATED = "model.version_created"
 MODEL_EVALUATED = "model.evaluated"
 MODEL_EXPORTED = "model.exported"
@@ -54,6 +59,7 @@ MODEL_DIVERGED = "model.diverged"
 MODEL_EVENT_TYPES: tuple[str, ...] = (
     UPDATE_ACCEPTED,
     UPDATE_REJECTED,
+    UPDATE_CHECKED,
     MODEL_VERSION_CREATED,
     MODEL_EVALUATED,
     MODEL_DIVERGED,
@@ -65,6 +71,11 @@ NORM_OUTLIER: Final = "norm_outlier"
 norm was over ``aggregation.norm_outlier`` times the median of the round's accepted
 updates. Measured within the round, at its close, so whatever order updates arrive in,
 the same ones are left out, and a round whose updates are all large is not refused."""
+
+CHECK_MISMATCH: Final = "check_mismatch"
+"""The strike of a peer whose update of a checked task was not confirmed: it disagreed
+with the updates that agreed with each other (``update.checked``; the orchestrator folds
+it as a strike, see ``aggregation.verify``)."""
 
 NUMERIC_REFUSALS: frozenset[str] = frozenset({"non_finite", "norm_too_large"})
 """``update.rejected`` codes about an update's numbers, not its sender's honesty: a
@@ -123,6 +134,10 @@ class UpdateAccepted(EventData):
     train_accuracy: float | None = None
     compression: str | None = Field(default=None, max_length=20)
     dense_size: int | None = Field(default=None, ge=0)
+    checks: str | None = None
+    """The task whose update this one checks (``task.assigned`` ``checks``): compared
+    with it, never part of the round's sum unless it is confirmed and the checked one
+    is not."""
 
 
 @event_type(UPDATE_REJECTED)
@@ -140,6 +155,32 @@ class UpdateRejected(EventData):
     strike: bool = False
     """The refusal counts against the sender: its update was invalid, or not its to
     announce (a late or superseded one is not). Enough strikes exclude a peer."""
+
+
+@event_type(UPDATE_CHECKED)
+class UpdateChecked(EventData):
+    """Two accepted updates of one checked task (same round, shard, model and seed,
+    trained by two peers) were compared: ``agree`` when their relative distance
+    ``||a - b|| / max(||a||, ||b||)`` is within ``tolerance`` and neither is all zeros.
+
+    ``task_id`` is the task whose update arrived first, ``other_task_id`` the other;
+    ``checked`` is the task the check group is about (the shard's own task). The
+    orchestrator folds these into confirmations and strikes (``check_mismatch``).
+    """
+
+    job_id: str
+    round: int = Field(ge=1)
+    attempt: int = Field(ge=1)
+    shard: int = Field(ge=0)
+    checked: str
+    task_id: str
+    peer_id: str
+    other_task_id: str
+    other_peer_id: str
+    distance: float = Field(ge=0)
+    """``inf`` when the tensors' names or shapes differ."""
+    tolerance: float = Field(gt=0)
+    agree: bool
 
 
 class Lineage(BaseModel):

@@ -245,6 +245,10 @@ class TaskAssigned(EventData):
     """Shard ``shard`` of round ``round`` goes to ``peer_id`` (sent on ``peer.<id>.task``).
 
     ``reassigned_from`` names the task this one replaces (its peer went offline).
+    ``checks`` names the task this one checks (``aggregation.verify``): the same shard,
+    model version and seed, trained by another peer, its update compared with that
+    task's. Its peer's message is like any other's: nobody can tell from a task that it
+    is checked, or a check.
     """
 
     job_id: str
@@ -256,6 +260,7 @@ class TaskAssigned(EventData):
     update_key: str
     deadline: datetime
     reassigned_from: str | None = None
+    checks: str | None = None
 
 
 @event_type(TASK_ACCEPTED)

@@ -9,6 +9,7 @@ from .aggregation import (
     AGGREGATION_STRATEGIES,
     AggregationName,
     AggregationSpec,
+    VerifySpec,
     parse_aggregation_spec,
 )
 from .augment import AugmentSpec, ColorJitter
@@ -68,6 +69,7 @@ __all__ = [
     "SpecInvalid",
     "StepSchedule",
     "TrainingParams",
+    "VerifySpec",
     "check_budget",
     "check_graph",
     "cnn_block_shapes",

@@ -7,20 +7,20 @@ distance is 1.4e-7. A lazy peer is far: zeros give 1.0, Gaussian noise of the sa
 about 1.4, training on a tenth of the shard 0.89 (``benchmarks`` calibrate it again).
 :data:`DEFAULT_TOLERANCE` sits orders of magnitude between the two.
 
-Which tasks are checked is decided by a hash of the job's seed, the round and the shard
-(:func:`checked`), so it is the same on every instance and in the simulation, and a
-peer cannot tell from its task whether it is being checked.
+Which tasks are checked is the orchestrator's rule
+(``peertrain.orchestrator.domain.checks``: probation, escalation, a seeded share), so it
+is the same on every instance and in the simulation, and a peer cannot tell from its
+task whether it is being checked.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping
 
 import torch
 
-__all__ = ["DEFAULT_TOLERANCE", "agree", "checked", "relative_distance"]
+__all__ = ["DEFAULT_TOLERANCE", "agree", "relative_distance"]
 
 DEFAULT_TOLERANCE = 1e-3
 """Largest relative distance two honest runs of one task may show."""
@@ -56,14 +56,3 @@ def agree(
 ) -> bool:
     """Whether two updates of one task are the same work (within ``tolerance``)."""
     return relative_distance(a, b) <= tolerance
-
-
-def checked(seed: int, round_: int, shard: int, share: float) -> bool:
-    """Whether the task of ``shard`` in ``round_`` is trained twice (about ``share`` of
-    the tasks; 0: none, 1: all)."""
-    if share <= 0.0:
-        return False
-    if share >= 1.0:
-        return True
-    digest = hashlib.sha256(f"{seed}:{round_}:{shard}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64 < share

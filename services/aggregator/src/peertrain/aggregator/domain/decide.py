@@ -80,11 +80,12 @@ def decide_update(state: JobMemory, peer_id: str, body: UpdateAnnounced) -> Deci
         return Ignored("the sender's refusals are already on record")
     if (body.task_id, peer_id) in state.decided:
         return Duplicate(f"task {body.task_id} already has a decision for this sender")
-    if (body.round, body.attempt, body.shard) in state.accepted:
+    task = state.tasks.get(body.task_id)
+    checking = task is not None and task.checks is not None  # compared, not summed
+    if not checking and (body.round, body.attempt, body.shard) in state.accepted:
         return Duplicate(
             f"round {body.round} attempt {body.attempt} shard {body.shard} already has an update"
         )
-    task = state.tasks.get(body.task_id)
     if task is None:
         return Refusal(codes.UNKNOWN_TASK, f"task {body.task_id} was never assigned", stale=True)
     if task.peer_id != peer_id:

@@ -85,7 +85,12 @@ class JobMemory:
     tasks: dict[str, TaskAssigned] = field(default_factory=dict)
     lost: set[str] = field(default_factory=set)
     accepted: dict[tuple[int, int, int], UpdateAccepted] = field(default_factory=dict)
-    """(round, attempt, shard) -> the update accepted for it."""
+    """(round, attempt, shard) -> the update accepted for it (a check's is not: it is
+    compared, not summed)."""
+    by_task: dict[str, UpdateAccepted] = field(default_factory=dict)
+    """Every accepted update (checks' included), by task id."""
+    checks_of: dict[str, list[str]] = field(default_factory=dict)
+    """Checked task id -> the tasks that check it (its check, its tie-break)."""
     decided: set[tuple[str, str]] = field(default_factory=set)
     """(task_id, sender) pairs with a decision (accepted or rejected) on record: one
     decision per task and sender, so a peer naming another's task cannot block it."""
@@ -118,6 +123,8 @@ class JobMemory:
             self.opened[(data.round, data.attempt)] = data
         elif isinstance(data, TaskAssigned):
             self.tasks[data.task_id] = data
+            if data.checks is not None:
+                self.checks_of.setdefault(data.checks, []).append(data.task_id)
         elif isinstance(data, TaskLost):
             self.lost.add(data.task_id)
             if data.reason == "excluded":  # its update, if accepted, leaves the open round
@@ -134,7 +141,9 @@ class JobMemory:
     def _apply_model(self, event: RecordedEvent) -> None:
         data = event.data
         if isinstance(data, UpdateAccepted):
-            self.accepted[(data.round, data.attempt, data.shard)] = data
+            if data.checks is None:
+                self.accepted[(data.round, data.attempt, data.shard)] = data
+            self.by_task[data.task_id] = data
             self.decided.add((data.task_id, data.peer_id))
         elif isinstance(data, UpdateRejected):
             self.decided.add((data.task_id, data.peer_id))
@@ -182,7 +191,9 @@ class JobMemory:
     def accepted_norms(self, closed: RoundClosed) -> dict[int, float]:
         """The recorded norm of each update a closed round includes, by shard."""
         found = (
-            self.accepted.get((closed.round, closed.attempt, u.shard)) for u in closed.included
+            self.by_task.get(u.task_id)
+            or self.accepted.get((closed.round, closed.attempt, u.shard))
+            for u in closed.included
         )
         return {a.shard: a.norm for a in found if a is not None}
 

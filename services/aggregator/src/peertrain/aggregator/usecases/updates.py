@@ -15,6 +15,7 @@ the round still runs, so the round is not rebuilt from the bucket at its close.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import structlog
@@ -32,12 +33,13 @@ from peertrain.aggregator.domain import (
 )
 from peertrain.aggregator.metrics import UPDATES, observe_update_bytes
 from peertrain.common.eventlog import ConcurrencyError
-from peertrain.common.events import RecordedEvent
+from peertrain.common.events import EventData, RecordedEvent
 from peertrain.common.events.models import UpdateAccepted, UpdateRejected, accepted_update_key
 from peertrain.common.events.tasks import UpdateAnnounced
 from peertrain.common.events.training import RoundOpened
 from peertrain.common.security import PeerMessage, refuse
 
+from .checks import compare
 from .numerics import decode_update, state_nbytes, update_norm
 from .storage import fetch_capped, model_state, sha256_hex
 from .versions import begin_work, work_key
@@ -86,12 +88,13 @@ async def receive_update(app: AggregatorApp, message: PeerMessage[UpdateAnnounce
             # peer's upload form stays usable until its deadline, so the object at the
             # task's key may change after this point
             await app.blobs.put_bytes(event.key, data, content_type="application/octet-stream")
-            recorded = await _record(app, state, peer_id, body, [event])
+            checked = await compare(app, state, event, delta, decision.opened.model_version)
+            recorded = await _record(app, state, peer_id, body, [event, *checked])
             if recorded is None:
                 UPDATES.labels(outcome="duplicate", code="").inc()
                 return
             state = recorded
-            if app.leases.holds(body.job_id):  # the holder makes the round's version
+            if app.leases.holds(body.job_id) and event.checks is None:  # a check is not summed
                 await _fold(app, state, decision.opened, event, delta)
             UPDATES.labels(outcome="accepted", code="").inc()
             observe_update_bytes(event)
@@ -107,7 +110,7 @@ async def _record(
     state: JobMemory,
     peer_id: str,
     body: UpdateAnnounced,
-    data: list[UpdateAccepted] | list[UpdateRejected],
+    data: Sequence[EventData],
 ) -> JobMemory | None:
     """Append the verdict on ``body``; the state it is in (``None``: decided meanwhile).
 
@@ -198,6 +201,7 @@ async def _check(
         train_accuracy=body.train_accuracy,
         compression=compression.kind,
         dense_size=state_nbytes(base),
+        checks=candidate.task.checks,
     )
     return accepted, dict(delta), data
 
@@ -248,8 +252,8 @@ async def fold_recorded(app: AggregatorApp, job_id: str, event: RecordedEvent) -
             return
         state = await app.load(job_id)
         opened = state.opened.get((accepted.round, accepted.attempt))
-        if opened is None or state.configured is None:
-            return
+        if opened is None or state.configured is None or accepted.checks is not None:
+            return  # (a check's update is compared, never summed)
         if not state.is_open(accepted.round, accepted.attempt):
             return  # closed meanwhile: its version is made (or being made) without this
         work = app.rounds.get(job_id)

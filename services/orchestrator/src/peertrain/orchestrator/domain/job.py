@@ -14,6 +14,7 @@ from typing import Literal
 from peertrain.common.events import EventData, RecordedEvent
 from peertrain.common.events.datasets import DatasetSharded, DatasetShardingFailed
 from peertrain.common.events.models import (
+    CHECK_MISMATCH,
     NORM_OUTLIER,
     NUMERIC_REFUSALS,
     ModelDiverged,
@@ -21,6 +22,7 @@ from peertrain.common.events.models import (
     ModelExported,
     ModelVersionCreated,
     UpdateAccepted,
+    UpdateChecked,
     UpdateRejected,
 )
 from peertrain.common.events.training import (
@@ -46,6 +48,7 @@ from peertrain.common.events.training import (
 from peertrain.common.security import Principal
 from peertrain.common.specs import TrainingParams, derive_seed
 
+from .checks import MAX_GROUP, Resolution, resolve
 from .errors import JobStateConflict
 
 __all__ = [
@@ -90,6 +93,9 @@ class Task:
     updated_at: datetime | None = None
     """When the aggregator accepted its update (the event's time: durations measured on
     the log are the same on every replay)."""
+    checks: str | None = None
+    """The task this one checks (``aggregation.verify``): its update is compared with
+    that task's, and is the shard's only if it is confirmed and that one is not."""
 
     @property
     def open(self) -> bool:
@@ -129,6 +135,38 @@ class Round:
     the round closed with an honest majority (``honest``)."""
     honest: bool = False
     """Closed with more accepted updates than numeric refusals: those count as strikes."""
+    checked_updates: dict[str, tuple[IncludedUpdate, float]] = field(default_factory=dict)
+    """Accepted updates of check tasks (never summed unless they replace the checked
+    one), with their norms, by task id."""
+    verdicts: dict[frozenset[str], bool] = field(default_factory=dict)
+    """The aggregator's comparisons (``update.checked``): whether two tasks agreed."""
+    settled: dict[str, Resolution] = field(default_factory=dict)
+    """Check groups decided, by the checked task's id."""
+
+    def group(self, checked: str) -> list[str]:
+        """The check group of task ``checked``: it, its check, its tie-break."""
+        return [checked, *(t.task_id for t in self.tasks.values() if t.checks == checked)]
+
+    def disputed(self) -> list[str]:
+        """Checked tasks whose group was compared in full without a decision: another
+        tie-break is due (up to ``MAX_GROUP`` tasks)."""
+        found = (
+            checked
+            for pair, agreed in self.verdicts.items()
+            if not agreed
+            for checked in sorted(pair)
+            if checked not in self.settled
+            and checked in self.tasks
+            and self.tasks[checked].checks is None
+        )
+        return [c for c in dict.fromkeys(found) if self._undecided(c)]
+
+    def _undecided(self, checked: str) -> bool:
+        members = self.group(checked)
+        if not 2 <= len(members) < MAX_GROUP:
+            return False
+        pairs = (frozenset((a, b)) for i, a in enumerate(members) for b in members[i + 1 :])
+        return all(p in self.verdicts for p in pairs) and resolve(members, self.verdicts) is None
 
     def live(self, shard: int) -> Task | None:
         """The shard's latest task that was not lost (``None`` if all were)."""
@@ -136,10 +174,23 @@ class Round:
         return found[-1] if found else None
 
     def shard_resolved(self, shard: int) -> bool:
-        """Accepted, or no task of it can deliver any more."""
-        if shard in self.accepted:
-            return True
-        return not any(t.open for t in self.tasks.values() if t.shard == shard)
+        """Accepted, or no task of it can deliver any more; and no check of it open or
+        waiting for its verdict."""
+        mine = [t for t in self.tasks.values() if t.shard == shard]
+        if any(t.open and t.checks is not None for t in mine):
+            return False
+        if any(self._comparing(t.task_id) for t in mine if t.checks is not None):
+            return False
+        return shard in self.accepted or not any(t.open for t in mine)
+
+    def _comparing(self, check: str) -> bool:
+        """A check whose update is in and whose comparisons are not all folded yet (they
+        come in the append after the update's, or in the same one, folded after it)."""
+        task = self.tasks[check]
+        if task.state != "updated" or task.checks is None or task.checks in self.settled:
+            return False
+        done = [m for m in self.group(task.checks) if self.tasks[m].state == "updated"]
+        return any(frozenset((check, m)) not in self.verdicts for m in done if m != check)
 
     def open_load(self, peer_id: str) -> int:
         """Open tasks of ``peer_id`` in this round."""
@@ -170,6 +221,9 @@ class Job:
     """The job's peers' refusals that count against them (``update.rejected`` with
     ``strike``), by peer."""
     excluded: dict[str, PeerExcluded] = field(default_factory=dict)
+    confirmations: dict[str, int] = field(default_factory=dict)
+    """Checked tasks of each peer (its own, not those it checked) whose update another
+    peer's confirmed."""
     waiting: RoundWaiting | None = None
     """The round attempt waiting for peers to come online, until it opens."""
     diverged: ModelDiverged | None = None
@@ -327,6 +381,7 @@ class Job:
                     data.deadline,
                     at,
                     data.reassigned_from,
+                    checks=data.checks,
                 )
         elif isinstance(data, TaskAccepted):
             task = self.find_task(data.task_id)
@@ -391,6 +446,39 @@ class Job:
         if self.created is not None and refused.peer_id in self.created.peers:
             self.strikes.setdefault(refused.peer_id, []).append(refused)
 
+    def _checked(self, data: UpdateChecked) -> None:
+        """Fold a comparison; once its group is decided, count confirmations and strikes,
+        and put a confirmed update in place of a struck checked one (its round open)."""
+        rnd = self.rounds.get((data.round, data.attempt))
+        if rnd is None:
+            return
+        rnd.verdicts[frozenset((data.task_id, data.other_task_id))] = data.agree
+        if data.checked in rnd.settled or data.checked not in rnd.tasks:
+            return
+        res = resolve(rnd.group(data.checked), rnd.verdicts)
+        if res is None:
+            return
+        rnd.settled[data.checked] = res
+        # probation counts the peer's own checked tasks only: one honest task is no
+        # proof (a replaying peer's first is honest), agreeing as a checker neither
+        if data.checked in res.confirmed:
+            peer = rnd.tasks[data.checked].peer_id
+            self.confirmations[peer] = self.confirmations.get(peer, 0) + 1
+        for task_id in res.struck:
+            self._strike(_mismatch_refusal(self.job_id, rnd, rnd.tasks[task_id], res))
+        inc = rnd.accepted.get(data.shard)
+        if data.checked in res.struck and rnd.state == "open" and inc is not None:
+            if inc.task_id != data.checked:
+                return
+            swap = next(
+                (rnd.checked_updates[t] for t in res.confirmed if t in rnd.checked_updates), None
+            )
+            if swap is None:
+                del rnd.accepted[data.shard]
+                rnd.norms.pop(data.shard, None)
+            else:
+                rnd.accepted[data.shard], rnd.norms[data.shard] = swap
+
     def _apply_model(self, data: object, at: datetime) -> None:
         if isinstance(data, UpdateAccepted):
             rnd = self.rounds.get((data.round, data.attempt))
@@ -402,16 +490,15 @@ class Job:
             if task is not None and task.state != "lost":
                 task.state = "updated"
                 task.updated_at = at
+            if task is not None and task.checks is not None:  # compared, not summed
+                rnd.checked_updates[task.task_id] = (_included(data), data.norm)
+                return
             if rnd.state == "open" and data.shard not in rnd.accepted:
-                rnd.accepted[data.shard] = IncludedUpdate(
-                    shard=data.shard,
-                    peer_id=data.peer_id,
-                    task_id=data.task_id,
-                    key=data.key,
-                    sha256=data.sha256,
-                )
+                rnd.accepted[data.shard] = _included(data)
                 rnd.norms[data.shard] = data.norm
                 rnd.sizes[data.shard] = (data.size, data.dense_size)
+        elif isinstance(data, UpdateChecked):
+            self._checked(data)
         elif isinstance(data, UpdateRejected):
             self.rejected.append(data)
             if data.strike:
@@ -440,6 +527,32 @@ class Job:
                 self.diverged = data
         elif isinstance(data, ModelExported):
             self.exported = data
+
+
+def _included(data: UpdateAccepted) -> IncludedUpdate:
+    return IncludedUpdate(
+        shard=data.shard,
+        peer_id=data.peer_id,
+        task_id=data.task_id,
+        key=data.key,
+        sha256=data.sha256,
+    )
+
+
+def _mismatch_refusal(job_id: str, rnd: Round, task: Task, res: Resolution) -> UpdateRejected:
+    """The strike of a checked task's member that the others did not confirm."""
+    others = ", ".join(rnd.tasks[t].peer_id for t in res.confirmed)
+    return UpdateRejected(
+        job_id=job_id,
+        round=task.round,
+        attempt=task.attempt,
+        shard=task.shard,
+        task_id=task.task_id,
+        peer_id=task.peer_id,
+        code=CHECK_MISMATCH,
+        reason=f"its update of a checked task disagrees with {others}'s, which agree",
+        strike=True,
+    )
 
 
 def _dropped_refusal(closed: RoundClosed, out: DroppedUpdate) -> UpdateRejected:

@@ -46,6 +46,7 @@ from peertrain.common.events.training import (
 from peertrain.common.specs import derive_seed
 
 from . import stragglers
+from .checks import pick_peer, wants_check
 from .job import Job, Round, Task, withdrawn
 
 __all__ = ["MAX_ATTEMPTS_FACTOR", "Env", "outliers", "reconcile", "retry_delay", "round_shards"]
@@ -231,6 +232,7 @@ def _open(
     ]
     load: dict[str, int] = {}
     n = job.tasks_assigned
+    primaries: list[TaskAssigned] = []
     for plan in round_shards(job, round_):
         peer = plan.peer_id
         if peer not in env.online:
@@ -238,8 +240,30 @@ def _open(
             peer = spare or peer
         load[peer] = load.get(peer, 0) + 1
         n += 1
-        events.append(_assign(job, round_, attempt, plan.index, peer, n, deadline, None))
+        primaries.append(_assign(job, round_, attempt, plan.index, peer, n, deadline, None))
+    events += primaries
+    for task in primaries:  # checked work: picked tasks are trained again by another peer
+        check = _check(job, task, load, env, n + 1)
+        if check is not None:
+            n += 1
+            events.append(check)
     return events
+
+
+def _check(
+    job: Job, task: TaskAssigned, load: dict[str, int], env: Env, n: int
+) -> TaskAssigned | None:
+    """The check of ``task`` (``aggregation.verify``), if it is picked and another of the
+    job's peers is online to train it; ``load`` counts it."""
+    if not wants_check(job, task.peer_id, task.round, task.shard):
+        return None
+    checker = pick_peer(job, load, env.online, besides={task.peer_id})
+    if checker is None:
+        return None
+    load[checker] = load.get(checker, 0) + 1
+    return _assign(
+        job, task.round, task.attempt, task.shard, checker, n, task.deadline, None, task.task_id
+    )
 
 
 def _assign(
@@ -251,6 +275,7 @@ def _assign(
     n: int,
     deadline: datetime,
     replaces: str | None,
+    checks: str | None = None,
 ) -> TaskAssigned:
     return TaskAssigned(
         job_id=job.job_id,
@@ -262,16 +287,19 @@ def _assign(
         update_key=update_key(job.job_id, round_, attempt, shard, peer),
         deadline=deadline,
         reassigned_from=replaces,
+        checks=checks,
     )
 
 
 def _spare(job: Job, load: dict[str, int], env: Env, *, exclude: str) -> str | None:
-    """The job's online peer with the least work this round (shard order breaks ties)."""
+    """The job's online peer with the least work this round (shard order breaks ties),
+    one without strikes before one with."""
     assert job.created is not None
-    candidates = [p for p in dict.fromkeys(job.created.peers) if p in env.online and p != exclude]
+    peers = job.created.peers
+    candidates = [p for p in dict.fromkeys(peers) if p in env.online and p != exclude]
     if not candidates:
         return None
-    return min(candidates, key=lambda p: (load.get(p, 0), job.created.peers.index(p)))  # type: ignore[union-attr]
+    return min(candidates, key=lambda p: (bool(job.strikes.get(p)), load.get(p, 0), peers.index(p)))
 
 
 def _reassign(job: Job, cur: Round, env: Env) -> list[EventData]:
@@ -282,14 +310,24 @@ def _reassign(job: Job, cur: Round, env: Env) -> list[EventData]:
 
     def give_away(task: Task) -> None:
         nonlocal n
+        if task.checks is not None:
+            return  # a check (or tie-break) lost is a check not made: nothing moves
+        held = cur.accepted.get(task.shard)
+        if held is not None and held.task_id != task.task_id:
+            return  # the shard has another task's update (a confirmed one)
         spare = _spare(job, load, env, exclude=task.peer_id)
         if spare is None:
             return
         load[spare] = load.get(spare, 0) + 1
         n += 1
-        events.append(
-            _assign(job, cur.round, cur.attempt, task.shard, spare, n, cur.deadline, task.task_id)
+        again = _assign(
+            job, cur.round, cur.attempt, task.shard, spare, n, cur.deadline, task.task_id
         )
+        events.append(again)
+        check = _check(job, again, load, env, n + 1)  # a spare's work is checked as its own
+        if check is not None:
+            n += 1
+            events.append(check)
 
     if env.now >= cur.deadline:
         return events
@@ -308,7 +346,7 @@ def _reassign(job: Job, cur: Round, env: Env) -> list[EventData]:
     #    by another online peer: a hostile or broken peer cannot take its data out of the
     #    round. The seed is the shard's, so an honest retry gives the honest update.
     for task in list(cur.tasks.values()):
-        if task.state not in ("rejected", "failed") or task.replaced:
+        if task.state not in ("rejected", "failed") or task.replaced or task.checks:
             continue
         if task.reassigned_from is not None or not cur.shard_resolved(task.shard):
             continue  # one retry per shard and round; or another task is still on it
@@ -317,9 +355,32 @@ def _reassign(job: Job, cur: Round, env: Env) -> list[EventData]:
     return events
 
 
+def _tiebreaks(job: Job, cur: Round, env: Env) -> list[EventData]:
+    """Another peer for each check group compared in full without a decision (a third
+    after a disagreement, a fourth if the third agrees with neither; none if no other
+    peer is online: the group stays undecided, nobody is struck)."""
+    if env.now >= cur.deadline:
+        return []
+    events: list[EventData] = []
+    load = {p: cur.open_load(p) for p in {t.peer_id for t in cur.tasks.values()}}
+    n = job.tasks_assigned
+    for checked in cur.disputed():
+        task = cur.tasks[checked]
+        besides = {cur.tasks[t].peer_id for t in cur.group(checked)}
+        peer = pick_peer(job, load, env.online, besides=besides)
+        if peer is None:
+            continue
+        load[peer] = load.get(peer, 0) + 1
+        n += 1
+        events.append(
+            _assign(job, cur.round, cur.attempt, task.shard, peer, n, cur.deadline, None, checked)
+        )
+    return events
+
+
 def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
     assert job.configured is not None
-    events = _reassign(job, cur, env)
+    events = _reassign(job, cur, env) or _tiebreaks(job, cur, env)
     if events:
         return events
     # 3. close when every shard is resolved, on enough accepted updates (over-selection:

@@ -49,8 +49,9 @@ def closes_on(job: Job) -> int:
 
 
 def enough(job: Job, cur: Round) -> bool:
-    """Whether the open round has the accepted updates it closes on."""
-    return len(cur.accepted) >= closes_on(job)
+    """Whether the open round has the accepted updates it closes on (a shard counts once
+    its checks, if ``aggregation.verify`` picked it, have their verdict)."""
+    return sum(1 for s in cur.accepted if cur.shard_resolved(s)) >= closes_on(job)
 
 
 def surplus(cur: Round) -> list[Task]:

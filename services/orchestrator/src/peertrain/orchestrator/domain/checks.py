@@ -1,0 +1,127 @@
+"""Checked work (``aggregation.verify``): which tasks are trained twice, by whom, and
+what the aggregator's comparisons (``update.checked``) decide.
+
+Pure. A check group is a task of a round (the shard's own, *checked*), the task that
+checks it (``task.assigned`` ``checks``) and, after a disagreement, a tie-break task (the
+same shard, model version and seed, a third peer). The aggregator compares every pair
+of the group's accepted updates; :func:`resolve` reads the verdicts:
+
+* two that agree confirm each other (``checked`` and its check: done, no tie-break);
+* checked and check disagree: undecided until the tie-break's update is compared with
+  both; then every member that agrees with another is confirmed, and every other one is
+  struck (``check_mismatch``). If the tie-break agrees with neither (two of the three
+  are wrong: a lazy checker shielding a lazy peer), a fourth peer trains it; if that
+  one agrees with nobody either, nobody is confirmed and nobody struck.
+
+Who is checked (:func:`wants_check`): a peer on probation (fewer than
+``verify.probation`` confirmations in the job), a peer with a strike (escalation), and
+``verify.share`` of the others' tasks by a seeded hash (:func:`sampled`). Checks and
+tie-breaks go to the job's online peers (:func:`pick_peer`): never struck before struck,
+confirmed before unconfirmed, the least loaded first, so a lazy checker rarely decides
+anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import TYPE_CHECKING
+
+from peertrain.common.specs import derive_seed
+
+if TYPE_CHECKING:
+    from .job import Job
+
+__all__ = [
+    "MAX_GROUP",
+    "Resolution",
+    "pick_peer",
+    "resolve",
+    "sampled",
+    "trusted",
+    "wants_check",
+]
+
+MAX_GROUP = 4
+"""Tasks of one check group at most: the checked one, its check, two tie-breaks."""
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What a check group's verdicts decided: tasks confirmed, tasks struck."""
+
+    confirmed: tuple[str, ...]
+    struck: tuple[str, ...]
+
+
+def resolve(members: Sequence[str], verdicts: Mapping[frozenset[str], bool]) -> Resolution | None:
+    """The group's outcome; ``None`` while undecided (a verdict is missing, or the first
+    two disagree and no tie-break was compared yet).
+
+    ``members`` are the group's task ids, the checked task first, in assignment order.
+    """
+    if len(members) < 2:
+        return None
+    pairs = [frozenset(p) for p in combinations(members, 2)]
+    if len(members) == 2:
+        agreed = verdicts.get(pairs[0])
+        return Resolution(tuple(members), ()) if agreed else None
+    if any(p not in verdicts for p in pairs):
+        return None
+    confirmed = tuple(
+        m for m in members if any(verdicts[frozenset((m, o))] for o in members if o != m)
+    )
+    if not confirmed and len(members) < MAX_GROUP:
+        return None  # nobody agrees with anybody yet: one more tie-break
+    struck = tuple(m for m in members if m not in confirmed) if confirmed else ()
+    return Resolution(confirmed, struck)
+
+
+def sampled(seed: int, round_: int, shard: int, share: float) -> bool:
+    """Whether the task of ``shard`` in ``round_`` is among ``share`` of the tasks: a
+    stable hash (:func:`~peertrain.common.specs.derive_seed`), the same on every
+    instance, at every replay and in the simulation."""
+    if share <= 0.0:
+        return False
+    if share >= 1.0:
+        return True
+    return derive_seed(seed, "verify", round_, shard) / 2**63 < share
+
+
+def trusted(job: Job, peer: str) -> bool:
+    """Confirmed at least once in the job, and never struck."""
+    return job.confirmations.get(peer, 0) > 0 and not job.strikes.get(peer)
+
+
+def wants_check(job: Job, peer: str, round_: int, shard: int) -> bool:
+    """Whether ``peer``'s task of ``shard`` in ``round_`` is trained twice."""
+    assert job.configured is not None
+    verify = job.configured.aggregation.verify
+    if not verify.enabled:
+        return False
+    if job.strikes.get(peer) or job.confirmations.get(peer, 0) < verify.probation:
+        return True
+    return sampled(job.configured.training.seed, round_, shard, verify.share)
+
+
+def pick_peer(
+    job: Job, load: Mapping[str, int], online: Collection[str], *, besides: Collection[str]
+) -> str | None:
+    """The job's online peer to check (or tie-break) a task of the peers ``besides``:
+    one never struck before one struck, confirmed before unconfirmed, the least loaded
+    this round first, the job's peer order breaking ties; ``None`` if there is none."""
+    assert job.created is not None
+    peers = job.created.peers
+    candidates = [p for p in dict.fromkeys(peers) if p in online and p not in besides]
+    if not candidates:
+        return None
+    return min(
+        candidates,
+        key=lambda p: (
+            bool(job.strikes.get(p)),
+            not trusted(job, p),
+            load.get(p, 0),
+            peers.index(p),
+        ),
+    )

@@ -1,0 +1,252 @@
+"""Checked work (``aggregation.verify``): who is checked, by whom, and what verdicts do."""
+
+from __future__ import annotations
+
+from peertrain.common.events import EventData
+from peertrain.common.events.models import UpdateChecked
+from peertrain.common.events.training import JobCreated, PeerExcluded, RoundClosed, TaskAssigned
+from peertrain.common.specs import VerifySpec
+from peertrain.orchestrator.domain.checks import resolve
+from peertrain.orchestrator.domain.configuration import configure
+
+from .test_job import Harness, configured
+
+
+class Checked(Harness):
+    """The job harness with ``aggregation.verify`` set."""
+
+    verify = VerifySpec(share=1e-9, probation=1)
+
+    def record(self, stream: str, data: EventData) -> None:
+        if isinstance(data, JobCreated):
+            agg = data.aggregation.model_copy(update={"verify": self.verify})
+            data = data.model_copy(update={"aggregation": agg})
+        super().record(stream, data)
+
+    def verdict(self, a: TaskAssigned, b: TaskAssigned, agree: bool) -> None:
+        checked = b.checks or a.task_id
+        self.record(
+            "model",
+            UpdateChecked(
+                job_id="j1",
+                round=a.round,
+                attempt=a.attempt,
+                shard=a.shard,
+                checked=checked,
+                task_id=a.task_id,
+                peer_id=a.peer_id,
+                other_task_id=b.task_id,
+                other_peer_id=b.peer_id,
+                distance=1e-7 if agree else 0.9,
+                tolerance=1e-3,
+                agree=agree,
+            ),
+        )
+
+
+def checked(**kw: object) -> Checked:
+    """A configured job with verify on, v0 stored (as ``configured``)."""
+    h = Checked(**kw)  # type: ignore[arg-type]
+    h.step()
+    h.shard()
+    h.record("job", configure(h.job, bucket="b", exchanges={}).event)
+    h.version(0)
+    return h
+
+
+def _assigned(events: list[EventData]) -> list[TaskAssigned]:
+    return [e for e in events if isinstance(e, TaskAssigned)]
+
+
+def _pairs(tasks: list[TaskAssigned]) -> list[tuple[TaskAssigned, TaskAssigned]]:
+    by_id = {t.task_id: t for t in tasks}
+    return [(by_id[t.checks], t) for t in tasks if t.checks is not None]
+
+
+def test_resolve_confirms_an_agreeing_pair_and_waits_on_a_dispute() -> None:
+    assert resolve(["p", "c"], {frozenset("pc"): True}) is not None
+    assert resolve(["p", "c"], {frozenset("pc"): True}).confirmed == ("p", "c")  # type: ignore[union-attr]
+    assert resolve(["p", "c"], {frozenset("pc"): False}) is None
+    assert resolve(["p", "c", "t"], {frozenset("pc"): False, frozenset("pt"): True}) is None
+
+
+def test_resolve_strikes_the_member_the_other_two_do_not_confirm() -> None:
+    base = {frozenset("pc"): False}
+    lazy_check = resolve(["p", "c", "t"], {**base, frozenset("pt"): True, frozenset("ct"): False})
+    assert lazy_check is not None and lazy_check.struck == ("c",)
+    assert lazy_check.confirmed == ("p", "t")
+    lazy_primary = resolve(["p", "c", "t"], {**base, frozenset("pt"): False, frozenset("ct"): True})
+    assert lazy_primary is not None and lazy_primary.struck == ("p",)
+    apart = {**base, frozenset("pt"): False, frozenset("ct"): False}
+    assert resolve(["p", "c", "t"], apart) is None  # a lazy checker shields: a fourth peer
+    four = {**apart, frozenset("pf"): False, frozenset("cf"): False, frozenset("tf"): True}
+    both = resolve(["p", "c", "t", "f"], four)
+    assert both is not None and both.struck == ("p", "c") and both.confirmed == ("t", "f")
+    nobody = resolve(["p", "c", "t", "f"], {**four, frozenset("tf"): False})
+    assert nobody is not None and nobody.struck == () and nobody.confirmed == ()
+
+
+def test_with_verify_off_nothing_is_checked() -> None:
+    h = configured()
+    assert all(t.checks is None for t in _assigned(h.settle()))
+
+
+def test_on_probation_every_task_is_checked_by_another_peer_on_its_shard() -> None:
+    h = checked()
+    tasks = _assigned(h.settle())
+    pairs = _pairs(tasks)
+    assert len(pairs) == 4
+    for primary, check in pairs:
+        assert check.shard == primary.shard and check.peer_id != primary.peer_id
+        assert check.round == primary.round and check.update_key != primary.update_key
+
+
+def test_the_round_waits_for_its_checks_and_sums_only_the_checked_updates() -> None:
+    h = checked()
+    tasks = _assigned(h.settle())
+    pairs = _pairs(tasks)
+    for primary, _ in pairs:
+        h.accept(primary)
+    assert h.settle() == []  # the checks are still open
+    for primary, check in pairs:
+        h.accept(check)
+        h.verdict(primary, check, agree=True)
+    (closed,) = h.settle()
+    assert isinstance(closed, RoundClosed) and closed.reason == "complete"
+    assert {u.task_id for u in closed.included} == {p.task_id for p, _ in pairs}
+    assert all(h.job.confirmations[p] == 1 for p in ("p0", "p1", "p2", "p3"))
+    assert not h.job.strikes
+
+
+def test_a_dispute_goes_to_a_third_peer_which_strikes_the_lazy_checker() -> None:
+    h = checked()
+    pairs = _pairs(_assigned(h.settle()))
+    primary, check = pairs[0]
+    h.accept(primary)
+    h.accept(check)
+    h.verdict(primary, check, agree=False)
+    (tie,) = _assigned(h.settle())
+    assert tie.checks == primary.task_id and tie.shard == primary.shard
+    assert tie.peer_id not in (primary.peer_id, check.peer_id)
+    h.accept(tie)
+    h.verdict(primary, tie, agree=True)
+    h.verdict(check, tie, agree=False)
+    assert [s.code for s in h.job.strikes[check.peer_id]] == ["check_mismatch"]
+    assert primary.peer_id not in h.job.strikes  # the honest primary: never struck
+    rnd = h.job.current
+    assert rnd is not None and rnd.accepted[primary.shard].task_id == primary.task_id
+
+
+def test_a_lazy_primarys_update_leaves_the_round_for_the_confirmed_one() -> None:
+    h = checked()
+    tasks = _assigned(h.settle())
+    pairs = _pairs(tasks)
+    primary, check = pairs[0]
+    h.accept(primary)
+    h.accept(check)
+    h.verdict(primary, check, agree=False)
+    (tie,) = _assigned(h.settle())
+    h.accept(tie)
+    h.verdict(primary, tie, agree=False)
+    h.verdict(check, tie, agree=True)
+    assert [s.code for s in h.job.strikes[primary.peer_id]] == ["check_mismatch"]
+    for p, c in pairs[1:]:
+        h.accept(p)
+        h.accept(c)
+        h.verdict(p, c, agree=True)
+    (closed,) = h.settle()
+    assert isinstance(closed, RoundClosed)
+    shard0 = [u for u in closed.included if u.shard == primary.shard]
+    assert [u.task_id for u in shard0] == [check.task_id]  # one update per shard
+    assert len(closed.included) == 4
+
+
+def test_a_struck_peer_is_checked_on_every_task_and_excluded_after_enough_strikes() -> None:
+    h = checked(rounds=4)
+    lazy = "p0"
+    excluded: list[PeerExcluded] = []
+    for round_ in (1, 2, 3):
+        pairs = _pairs(_assigned(h.settle()))
+        if round_ > 1:  # confirmed peers left probation: only the struck one is checked
+            assert [p.peer_id for p, _ in pairs] == [lazy]
+        for p, c in pairs:
+            h.accept(p)
+            h.accept(c)
+            h.verdict(p, c, agree=lazy not in (p.peer_id, c.peer_id))
+        for tie in _assigned(h.settle()):
+            (p, c) = next((p, c) for p, c in pairs if p.task_id == tie.checks)
+            h.accept(tie)
+            h.verdict(p, tie, agree=p.peer_id != lazy)
+            h.verdict(c, tie, agree=c.peer_id != lazy)
+        events = h.settle()
+        excluded += [e for e in events if isinstance(e, PeerExcluded)]
+        if excluded:
+            break
+        assert isinstance(events[0], RoundClosed)
+        h.version(round_)
+    assert [e.peer_id for e in excluded] == [lazy]
+    assert set(h.job.strikes) == {lazy}  # never an honest peer
+
+
+def test_a_check_is_sent_as_its_checked_task_is_with_the_same_seed_model_and_shard() -> None:
+    h = checked()
+    for primary, check in _pairs(_assigned(h.settle())):
+        a, b = h.job.dispatch(primary.task_id), h.job.dispatch(check.task_id)
+        assert a is not None and b is not None
+        assert a.seed == b.seed and a.plan == b.plan and a.version == b.version
+        assert a.training == b.training
+
+
+def test_a_lazy_checker_shielding_a_lazy_peer_brings_a_fourth_peer_and_both_are_struck() -> None:
+    h = checked()
+    primary, check = _pairs(_assigned(h.settle()))[0]
+    h.accept(primary)
+    h.accept(check)
+    h.verdict(primary, check, agree=False)
+    (tie,) = _assigned(h.settle())
+    h.accept(tie)
+    h.verdict(primary, tie, agree=False)
+    h.verdict(check, tie, agree=False)
+    (fourth,) = _assigned(h.settle())
+    assert fourth.checks == primary.task_id
+    assert fourth.peer_id not in {primary.peer_id, check.peer_id, tie.peer_id}
+    h.accept(fourth)
+    h.verdict(primary, fourth, agree=False)
+    h.verdict(check, fourth, agree=False)
+    h.verdict(tie, fourth, agree=True)
+    assert set(h.job.strikes) == {primary.peer_id, check.peer_id}
+    assert _assigned(h.settle()) == []  # decided: no fifth
+    rnd = h.job.current
+    assert rnd is not None and rnd.accepted[primary.shard].task_id == tie.task_id
+
+
+def test_a_round_does_not_close_between_a_checks_update_and_its_verdict() -> None:
+    h = checked()
+    pairs = _pairs(_assigned(h.settle()))
+    for p, _ in pairs:
+        h.accept(p)
+    for p, c in pairs[1:]:
+        h.accept(c)
+        h.verdict(p, c, agree=True)
+    primary, check = pairs[0]
+    h.accept(check)  # its verdict is folded next (the same append, on the platform)
+    assert h.settle() == []
+    h.verdict(primary, check, agree=False)
+    (tie,) = _assigned(h.settle())
+    assert tie.checks == primary.task_id
+
+
+def test_a_spare_taking_over_a_lost_shard_is_checked_and_a_lost_check_moves_nowhere() -> None:
+    h = checked()
+    pairs = _pairs(_assigned(h.settle()))
+    primary = next(p for p, _ in pairs if p.peer_id == "p0")
+    h.online.discard("p0")  # its tasks are lost: its own shard's and the check it had
+    events = h.settle()
+    again = [t for t in _assigned(events) if t.reassigned_from == primary.task_id]
+    assert len(again) == 1 and again[0].peer_id != "p0"
+    (recheck,) = [t for t in _assigned(events) if t.checks == again[0].task_id]
+    assert recheck.peer_id not in ("p0", again[0].peer_id) and recheck.shard == primary.shard
+    lost_checks = [c for _, c in pairs if c.peer_id == "p0"]
+    assert lost_checks and not [
+        t for t in _assigned(events) if t.reassigned_from in {c.task_id for c in lost_checks}
+    ]
