@@ -248,6 +248,21 @@ export interface components {
          *         announcements for tasks not its own) is excluded from the job's later work.
          *     beta1, beta2, tau
          *         FedAdam's moment decays and adaptivity constant.
+         *     mode
+         *         ``sync`` (the default): every round waits for its peers. ``async``: buffered
+         *         asynchronous rounds (FedBuff): a peer gets its next task as soon as its update
+         *         is accepted, and a new version is built every ``buffer_size`` accepted updates,
+         *         whatever version each started from (see ``docs/async.md``).
+         *     buffer_size
+         *         ``async``: accepted updates per model version (FedBuff's K); ``None``: half the
+         *         job's peers, at least one (fixed when the job is configured).
+         *     max_staleness
+         *         ``async``: an update whose task started from a version more than this many
+         *         versions older than the newest is refused (``too_stale``, not a strike) and its
+         *         peer gets a fresh task.
+         *     staleness_exponent
+         *         ``async``: an update ``s`` versions stale is weighted ``samples / (1 + s) **
+         *         staleness_exponent`` (0.5: FedBuff's ``1 / sqrt(1 + s)``; 0: staleness ignored).
          */
         AggregationSpec: {
             /**
@@ -260,11 +275,18 @@ export interface components {
              * @default 0.99
              */
             beta2: number;
+            /** Buffer Size */
+            buffer_size?: number | null;
             /**
              * Exclude After
              * @default 3
              */
             exclude_after: number;
+            /**
+             * Max Staleness
+             * @default 10
+             */
+            max_staleness: number;
             /** Max Update Norm */
             max_update_norm?: number | null;
             /**
@@ -272,6 +294,12 @@ export interface components {
              * @default 1
              */
             min_peers: number;
+            /**
+             * Mode
+             * @default sync
+             * @enum {string}
+             */
+            mode: "sync" | "async";
             /**
              * Norm Clip
              * @default 2
@@ -296,6 +324,11 @@ export interface components {
             round_deadline_s: number;
             /** Server Lr */
             server_lr?: number | null;
+            /**
+             * Staleness Exponent
+             * @default 0.5
+             */
+            staleness_exponent: number;
             /**
              * Strategy
              * @default fedavg
@@ -773,11 +806,14 @@ export interface components {
              *       "beta1": 0.9,
              *       "beta2": 0.99,
              *       "exclude_after": 3,
+             *       "max_staleness": 10,
              *       "min_peers": 1,
+             *       "mode": "sync",
              *       "norm_clip": 2,
              *       "norm_outlier": 5,
              *       "peer_wait_s": 300,
              *       "round_deadline_s": 600,
+             *       "staleness_exponent": 0.5,
              *       "strategy": "fedavg",
              *       "tau": 0.001,
              *       "trim_fraction": 0.1

@@ -22,6 +22,7 @@ __all__ = [
     "TASK_LOST",
     "TASK_MISMATCH",
     "TOO_LARGE",
+    "TOO_STALE",
     "UNKNOWN_TASK",
     "WRONG_KEY",
     "WRONG_PEER",
@@ -44,6 +45,9 @@ NOT_SAFETENSORS: Final = "not_safetensors"
 WRONG_TENSORS: Final = "wrong_tensors"
 NON_FINITE: Final = "non_finite"
 NORM_TOO_LARGE: Final = "norm_too_large"
+TOO_STALE: Final = "too_stale"
+"""Asynchronous rounds: the update's base version is more than ``max_staleness`` behind
+the newest (not a strike: a slow peer is not a hostile one)."""
 
 STRIKES: Final = frozenset(
     {

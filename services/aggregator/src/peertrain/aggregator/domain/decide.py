@@ -8,6 +8,7 @@ from peertrain.common.events.tasks import UpdateAnnounced
 from peertrain.common.events.training import RoundOpened, TaskAssigned
 
 from . import codes
+from .buffered import too_stale
 from .state import JobMemory
 
 __all__ = [
@@ -98,10 +99,13 @@ def decide_update(state: JobMemory, peer_id: str, body: UpdateAnnounced) -> Deci
     if task.task_id in state.lost:
         return Refusal(codes.TASK_LOST, f"task {task.task_id} was lost (reassigned or expired)")
     opened = state.opened.get((task.round, task.attempt))
-    if opened is None or not state.is_open(task.round, task.attempt):
+    asynchronous = state.configured.aggregation.is_async
+    if opened is None or not (asynchronous or state.is_open(task.round, task.attempt)):
         return Refusal(
             codes.ROUND_NOT_OPEN, f"round {task.round} attempt {task.attempt} is not open"
         )
+    if asynchronous and (stale := too_stale(state, opened)) is not None:
+        return Refusal(*stale)
     if body.key != task.update_key:
         return Refusal(codes.WRONG_KEY, f"the update must be at {task.update_key}")
     rows = state.shard_rows(task.shard)

@@ -20,6 +20,7 @@ from peertrain.common.events.models import (
     UpdateRejected,
 )
 from peertrain.common.events.training import (
+    IncludedUpdate,
     JobCancelled,
     JobCompleted,
     JobConfigured,
@@ -179,11 +180,16 @@ class JobMemory:
         """The highest stored version."""
         return max(self.versions) if self.versions else None
 
+    def accepted_of(self, closed: RoundClosed, inc: IncludedUpdate) -> UpdateAccepted | None:
+        """The ``update.accepted`` of an update ``closed`` includes (an asynchronous
+        round's may come from a task of an earlier round)."""
+        task = self.tasks.get(inc.task_id)
+        round_, attempt = (task.round, task.attempt) if task else (closed.round, closed.attempt)
+        return self.accepted.get((round_, attempt, inc.shard))
+
     def accepted_norms(self, closed: RoundClosed) -> dict[int, float]:
         """The recorded norm of each update a closed round includes, by shard."""
-        found = (
-            self.accepted.get((closed.round, closed.attempt, u.shard)) for u in closed.included
-        )
+        found = (self.accepted_of(closed, u) for u in closed.included)
         return {a.shard: a.norm for a in found if a is not None}
 
     def stalled(self, now: datetime, grace: timedelta) -> bool:

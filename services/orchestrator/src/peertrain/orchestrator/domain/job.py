@@ -174,6 +174,9 @@ class Job:
     error_code: str | None = None
     finished_at: datetime | None = None
     tasks_assigned: int = 0
+    buffer: list[IncludedUpdate] = field(default_factory=list)
+    """Asynchronous rounds: the accepted updates no closed round has included yet, in the
+    order they were accepted (the model stream's order); see :mod:`.buffered`."""
 
     # -- reading -----------------------------------------------------------------------
 
@@ -183,6 +186,11 @@ class Job:
         if self.terminal is not None:
             return self.terminal
         return "running" if self.configured is not None else "sharding"
+
+    @property
+    def is_async(self) -> bool:
+        """Configured with buffered asynchronous rounds (``aggregation.mode: async``)."""
+        return self.configured is not None and self.configured.aggregation.is_async
 
     @property
     def owner_id(self) -> str | None:
@@ -253,7 +261,10 @@ class Job:
         rnd = self.rounds.get((task.round, task.attempt))
         conf = self.configured
         version = self.versions.get(rnd.model_version) if rnd else None
-        if rnd is None or rnd.state != "open" or conf is None or version is None:
+        # an asynchronous task outlives its round: it is folded into a later buffer
+        if rnd is None or conf is None or version is None:
+            return None
+        if rnd.state != "open" and not (self.is_async and rnd.state == "closed"):
             return None
         plan = next(s for s in conf.shards if s.index == task.shard)
         return Dispatch(task, rnd, version, plan, conf)
@@ -359,6 +370,8 @@ class Job:
                 if isinstance(data, RoundFailed):
                     rnd.failed = data
                     return
+                if self.is_async:
+                    self._unbuffer(data)
                 for out in data.dropped:
                     self._strike(_dropped_refusal(data, out))
                 if len(data.included) > len(rnd.numeric):  # an honest majority
@@ -367,6 +380,8 @@ class Job:
                         self._strike(refused)
         elif isinstance(data, PeerExcluded):
             self.excluded.setdefault(data.peer_id, data)
+            # what an excluded peer sent is not aggregated (as in a synchronous round)
+            self.buffer = [u for u in self.buffer if u.peer_id != data.peer_id]
         elif isinstance(data, JobCompleted):
             self._end("completed", at)
         elif isinstance(data, JobFailed):
@@ -375,6 +390,31 @@ class Job:
         elif isinstance(data, JobCancelled):
             self._end("cancelled", at)
             self.error = f"cancelled by {data.by}"
+
+    def _buffer(self, data: UpdateAccepted, rnd: Round) -> None:
+        """Asynchronous rounds: an accepted update waits for a round to include it."""
+        if data.peer_id in self.excluded or any(u.task_id == data.task_id for u in self.buffer):
+            return
+        self.buffer.append(
+            IncludedUpdate(
+                shard=data.shard,
+                peer_id=data.peer_id,
+                task_id=data.task_id,
+                key=data.key,
+                sha256=data.sha256,
+                base_version=rnd.model_version,
+            )
+        )
+
+    def _unbuffer(self, closed: RoundClosed) -> None:
+        """Asynchronous rounds: what ``closed`` included leaves the buffer, and so does
+        what would be too stale for the next round (built on version ``closed.round``)."""
+        assert self.configured is not None
+        included = {u.task_id for u in closed.included}
+        oldest = closed.round - self.configured.aggregation.max_staleness
+        self.buffer = [
+            u for u in self.buffer if u.task_id not in included and (u.base_version or 0) >= oldest
+        ]
 
     def _end(self, state: Literal["completed", "failed", "cancelled"], at: datetime) -> None:
         self.terminal = state
@@ -396,6 +436,10 @@ class Job:
                 return  # the aggregator accepts only the task's peer; never fold otherwise
             if task is not None and task.state != "lost":
                 task.state = "updated"
+            if self.is_async:
+                if task is not None and task.state == "updated":
+                    self._buffer(data, rnd)
+                return
             if rnd.state == "open" and data.shard not in rnd.accepted:
                 rnd.accepted[data.shard] = IncludedUpdate(
                     shard=data.shard,

@@ -126,6 +126,11 @@ def _fit_problems(
     if min_peers > peer_count:
         msg = f"min_peers={min_peers} is more than the job's {peer_count} peer(s)"
         problems.append({"loc": "aggregation.min_peers", "msg": msg})
+    buffer = request.aggregation.buffer_size
+    if request.aggregation.is_async and buffer is not None and buffer > peer_count:
+        # a round takes one update per shard fresh, so more could never fill round 1
+        msg = f"buffer_size={buffer} is more than the job's {peer_count} peer(s)"
+        problems.append({"loc": "aggregation.buffer_size", "msg": msg})
     if train_rows < peer_count:
         msg = f"the dataset has {train_rows} training rows: fewer than one per peer"
         problems.append({"loc": "peers", "msg": msg})
