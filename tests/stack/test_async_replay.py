@@ -4,6 +4,7 @@ which ``tests/contract/test_async_replay.py`` runs on the in-memory log)."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 
@@ -24,7 +25,9 @@ async def test_replaying_an_async_jobs_log_on_mongodb_gives_its_versions_bit_for
 ) -> None:
     data = sim_data(tmp_path, dataset_id="contract-async")
     volunteers = sim.Volunteers(**ASYNC_VOLUNTEERS)
-    result = sim.run(ASYNC_SPEC, data, peers=4, volunteers=volunteers, device="cpu", threads=1)
+    result = await asyncio.to_thread(
+        sim.run, ASYNC_SPEC, data, peers=4, volunteers=volunteers, device="cpu", threads=1
+    )
     assert result.state == "completed", result.error
     original = versions_of([e.data for e in result.log.events])
     assert sorted(original) == [0, 1, 2, 3, 4, 5]
