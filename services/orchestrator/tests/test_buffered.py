@@ -3,6 +3,8 @@ on acceptance, staleness, the job's end, replay."""
 
 from __future__ import annotations
 
+import pytest
+
 from peertrain.common.events import EventData, NewEvent, RecordedEvent
 from peertrain.common.events.models import ModelEvaluated, ModelExported, UpdateRejected
 from peertrain.common.events.training import (
@@ -15,6 +17,7 @@ from peertrain.common.events.training import (
 from peertrain.common.specs import AggregationSpec
 from peertrain.orchestrator.domain import Job
 from peertrain.orchestrator.domain.configuration import configure
+from peertrain.orchestrator.domain.errors import JobRequestInvalid
 
 from .test_job import SHA, Harness
 
@@ -171,3 +174,14 @@ def test_replaying_the_log_gives_the_same_rounds_and_buffer():
     }
     closed = [e.data for e in h.recorded if isinstance(e.data, RoundClosed)]
     assert [u.peer_id for u in closed[0].included] == ["p1", "p3"]
+
+
+def test_a_buffer_larger_than_the_job_s_peers_is_refused_when_the_job_is_created():
+    from .test_plan_job import directory, peer, plan
+
+    d = directory(peer("p1"), peer("p2"))
+    with pytest.raises(JobRequestInvalid) as refused:
+        plan(d, peers=["p1", "p2"], aggregation={"mode": "async", "buffer_size": 3})
+    assert [p["loc"] for p in refused.value.detail] == ["aggregation.buffer_size"]
+    accepted = plan(d, peers=["p1", "p2"], aggregation={"mode": "async", "buffer_size": 2})
+    assert accepted.peers == ("p1", "p2")
