@@ -9,7 +9,13 @@ same peers run two jobs, one after the other, with the same model, training and 
 * ``sync``: FedAvg, every round waits for all 8 peers (``BENCH_SYNC_ROUNDS``, default 10);
 * ``async``: FedBuff (``aggregation.mode: async``), a version every
   ``BENCH_ASYNC_K`` (default 4) accepted updates, ``BENCH_ASYNC_ROUNDS`` versions
-  (default 40), staleness weight ``1 / sqrt(1 + s)``.
+  (default 40), staleness weight ``1 / sqrt(1 + s)``, server step
+  ``BENCH_ASYNC_SERVER_LR`` (default 0.5: with 1, the buffers of the fast peers' skewed
+  shards make the model swing and drift, on the simulation as on the platform; FedBuff
+  tunes its server step too).
+
+Both train ``BENCH_LOCAL_EPOCHS`` (default 2) local epochs per task: a peer's compute
+must outweigh the platform's per-round overhead for the slowdowns to mean anything.
 
 From each job's own event timestamps, from its first ``round.opened``:
 
@@ -47,9 +53,11 @@ SLOWDOWNS = (1, 1, 2, 2, 4, 4, 8, 8)
 SYNC_ROUNDS = int(os.environ.get("BENCH_SYNC_ROUNDS", "10"))
 ASYNC_ROUNDS = int(os.environ.get("BENCH_ASYNC_ROUNDS", "40"))
 ASYNC_K = int(os.environ.get("BENCH_ASYNC_K", "4"))
+ASYNC_SERVER_LR = float(os.environ.get("BENCH_ASYNC_SERVER_LR", "0.5"))
+LOCAL_EPOCHS = int(os.environ.get("BENCH_LOCAL_EPOCHS", "2"))
 MODEL = {"arch": "mlp", "hidden": [128]}
 TRAINING = {
-    "local_epochs": 1,
+    "local_epochs": LOCAL_EPOCHS,
     "batch_size": 32,
     "lr": 0.05,
     "optimizer": "sgd",
@@ -66,7 +74,12 @@ def job(dataset_id: str, peers: list[str], mode: str) -> dict[str, Any]:
         aggregation: dict[str, Any] = {"min_peers": len(peers), "round_deadline_s": 900}
     else:
         rounds = ASYNC_ROUNDS
-        aggregation = {"mode": "async", "buffer_size": ASYNC_K, "round_deadline_s": 900}
+        aggregation = {
+            "mode": "async",
+            "buffer_size": ASYNC_K,
+            "server_lr": ASYNC_SERVER_LR,
+            "round_deadline_s": 900,
+        }
     return {
         "name": f"bench-async-{mode}",
         "dataset_id": dataset_id,
@@ -132,6 +145,8 @@ async def bench(p: Platform) -> dict[str, Any]:
         "sync_rounds": SYNC_ROUNDS,
         "async_rounds": ASYNC_ROUNDS,
         "async_buffer_size": ASYNC_K,
+        "async_server_lr": ASYNC_SERVER_LR,
+        "local_epochs": LOCAL_EPOCHS,
         "slowdowns": list(SLOWDOWNS),
         "goal": {"async_speedup": 3, "accuracy_gap_points": 1},
     }

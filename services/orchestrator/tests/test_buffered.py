@@ -14,7 +14,7 @@ from peertrain.common.events.training import (
     RoundOpened,
     TaskAssigned,
 )
-from peertrain.common.specs import AggregationSpec
+from peertrain.common.specs import AggregationSpec, derive_seed
 from peertrain.orchestrator.domain import Job
 from peertrain.orchestrator.domain.configuration import configure
 from peertrain.orchestrator.domain.errors import JobRequestInvalid
@@ -59,9 +59,10 @@ def test_a_round_closes_after_k_accepted_updates_in_arrival_order():
     h, tasks = started()
     assert [t.peer_id for t in tasks] == ["p0", "p1", "p2", "p3"]  # every idle peer
     h.accept(tasks[2])
-    assert h.settle() == []  # one of K=2; p2 waits for the round to close
+    (again,) = h.settle()  # one of K=2: p2 trains its shard again, in round 1
+    assert isinstance(again, TaskAssigned) and (again.peer_id, again.round) == ("p2", 1)
     h.accept(tasks[0])
-    (closed,) = h.settle()
+    (closed, *_) = h.settle()
     assert isinstance(closed, RoundClosed) and closed.reason == "buffered"
     assert [(u.peer_id, u.base_version) for u in closed.included] == [("p2", 0), ("p0", 0)]
     assert h.job.buffer == []
@@ -71,7 +72,8 @@ def test_a_peer_gets_its_next_task_on_the_newest_version_as_soon_as_its_update_c
     h, tasks = started()
     h.accept(tasks[0])
     h.accept(tasks[1])
-    h.settle()
+    (closed,) = h.settle()  # the buffer is full: nobody is given round 1 work any more
+    assert isinstance(closed, RoundClosed)
     h.version(1)
     events = h.settle()
     opened = events[0]
@@ -118,7 +120,7 @@ def test_a_buffered_update_too_stale_for_the_next_round_leaves_the_buffer():
     h, tasks = started(max_staleness=0, buffer_size=1)
     h.accept(tasks[0])
     h.accept(tasks[1])  # buffered behind round 1's one update
-    (closed,) = h.settle()
+    (closed, *_) = h.settle()
     assert [u.peer_id for u in closed.included] == ["p0"]  # type: ignore[attr-defined]
     assert h.job.buffer == []  # version 0's update would be 1 stale in round 2
 
@@ -154,6 +156,30 @@ def test_the_job_ends_after_training_rounds_versions():
     (completed,) = h.settle()
     assert isinstance(completed, JobCompleted) and completed.final_version == 2
     assert h.job.state == "completed"
+
+
+def test_a_shard_trained_again_in_one_round_draws_a_seed_of_its_own():
+    h, tasks = started(buffer_size=3)
+    h.accept(tasks[0])
+    (again,) = h.settle()
+    first, second = (h.job.dispatch(t.task_id) for t in (tasks[0], again))
+    assert second is not None and first is None  # the first is answered: nothing to send
+    assert second.seed != derive_seed(1, 1, 0) and second.seed == derive_seed(1, 1, 0, 1)
+    h.record(
+        "model",
+        UpdateRejected(
+            job_id="j1",
+            round=1,
+            attempt=1,
+            shard=0,
+            task_id=again.task_id,
+            peer_id="p0",
+            code="non_finite",
+            reason="x",
+        ),
+    )
+    (retry,) = h.settle()  # refused: the retry keeps the seed (an honest retry is the same)
+    assert h.job.dispatch(retry.task_id).seed == second.seed  # type: ignore[union-attr]
 
 
 def test_replaying_the_log_gives_the_same_rounds_and_buffer():

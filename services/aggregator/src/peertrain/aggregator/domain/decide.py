@@ -81,7 +81,9 @@ def decide_update(state: JobMemory, peer_id: str, body: UpdateAnnounced) -> Deci
         return Ignored("the sender's refusals are already on record")
     if (body.task_id, peer_id) in state.decided:
         return Duplicate(f"task {body.task_id} already has a decision for this sender")
-    if (body.round, body.attempt, body.shard) in state.accepted:
+    asynchronous = state.configured.aggregation.is_async
+    # an asynchronous round may take several updates of one shard (one task at a time)
+    if not asynchronous and (body.round, body.attempt, body.shard) in state.accepted:
         return Duplicate(
             f"round {body.round} attempt {body.attempt} shard {body.shard} already has an update"
         )
@@ -99,7 +101,6 @@ def decide_update(state: JobMemory, peer_id: str, body: UpdateAnnounced) -> Deci
     if task.task_id in state.lost:
         return Refusal(codes.TASK_LOST, f"task {task.task_id} was lost (reassigned or expired)")
     opened = state.opened.get((task.round, task.attempt))
-    asynchronous = state.configured.aggregation.is_async
     if opened is None or not (asynchronous or state.is_open(task.round, task.attempt)):
         return Refusal(
             codes.ROUND_NOT_OPEN, f"round {task.round} attempt {task.attempt} is not open"

@@ -86,7 +86,10 @@ class JobMemory:
     tasks: dict[str, TaskAssigned] = field(default_factory=dict)
     lost: set[str] = field(default_factory=set)
     accepted: dict[tuple[int, int, int], UpdateAccepted] = field(default_factory=dict)
-    """(round, attempt, shard) -> the update accepted for it."""
+    """(round, attempt, shard) -> the update accepted for it (in an asynchronous job,
+    the last of the shard's in the round: :attr:`by_task` has each)."""
+    by_task: dict[str, UpdateAccepted] = field(default_factory=dict)
+    """task id -> the update accepted for it."""
     decided: set[tuple[str, str]] = field(default_factory=set)
     """(task_id, sender) pairs with a decision (accepted or rejected) on record: one
     decision per task and sender, so a peer naming another's task cannot block it."""
@@ -136,6 +139,7 @@ class JobMemory:
         data = event.data
         if isinstance(data, UpdateAccepted):
             self.accepted[(data.round, data.attempt, data.shard)] = data
+            self.by_task[data.task_id] = data
             self.decided.add((data.task_id, data.peer_id))
         elif isinstance(data, UpdateRejected):
             self.decided.add((data.task_id, data.peer_id))
@@ -183,9 +187,10 @@ class JobMemory:
     def accepted_of(self, closed: RoundClosed, inc: IncludedUpdate) -> UpdateAccepted | None:
         """The ``update.accepted`` of an update ``closed`` includes (an asynchronous
         round's may come from a task of an earlier round)."""
-        task = self.tasks.get(inc.task_id)
-        round_, attempt = (task.round, task.attempt) if task else (closed.round, closed.attempt)
-        return self.accepted.get((round_, attempt, inc.shard))
+        found = self.by_task.get(inc.task_id)
+        if found is not None and found.key == inc.key:
+            return found
+        return self.accepted.get((closed.round, closed.attempt, inc.shard))
 
     def accepted_norms(self, closed: RoundClosed) -> dict[int, float]:
         """The recorded norm of each update a closed round includes, by shard."""

@@ -14,11 +14,12 @@ The aggregator refuses an update more than ``max_staleness`` versions stale
 (``too_stale``, not a strike): its task is then over and its peer gets a fresh one. What
 is buffered and too stale for the next round leaves the buffer when a round closes.
 
-A shard has at most one live task per round: a peer whose update went into the open
-round's buffer is given its next task when that round closes (so a round never holds
-two updates of one task's key). Rounds never fail; a task whose peer went offline, or
-that is past its deadline (``round_deadline_s`` after it was given), is lost, and its
-peer gets a fresh task when it is online again.
+A peer has one open task at a time, and is given the next as soon as its update is
+accepted (or refused): a fast peer may train its shard several times in one round, each
+time on the newest version, with a seed of its own (:attr:`Dispatch.seed`). Rounds never
+fail; a task whose peer went offline, or that is past its deadline
+(``round_deadline_s`` after it was given), is lost, and its peer gets a fresh task when
+it is online again.
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ from .job import Job, Round, Task
 __all__ = ["TASKS_PER_ROUND", "admissible", "buffer_size", "open_buffer", "tend_buffer"]
 
 TASKS_PER_ROUND = 2
-"""Tasks one shard may be given in one round: its task, and one more after a refusal
-or a failed training (the next comes with the next round)."""
+"""Tasks of one shard in one round that may end without an accepted update (refused,
+failed, lost): after as many, the shard's next task comes with the next round."""
 
 
 def admissible(job: Job, base: int) -> list[IncludedUpdate]:
@@ -110,8 +111,9 @@ def _deadline(job: Job, env: rounds.Env) -> datetime:
 def _give_tasks(
     job: Job, round_: int, attempt: int, given: dict[str, Task], env: rounds.Env
 ) -> list[EventData]:
-    """A task in the round for each online peer with none open, on its first shard that
-    has no live task in the round yet (shard order)."""
+    """A task in the round for each online peer with none open, on its first shard
+    without an open task that has not ended without an update ``TASKS_PER_ROUND`` times
+    in the round (shard order)."""
     assert job.configured is not None
     busy = {t.peer_id for t in _open_tasks(job)}
     events: list[EventData] = []
@@ -122,7 +124,8 @@ def _give_tasks(
         if peer not in env.online or peer in busy:
             continue
         here = [t for t in given.values() if t.shard == plan.index]
-        if len(here) >= TASKS_PER_ROUND or any(t.open or t.state == "updated" for t in here):
+        unanswered = sum(t.state in ("rejected", "failed", "lost") for t in here)
+        if unanswered >= TASKS_PER_ROUND or any(t.open for t in here):
             continue
         busy.add(peer)
         n += 1

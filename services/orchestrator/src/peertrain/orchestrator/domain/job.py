@@ -523,8 +523,21 @@ class Dispatch:
 
     @property
     def seed(self) -> int:
-        """The task's training seed: the job's seed, the round and the shard."""
-        return derive_seed(self.configured.training.seed, self.task.round, self.task.shard)
+        """The task's training seed: the job's seed, the round and the shard; in an
+        asynchronous job, also how many of the shard's tasks in the round gave an
+        accepted update before it (a peer training its shard again on a newer version
+        draws other batches; a retry after a refusal keeps the seed, so an honest retry
+        gives the honest update)."""
+        seed, round_, shard = self.configured.training.seed, self.task.round, self.task.shard
+        if self.configured.aggregation.is_async:
+            done = 0
+            for t in self.round.tasks.values():
+                if t.task_id == self.task.task_id:
+                    break
+                done += t.shard == shard and t.state == "updated"
+            if done:
+                return derive_seed(seed, round_, shard, done)
+        return derive_seed(seed, round_, shard)
 
 
 def decide_cancel(job: Job, by: str) -> list[EventData]:

@@ -128,7 +128,7 @@ def _fit_problems(
         problems.append({"loc": "aggregation.min_peers", "msg": msg})
     buffer = request.aggregation.buffer_size
     if request.aggregation.is_async and buffer is not None and buffer > peer_count:
-        # a round takes one update per shard fresh, so more could never fill round 1
+        # a version of more updates than peers would mostly be of stale ones
         msg = f"buffer_size={buffer} is more than the job's {peer_count} peer(s)"
         problems.append({"loc": "aggregation.buffer_size", "msg": msg})
     if train_rows < peer_count:
