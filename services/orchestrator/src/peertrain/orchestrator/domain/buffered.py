@@ -34,14 +34,7 @@ from peertrain.common.events.training import IncludedUpdate, RoundClosed, RoundO
 from . import rounds
 from .job import Job, Round, Task
 
-__all__ = [
-    "TASKS_PER_ROUND",
-    "admissible",
-    "between_rounds",
-    "buffer_size",
-    "open_buffer",
-    "tend_buffer",
-]
+__all__ = ["TASKS_PER_ROUND", "admissible", "buffer_size", "open_buffer", "tend_buffer"]
 
 TASKS_PER_ROUND = 2
 """Tasks of one shard in one round that may end without an accepted update (refused,
@@ -83,9 +76,13 @@ def open_buffer(
 def tend_buffer(job: Job, cur: Round, env: rounds.Env) -> list[EventData]:
     """The open round's next events: lost tasks, its close once the buffer is full, or
     tasks for the peers that are idle."""
-    lost = _lost_tasks(job, env)
+    lost = [
+        rounds._lost(job, task, "peer_offline" if task.peer_id not in env.online else "deadline")
+        for task in _open_tasks(job)
+        if task.peer_id not in env.online or env.now >= task.deadline
+    ]
     if lost:
-        return lost
+        return list(lost)
     ready = admissible(job, cur.model_version)
     k = buffer_size(job)
     if len(ready) >= k:
@@ -99,23 +96,6 @@ def tend_buffer(job: Job, cur: Round, env: rounds.Env) -> list[EventData]:
             )
         ]
     return list(_give_tasks(job, cur.round, cur.attempt, cur.tasks, env))
-
-
-def between_rounds(job: Job, cur: Round, env: rounds.Env) -> list[EventData]:
-    """While version ``cur.round`` is being built (``cur`` closed, the next round not
-    open yet): lost tasks, and a task for each idle peer in ``cur``'s round, on its
-    version, the newest there is (one version stale when it lands): no peer waits for
-    the aggregator."""
-    return _lost_tasks(job, env) or list(_give_tasks(job, cur.round, cur.attempt, cur.tasks, env))
-
-
-def _lost_tasks(job: Job, env: rounds.Env) -> list[EventData]:
-    """``task.lost`` for each open task whose peer is offline or that is past its deadline."""
-    return [
-        rounds._lost(job, task, "peer_offline" if task.peer_id not in env.online else "deadline")
-        for task in _open_tasks(job)
-        if task.peer_id not in env.online or env.now >= task.deadline
-    ]
 
 
 def _open_tasks(job: Job) -> Iterable[Task]:

@@ -116,8 +116,6 @@ def reconcile(job: Job, env: Env) -> list[EventData]:
         return []
     version = job.versions.get(next_round - 1)
     if version is None:
-        if job.is_async and cur is not None:  # peers keep training meanwhile
-            return buffered.between_rounds(job, cur, env)
         # waiting for the aggregator, with no limit: it may be down (jobs pause and go
         # on), and its holder re-derives a version whose round.closed it missed
         return []
