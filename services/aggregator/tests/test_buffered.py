@@ -128,7 +128,7 @@ def _version(events: list[object], v: int) -> ModelVersionCreated:
     return next(e for e in events if isinstance(e, ModelVersionCreated) and e.version == v)
 
 
-@pytest.mark.parametrize("strategy", ["fedavg", "fedadam", "median"])
+@pytest.mark.parametrize("strategy", ["fedavg", "fedprox", "fedadam", "trimmed_mean", "median"])
 async def test_a_version_has_the_same_bits_from_the_running_sum_or_rebuilt(tmp_path, strategy):
     _, running = await _run(tmp_path / "a", rebuild=False, strategy=strategy)
     _, rebuilt = await _run(tmp_path / "b", rebuild=True, strategy=strategy)
