@@ -14,7 +14,7 @@ same peers run two jobs, one after the other, with the same model, training and 
   shards make the model swing and drift, on the simulation as on the platform; FedBuff
   tunes its server step too).
 
-Both train ``BENCH_LOCAL_EPOCHS`` (default 2) local epochs per task: a peer's compute
+Both train ``BENCH_LOCAL_EPOCHS`` (default 5) local epochs per task: a peer's compute
 must outweigh the platform's per-round overhead for the slowdowns to mean anything.
 
 From each job's own event timestamps, from its first ``round.opened``:
@@ -54,7 +54,7 @@ SYNC_ROUNDS = int(os.environ.get("BENCH_SYNC_ROUNDS", "10"))
 ASYNC_ROUNDS = int(os.environ.get("BENCH_ASYNC_ROUNDS", "40"))
 ASYNC_K = int(os.environ.get("BENCH_ASYNC_K", "4"))
 ASYNC_SERVER_LR = float(os.environ.get("BENCH_ASYNC_SERVER_LR", "0.5"))
-LOCAL_EPOCHS = int(os.environ.get("BENCH_LOCAL_EPOCHS", "2"))
+LOCAL_EPOCHS = int(os.environ.get("BENCH_LOCAL_EPOCHS", "5"))
 MODEL = {"arch": "mlp", "hidden": [128]}
 TRAINING = {
     "local_epochs": LOCAL_EPOCHS,
