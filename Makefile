@@ -15,7 +15,7 @@ MYPYPATH := $(subst $(space),:,$(MYPY_SRCS))
 PYTEST_ARGS ?=
 
 .PHONY: help venv console openapi stack-up stack-down stack-status services-up services-down \
-	services-status up down dist redrive lint format typecheck test test-unit check-helm bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-models bench-idle bench-flower bench-sim bench-compression bench-verify demo chaos
+	services-status up down dist redrive lint format typecheck test test-unit check-helm bench-eventlog bench-auth bench-sharding bench-heartbeats bench-aggregate bench-rounds bench-async bench-models bench-idle bench-flower bench-sim bench-compression bench-verify demo chaos
 
 help:
 	@echo "make test            venv + local stack + ruff + mypy + pytest (PYTEST_ARGS=...)"
@@ -27,7 +27,7 @@ help:
 	@echo "make dist            the peer's and the CLI's wheels, and their pins, in dist/"
 	@echo "make check-helm      helm lint + template (default, production) + strict k8s.io/api decoding"
 	@echo "make chaos           seeded fault schedule while jobs run (CHAOS_SEED=N)"
-	@echo "make lint | format | typecheck | bench-{eventlog,auth,sharding,heartbeats,aggregate,rounds,models,idle,flower,sim,compression,verify} | demo"
+	@echo "make lint | format | typecheck | bench-{eventlog,auth,sharding,heartbeats,aggregate,rounds,async,models,idle,flower,sim,compression,verify} | demo"
 
 venv:
 	@bash deploy/local/venv.sh >/dev/null
@@ -139,6 +139,12 @@ bench-aggregate: venv
 BENCH_PREFILL ?= 1000000
 bench-rounds: venv stack-up
 	@$(ENV) BENCH_PREFILL=$(BENCH_PREFILL) python benchmarks/rounds.py
+
+# Needs the real stack; starts every service and 8 peers slowed by 1,1,2,2,4,4,8,8 itself:
+# MNIST 10k on a Dirichlet(0.5) split, synchronous FedAvg then asynchronous FedBuff on
+# the same peers (benchmarks/async.py; BENCH_SYNC_ROUNDS, BENCH_ASYNC_ROUNDS, BENCH_ASYNC_K).
+bench-async: venv stack-up
+	@$(ENV) python benchmarks/async.py
 
 # Needs the real stack; starts every service and the peers itself: a ResNet-18 sent as
 # a layer graph, 4 peers x 500 synthetic 32x32 images x 3 rounds, the same epochs in one

@@ -345,6 +345,38 @@ def test_the_trainer_trains_at_the_rounds_learning_rate(tmp_path: Path) -> None:
         assert all(torch.equal(delta[k], own.delta[k]) for k in delta) is same
 
 
+class _Slow(_Offline):
+    """Records the waits its slowdown asks for instead of waiting."""
+
+    def __init__(self, tmp_path: Path, sent: list[tuple[str, Any]], slowdown: float) -> None:
+        super().__init__(tmp_path, sent)
+        self.slowdown = slowdown
+        self.paused: list[float] = []
+
+    def pause(self, run: Any, seconds: float) -> None:
+        self.paused.append(seconds)
+
+
+@pytest.mark.parametrize(("slowdown", "waits"), [(1.0, 0), (4.0, 1)])
+def test_a_slowed_peer_waits_its_factor_less_one_times_its_compute_time(
+    tmp_path: Path, slowdown: float, waits: int
+) -> None:
+    trainer = _Slow(tmp_path, [], slowdown)
+    body = _task_json("t1")
+    body["upload"]["max_bytes"] = 100
+    assert trainer.run(TaskMessage.model_validate(body)) is not None
+    assert len(trainer.paused) == waits
+    if waits:
+        assert trainer.paused == [3.0 * trainer.results[0].duration_s]
+
+
+def test_a_slowdown_below_one_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="slowdown"):
+        Trainer(lambda k, b: None, cache_dir=tmp_path, slowdown=0.5)
+    with pytest.raises(ValueError, match="slowdown"):
+        PeerSettings(slowdown=0.5)
+
+
 def test_fedbn_keeps_the_peers_batch_norm_per_job_and_shard_until_a_restart(
     tmp_path: Path,
 ) -> None:

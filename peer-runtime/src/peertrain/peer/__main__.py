@@ -100,11 +100,22 @@ def run_command(
     ] = None,
     api: Annotated[str | None, typer.Option("--api", help="Override the enrolled API URL.")] = None,
     log_level: Annotated[str | None, typer.Option("--log-level")] = None,
+    slowdown: Annotated[
+        float | None,
+        typer.Option(
+            "--slowdown",
+            min=1.0,
+            help="Wait (F - 1) x each task's compute time after training: F times slower "
+            "(benchmarks of uneven peers; default 1).",
+        ),
+    ] = None,
 ) -> None:
     """Announce this machine and heartbeat until SIGTERM; take work from its queue."""
     from .runtime import run  # the listener's imports are heavy: only for `run`
 
-    settings = _settings(config_dir, heartbeat_interval_s=interval, log_level=log_level)
+    settings = _settings(
+        config_dir, heartbeat_interval_s=interval, log_level=log_level, slowdown=slowdown
+    )
     configure_logging("peer", level=settings.log_level, json=not sys.stderr.isatty())
     try:
         asyncio.run(run(settings, api_url=api))

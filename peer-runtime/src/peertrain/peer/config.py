@@ -55,6 +55,10 @@ class PeerSettings(BaseSettings):
         ``cpu``, ``cuda``, ``cuda:1``, ``mps``; ``None`` picks CUDA, then MPS, then CPU.
     cache_max_files
         Shards kept in ``<config_dir>/cache/shards`` (least recently used dropped first).
+    slowdown
+        After each task's training, wait ``slowdown - 1`` times its measured compute
+        time (``--slowdown``; ``PEERTRAIN_PEER_SLOWDOWN``): a peer of factor 4 is 4 times
+        slower. For benchmarks and tests of uneven volunteers; 1 (the default) never waits.
     """
 
     model_config = SettingsConfigDict(env_prefix="PEERTRAIN_PEER_", extra="ignore")
@@ -71,3 +75,4 @@ class PeerSettings(BaseSettings):
     threads: int | None = Field(default=None, ge=1, le=1024)
     device: str | None = Field(default=None, max_length=20)
     cache_max_files: int = Field(default=8, ge=1, le=1000)
+    slowdown: float = Field(default=1.0, ge=1, le=1000)

@@ -73,6 +73,7 @@ async def run(
         threads=threads,
         device=settings.device,
         cache_max_files=settings.cache_max_files,
+        slowdown=settings.slowdown,
     )
 
     def shutdown(*_: Any) -> None:

@@ -117,6 +117,10 @@ class Trainer:
     deadline_grace_s
         Training stops (as ``failed``) this long after the task's deadline (slack for
         clock skew).
+    slowdown
+        After each task's training, wait ``slowdown - 1`` times the compute time just
+        measured before uploading: a peer of factor 4 takes 4 times as long (benchmarks
+        and tests of uneven volunteers; 1, the default, never waits).
     """
 
     def __init__(
@@ -129,13 +133,17 @@ class Trainer:
         cache_max_files: int = 8,
         http: httpx.Client | None = None,
         deadline_grace_s: float = 30.0,
+        slowdown: float = 1.0,
     ) -> None:
+        if not slowdown >= 1:
+            raise ValueError(f"slowdown must be at least 1, not {slowdown}")
         self.send = send
         self.cache = ShardCache(cache_dir / "shards", cache_max_files)
         self.work_dir = cache_dir / "work"
         self.threads = threads
         self.device = device
         self.deadline_grace_s = deadline_grace_s
+        self.slowdown = float(slowdown)
         self._http = http
         self._own_http = http is None
         self._lock = threading.Lock()
@@ -298,6 +306,8 @@ class Trainer:
         if received is not None:  # the delta is of the received version, as always
             delta, local = keep_local_layers(model, result.delta, received)
             result = dataclasses.replace(result, delta=delta)
+        if self.slowdown > 1:
+            self.pause(run, (self.slowdown - 1) * result.duration_s)
         with self._lock:
             residual = self._residuals.get(local_key)
         encoded = compress_update(result.delta, task.training.compression, residual)
@@ -320,6 +330,10 @@ class Trainer:
             train_accuracy=final.accuracy,
             duration_s=result.duration_s,
         )
+
+    def pause(self, run: _Run, seconds: float) -> None:
+        """Wait ``seconds`` (``slowdown``), or until the task is cancelled."""
+        run.stop.wait(max(0.0, seconds))
 
     def _failed(self, task: TaskMessage, exc: BaseException) -> None:
         error = f"{type(exc).__name__}: {exc}"[:MAX_ERROR]

@@ -474,9 +474,15 @@ class Simulation:
         elif isinstance(data, RoundWaiting):
             self._at(data.until, self._tick)  # the wait for peers ends
 
-    async def _forget_updates(self, round_: int) -> None:
-        """Drop a round's uploads and accepted copies once its version exists (nothing
-        reads them again): memory stays O(model x peers per round), not x rounds."""
+    async def _forget_updates(self, version: int) -> None:
+        """Drop a round's uploads and accepted copies once nothing reads them again:
+        memory stays O(model x peers per round), not x rounds. That is when its version
+        exists; in an asynchronous job, when the last version that may include an update
+        of one of its tasks does (``max_staleness`` later)."""
+        agg = self.spec.aggregation
+        round_ = version - agg.max_staleness if agg.is_async else version
+        if round_ < 1:
+            return
         await self.blobs.delete_prefix(f"jobs/{self.job_id}/rounds/{round_}/")
         await self.blobs.delete_prefix(f"models/{self.job_id}/updates/r{round_}.")
 

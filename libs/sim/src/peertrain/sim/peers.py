@@ -55,6 +55,9 @@ class Volunteers:
         is the others').
     speed_sigma
         Peer speeds are log-normal with this sigma (0: all equally fast).
+    slowdowns
+        Peer ``k`` is ``slowdowns[k]`` times slower than nominal (as ``peertrain-peer run
+        --slowdown``); when given, one factor per peer, and ``speed_sigma`` is unused.
     seconds_per_sample
         Virtual seconds a peer of speed 1 takes per sample and local epoch.
     offline_after_s
@@ -76,6 +79,7 @@ class Volunteers:
     hostile_indices: tuple[int, ...] = ()
     hostile_modes: tuple[tuple[int, HostileMode], ...] = ()
     unanswered: tuple[tuple[int, int, int], ...] = ()
+    slowdowns: tuple[float, ...] = ()
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -85,6 +89,8 @@ class Volunteers:
             raise ValueError("hostile must be in [0, 1)")
         if self.speed_sigma < 0 or self.seconds_per_sample < 0 or self.offline_after_s <= 0:
             raise ValueError("speed_sigma and seconds_per_sample >= 0, offline_after_s > 0")
+        if any(not f >= 1 for f in self.slowdowns):
+            raise ValueError("slowdowns must be at least 1")
 
     def hostile_peers(self, peers: list[str]) -> frozenset[str]:
         """Which peers are hostile."""
@@ -102,6 +108,10 @@ class Volunteers:
 
     def speeds(self, peers: list[str]) -> dict[str, float]:
         """Each peer's speed (1: nominal)."""
+        if self.slowdowns:
+            if len(self.slowdowns) != len(peers):
+                raise ValueError(f"slowdowns names {len(self.slowdowns)} peers, not {len(peers)}")
+            return {p: 1.0 / f for p, f in zip(peers, self.slowdowns, strict=True)}
         rng = random.Random(derive_seed(self.seed, "speed"))
         return {p: math.exp(rng.gauss(0.0, self.speed_sigma)) for p in peers}
 

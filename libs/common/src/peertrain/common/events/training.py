@@ -331,6 +331,10 @@ class IncludedUpdate(BaseModel):
     task_id: str
     key: str
     sha256: str
+    base_version: int | None = Field(default=None, ge=0)
+    """Asynchronous rounds: the model version its task trained from (the round builds
+    on the newest, so it is ``round - 1 - base_version`` versions stale); ``None``
+    (synchronous rounds, old logs): the round's own base."""
 
 
 class DroppedUpdate(BaseModel):
@@ -351,14 +355,16 @@ class DroppedUpdate(BaseModel):
 class RoundClosed(EventData):
     """Round ``round`` is over: aggregate exactly ``included`` into model version ``round``.
 
-    ``reason``: ``complete`` (every shard answered) or ``deadline``. ``dropped``: the
-    round's accepted updates left out as norm outliers (each a strike for its peer).
+    ``reason``: ``complete`` (every shard answered) or ``deadline``; ``buffered``: an
+    asynchronous round's buffer is full (``included``, in the order the updates were
+    accepted). ``dropped``: the round's accepted updates left out as norm outliers
+    (each a strike for its peer).
     """
 
     job_id: str
     round: int = Field(ge=1)
     attempt: int = Field(ge=1)
-    reason: Literal["complete", "deadline", "resolved"]
+    reason: Literal["complete", "deadline", "resolved", "buffered"]
     included: tuple[IncludedUpdate, ...] = Field(min_length=1)
     dropped: tuple[DroppedUpdate, ...] = ()
 

@@ -6,7 +6,9 @@ from the same models.
 """
 
 from .aggregation import (
+    AGGREGATION_MODES,
     AGGREGATION_STRATEGIES,
+    AggregationMode,
     AggregationName,
     AggregationSpec,
     VerifySpec,
@@ -39,11 +41,13 @@ from .training import TrainingParams, derive_seed, parse_training_params
 from .zoo_graph import zoo_graph
 
 __all__ = [
+    "AGGREGATION_MODES",
     "AGGREGATION_STRATEGIES",
     "MAX_ACTIVATIONS_PER_SAMPLE",
     "MAX_GRAPH_ACTIVATIONS_PER_SAMPLE",
     "MAX_PARAMETERS",
     "SHARDING_STRATEGIES",
+    "AggregationMode",
     "AggregationName",
     "AggregationSpec",
     "AnyModelSpec",

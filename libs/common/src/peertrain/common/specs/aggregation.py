@@ -11,8 +11,10 @@ from .errors import SpecInvalid
 from .model import spec_errors
 
 __all__ = [
+    "AGGREGATION_MODES",
     "AGGREGATION_STRATEGIES",
     "MIN_UPDATE_NORM",
+    "AggregationMode",
     "AggregationName",
     "AggregationSpec",
     "DeadlineRule",
@@ -29,6 +31,12 @@ AGGREGATION_STRATEGIES: tuple[str, ...] = get_args(AggregationName)
 DeadlineRule = Literal["fixed", "adaptive"]
 """How a synchronous round's deadline is set: ``round_deadline_s`` every round, or from
 the job's measured task durations (see :class:`AggregationSpec`)."""
+
+AggregationMode = Literal["sync", "async"]
+"""``sync``: a round waits for its peers; ``async``: buffered asynchronous rounds (FedBuff,
+Nguyen et al. 2022), a new version every ``buffer_size`` accepted updates."""
+
+AGGREGATION_MODES: tuple[str, ...] = get_args(AggregationMode)
 
 MIN_UPDATE_NORM = 100.0
 """The default ``max_update_norm`` of a model of up to 1,111 values, and the bound of a
@@ -147,6 +155,21 @@ class AggregationSpec(BaseModel):
         quantile, and the shortest deadline it sets.
     verify
         Checked work (:class:`VerifySpec`): off unless ``verify.share`` is above 0.
+    mode
+        ``sync`` (the default): every round waits for its peers. ``async``: buffered
+        asynchronous rounds (FedBuff): a peer gets its next task as soon as its update
+        is accepted, and a new version is built every ``buffer_size`` accepted updates,
+        whatever version each started from (see ``docs/async.md``).
+    buffer_size
+        ``async``: accepted updates per model version (FedBuff's K); ``None``: half the
+        job's peers, at least one (fixed when the job is configured).
+    max_staleness
+        ``async``: an update whose task started from a version more than this many
+        versions older than the newest is refused (``too_stale``, not a strike) and its
+        peer gets a fresh task.
+    staleness_exponent
+        ``async``: an update ``s`` versions stale is weighted ``samples / (1 + s) **
+        staleness_exponent`` (0.5: FedBuff's ``1 / sqrt(1 + s)``; 0: staleness ignored).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -171,6 +194,10 @@ class AggregationSpec(BaseModel):
     deadline_factor: float = Field(default=2.0, ge=1, le=100)
     deadline_floor_s: float = Field(default=10.0, gt=0, le=7 * 24 * 3600)
     verify: VerifySpec = VerifySpec()
+    mode: AggregationMode = "sync"
+    buffer_size: int | None = Field(default=None, ge=1, le=100_000)
+    max_staleness: int = Field(default=10, ge=0, le=1_000)
+    staleness_exponent: float = Field(default=0.5, ge=0, le=10)
 
     @model_validator(mode="after")
     def _sample_holds_min_peers(self) -> AggregationSpec:
@@ -230,6 +257,41 @@ class AggregationSpec(BaseModel):
         given = min(shards, base + self.over_select)
         closes_on = min(given, max(self.min_peers, given - self.over_select))
         return given, closes_on
+
+    @model_validator(mode="after")
+    def _async_knobs_only_async(self) -> AggregationSpec:
+        if self.mode == "sync" and self.buffer_size is not None:
+            raise ValueError('buffer_size applies to mode "async" only')
+        if self.mode == "async" and self.peers_per_round is not None:
+            raise ValueError(
+                'peers_per_round applies to mode "sync" only: an asynchronous job gives '
+                "every idle peer a task"
+            )
+        if self.mode == "async" and self.over_select:
+            raise ValueError(
+                'over_select applies to mode "sync" only: an asynchronous job never waits '
+                "for its slowest peers"
+            )
+        if self.mode == "async" and self.verify.enabled:
+            raise ValueError(
+                'verify applies to mode "sync" only for now: an asynchronous round has no '
+                "fixed set of tasks to check against each other (docs/checked-work.md)"
+            )
+        if self.mode == "async" and self.deadline == "adaptive":
+            raise ValueError(
+                'deadline "adaptive" applies to mode "sync" only: an asynchronous task is '
+                "given round_deadline_s"
+            )
+        return self
+
+    @property
+    def is_async(self) -> bool:
+        """Buffered asynchronous rounds (``mode: async``)."""
+        return self.mode == "async"
+
+    def buffer_for(self, peers: int) -> int:
+        """``buffer_size``, or half of ``peers`` (at least one) when it is not set."""
+        return self.buffer_size if self.buffer_size is not None else max(1, peers // 2)
 
     @property
     def update_bound(self) -> float:

@@ -23,6 +23,7 @@ __all__ = [
     "TASK_LOST",
     "TASK_MISMATCH",
     "TOO_LARGE",
+    "TOO_STALE",
     "UNKNOWN_TASK",
     "WRONG_KEY",
     "WRONG_PEER",
@@ -48,6 +49,10 @@ NORM_TOO_LARGE: Final = "norm_too_large"
 BAD_ENCODING: Final = "bad_encoding"
 """A compressed update that does not decode against the model as the job's
 ``training.compression`` says (a missing scale, an index out of range, ...)."""
+
+TOO_STALE: Final = "too_stale"
+"""Asynchronous rounds: the update's base version is more than ``max_staleness`` behind
+the newest (not a strike: a slow peer is not a hostile one)."""
 
 STRIKES: Final = frozenset(
     {

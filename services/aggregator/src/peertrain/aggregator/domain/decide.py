@@ -8,6 +8,7 @@ from peertrain.common.events.tasks import UpdateAnnounced
 from peertrain.common.events.training import RoundOpened, TaskAssigned
 
 from . import codes
+from .buffered import too_stale
 from .state import JobMemory
 
 __all__ = [
@@ -82,7 +83,9 @@ def decide_update(state: JobMemory, peer_id: str, body: UpdateAnnounced) -> Deci
         return Duplicate(f"task {body.task_id} already has a decision for this sender")
     task = state.tasks.get(body.task_id)
     checking = task is not None and task.checks is not None  # compared, not summed
-    if not checking and (body.round, body.attempt, body.shard) in state.accepted:
+    asynchronous = state.configured.aggregation.is_async
+    # an asynchronous round may take several updates of one shard (one task at a time)
+    if not (checking or asynchronous) and (body.round, body.attempt, body.shard) in state.accepted:
         return Duplicate(
             f"round {body.round} attempt {body.attempt} shard {body.shard} already has an update"
         )
@@ -99,10 +102,12 @@ def decide_update(state: JobMemory, peer_id: str, body: UpdateAnnounced) -> Deci
     if task.task_id in state.lost:
         return Refusal(codes.TASK_LOST, f"task {task.task_id} was lost (reassigned or expired)")
     opened = state.opened.get((task.round, task.attempt))
-    if opened is None or not state.is_open(task.round, task.attempt):
+    if opened is None or not (asynchronous or state.is_open(task.round, task.attempt)):
         return Refusal(
             codes.ROUND_NOT_OPEN, f"round {task.round} attempt {task.attempt} is not open"
         )
+    if asynchronous and (stale := too_stale(state, opened)) is not None:
+        return Refusal(*stale)
     if body.key != task.update_key:
         return Refusal(codes.WRONG_KEY, f"the update must be at {task.update_key}")
     rows = state.shard_rows(task.shard)

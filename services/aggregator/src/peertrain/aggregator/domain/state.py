@@ -20,6 +20,7 @@ from peertrain.common.events.models import (
     UpdateRejected,
 )
 from peertrain.common.events.training import (
+    IncludedUpdate,
     JobCancelled,
     JobCompleted,
     JobConfigured,
@@ -85,8 +86,9 @@ class JobMemory:
     tasks: dict[str, TaskAssigned] = field(default_factory=dict)
     lost: set[str] = field(default_factory=set)
     accepted: dict[tuple[int, int, int], UpdateAccepted] = field(default_factory=dict)
-    """(round, attempt, shard) -> the update accepted for it (a check's is not: it is
-    compared, not summed)."""
+    """(round, attempt, shard) -> the update accepted for it (in an asynchronous job,
+    the last of the shard's in the round: :attr:`by_task` has each; a check's is not
+    here: it is compared, not summed)."""
     by_task: dict[str, UpdateAccepted] = field(default_factory=dict)
     """Every accepted update (checks' included), by task id."""
     checks_of: dict[str, list[str]] = field(default_factory=dict)
@@ -188,13 +190,17 @@ class JobMemory:
         """The highest stored version."""
         return max(self.versions) if self.versions else None
 
+    def accepted_of(self, closed: RoundClosed, inc: IncludedUpdate) -> UpdateAccepted | None:
+        """The ``update.accepted`` of an update ``closed`` includes (an asynchronous
+        round's may come from a task of an earlier round)."""
+        found = self.by_task.get(inc.task_id)
+        if found is not None and found.key == inc.key:
+            return found
+        return self.accepted.get((closed.round, closed.attempt, inc.shard))
+
     def accepted_norms(self, closed: RoundClosed) -> dict[int, float]:
         """The recorded norm of each update a closed round includes, by shard."""
-        found = (
-            self.by_task.get(u.task_id)
-            or self.accepted.get((closed.round, closed.attempt, u.shard))
-            for u in closed.included
-        )
+        found = (self.accepted_of(closed, u) for u in closed.included)
         return {a.shard: a.norm for a in found if a is not None}
 
     def stalled(self, now: datetime, grace: timedelta) -> bool:

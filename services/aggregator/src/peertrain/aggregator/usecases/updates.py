@@ -31,6 +31,7 @@ from peertrain.aggregator.domain import (
     codes,
     decide_update,
 )
+from peertrain.aggregator.domain.buffered import fold_target
 from peertrain.aggregator.metrics import UPDATES, observe_update_bytes
 from peertrain.common.eventlog import ConcurrencyError
 from peertrain.common.events import EventData, RecordedEvent
@@ -216,6 +217,10 @@ async def _fold(
     """Add the update to the round's running sum (best effort: a closing round rebuilds
     from the bucket whenever the running sum is not exactly what it includes)."""
     assert state.configured is not None
+    target = fold_target(state, opened)
+    if target is None:  # asynchronous, between rounds: the round's close rebuilds it
+        return
+    opened, factor = target
     work = app.rounds.get(state.job_id)
     try:
         if work is None or (work.round, work.attempt) != (opened.round, opened.attempt):
@@ -226,7 +231,8 @@ async def _fold(
             )
             app.rounds[state.job_id] = work
         key = work_key(accepted.key, accepted.sha256)
-        await asyncio.to_thread(work.accumulator.add, delta, accepted.weight, key=key)
+        weight = accepted.weight * factor
+        await asyncio.to_thread(work.accumulator.add, delta, weight, key=key)
     except Exception:
         log.exception("could not fold the update; the round will be rebuilt when it closes")
         dropped = app.rounds.pop(state.job_id, None)

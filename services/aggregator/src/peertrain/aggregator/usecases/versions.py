@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from peertrain.aggregator.domain import JobMemory, UpdateRefused, clip_factors, codes
+from peertrain.aggregator.domain.buffered import staleness_factor
 from peertrain.aggregator.metrics import (
     AGGREGATION_SECONDS,
     EVALUATION_SECONDS,
@@ -214,7 +215,8 @@ async def _rebuild(
         if inc.shard in scale:
             delta = await asyncio.to_thread(clipped, delta, scale[inc.shard], work.strategy.buffers)
         key = work_key(inc.key, inc.sha256)
-        await asyncio.to_thread(work.accumulator.add, delta, float(rows), key=key)
+        weight = float(rows) * staleness_factor(cfg.aggregation, closed, inc)
+        await asyncio.to_thread(work.accumulator.add, delta, weight, key=key)
         used.append(inc)
     return work, used
 
@@ -355,7 +357,7 @@ def _rounded_scale(scale: dict[int, float]) -> dict[str, float]:
 
 def _included_bytes(state: JobMemory, closed: RoundClosed) -> int:
     """Bytes of the accepted updates a closed round aggregates (as recorded on accept)."""
-    sizes = (state.accepted.get((closed.round, closed.attempt, u.shard)) for u in closed.included)
+    sizes = (state.accepted_of(closed, u) for u in closed.included)
     return sum(a.size for a in sizes if a is not None)
 
 

@@ -233,6 +233,9 @@ class Job:
     error_code: str | None = None
     finished_at: datetime | None = None
     tasks_assigned: int = 0
+    buffer: list[IncludedUpdate] = field(default_factory=list)
+    """Asynchronous rounds: the accepted updates no closed round has included yet, in the
+    order they were accepted (the model stream's order); see :mod:`.buffered`."""
 
     # -- reading -----------------------------------------------------------------------
 
@@ -242,6 +245,11 @@ class Job:
         if self.terminal is not None:
             return self.terminal
         return "running" if self.configured is not None else "sharding"
+
+    @property
+    def is_async(self) -> bool:
+        """Configured with buffered asynchronous rounds (``aggregation.mode: async``)."""
+        return self.configured is not None and self.configured.aggregation.is_async
 
     @property
     def owner_id(self) -> str | None:
@@ -312,7 +320,10 @@ class Job:
         rnd = self.rounds.get((task.round, task.attempt))
         conf = self.configured
         version = self.versions.get(rnd.model_version) if rnd else None
-        if rnd is None or rnd.state != "open" or conf is None or version is None:
+        # an asynchronous task outlives its round: it is folded into a later buffer
+        if rnd is None or conf is None or version is None:
+            return None
+        if rnd.state != "open" and not (self.is_async and rnd.state == "closed"):
             return None
         plan = next(s for s in conf.shards if s.index == task.shard)
         return Dispatch(task, rnd, version, plan, conf)
@@ -419,6 +430,8 @@ class Job:
                 if isinstance(data, RoundFailed):
                     rnd.failed = data
                     return
+                if self.is_async:
+                    self._unbuffer(data)
                 for out in data.dropped:
                     self._strike(_dropped_refusal(data, out))
                 if len(data.included) > len(rnd.numeric):  # an honest majority
@@ -427,6 +440,8 @@ class Job:
                         self._strike(refused)
         elif isinstance(data, PeerExcluded):
             self.excluded.setdefault(data.peer_id, data)
+            # what an excluded peer sent is not aggregated (as in a synchronous round)
+            self.buffer = [u for u in self.buffer if u.peer_id != data.peer_id]
         elif isinstance(data, JobCompleted):
             self._end("completed", at)
         elif isinstance(data, JobFailed):
@@ -435,6 +450,31 @@ class Job:
         elif isinstance(data, JobCancelled):
             self._end("cancelled", at)
             self.error = f"cancelled by {data.by}"
+
+    def _buffer(self, data: UpdateAccepted, rnd: Round) -> None:
+        """Asynchronous rounds: an accepted update waits for a round to include it."""
+        if data.peer_id in self.excluded or any(u.task_id == data.task_id for u in self.buffer):
+            return
+        self.buffer.append(
+            IncludedUpdate(
+                shard=data.shard,
+                peer_id=data.peer_id,
+                task_id=data.task_id,
+                key=data.key,
+                sha256=data.sha256,
+                base_version=rnd.model_version,
+            )
+        )
+
+    def _unbuffer(self, closed: RoundClosed) -> None:
+        """Asynchronous rounds: what ``closed`` included leaves the buffer, and so does
+        what would be too stale for the next round (built on version ``closed.round``)."""
+        assert self.configured is not None
+        included = {u.task_id for u in closed.included}
+        oldest = closed.round - self.configured.aggregation.max_staleness
+        self.buffer = [
+            u for u in self.buffer if u.task_id not in included and (u.base_version or 0) >= oldest
+        ]
 
     def _end(self, state: Literal["completed", "failed", "cancelled"], at: datetime) -> None:
         self.terminal = state
@@ -492,6 +532,10 @@ class Job:
                 task.updated_at = at
             if task is not None and task.checks is not None:  # compared, not summed
                 rnd.checked_updates[task.task_id] = (_included(data), data.norm)
+                return
+            if self.is_async:
+                if task is not None and task.state == "updated":
+                    self._buffer(data, rnd)
                 return
             if rnd.state == "open" and data.shard not in rnd.accepted:
                 rnd.accepted[data.shard] = _included(data)
@@ -599,8 +643,21 @@ class Dispatch:
 
     @property
     def seed(self) -> int:
-        """The task's training seed: the job's seed, the round and the shard."""
-        return derive_seed(self.configured.training.seed, self.task.round, self.task.shard)
+        """The task's training seed: the job's seed, the round and the shard; in an
+        asynchronous job, also how many of the shard's tasks in the round gave an
+        accepted update before it (a peer training its shard again on a newer version
+        draws other batches; a retry after a refusal keeps the seed, so an honest retry
+        gives the honest update)."""
+        seed, round_, shard = self.configured.training.seed, self.task.round, self.task.shard
+        if self.configured.aggregation.is_async:
+            done = 0
+            for t in self.round.tasks.values():
+                if t.task_id == self.task.task_id:
+                    break
+                done += t.shard == shard and t.state == "updated"
+            if done:
+                return derive_seed(seed, round_, shard, done)
+        return derive_seed(seed, round_, shard)
 
 
 def decide_cancel(job: Job, by: str) -> list[EventData]:

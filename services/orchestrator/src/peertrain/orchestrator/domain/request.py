@@ -126,9 +126,21 @@ def _fit_problems(
     if min_peers > peer_count:
         msg = f"min_peers={min_peers} is more than the job's {peer_count} peer(s)"
         problems.append({"loc": "aggregation.min_peers", "msg": msg})
+    buffer = request.aggregation.buffer_size
+    if request.aggregation.is_async and buffer is not None and buffer > peer_count:
+        # a version of more updates than peers would mostly be of stale ones
+        msg = f"buffer_size={buffer} is more than the job's {peer_count} peer(s)"
+        problems.append({"loc": "aggregation.buffer_size", "msg": msg})
     if train_rows < peer_count:
         msg = f"the dataset has {train_rows} training rows: fewer than one per peer"
         problems.append({"loc": "peers", "msg": msg})
+    if request.aggregation.verify.enabled and request.training.compression.kind == "topk":
+        # a checker's top-k residual is not the checked peer's: the two cannot agree
+        msg = (
+            "verify cannot check top-k compressed updates (each peer's error feedback "
+            "differs); use compression none, fp16 or int8 with verify"
+        )
+        problems.append({"loc": "aggregation.verify", "msg": msg})
     return (
         problems
         + _over_select_problems(request, peer_count)

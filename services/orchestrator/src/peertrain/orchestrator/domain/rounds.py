@@ -45,7 +45,7 @@ from peertrain.common.events.training import (
 )
 from peertrain.common.specs import derive_seed
 
-from . import stragglers
+from . import buffered, stragglers
 from .checks import pick_peer, wants_check
 from .job import Job, Round, Task, withdrawn
 
@@ -96,6 +96,8 @@ def reconcile(job: Job, env: Env) -> list[EventData]:
         env = replace(env, online=env.online - job.excluded.keys())
     cur = job.current
     if cur is not None and cur.state == "open":
+        if job.is_async:
+            return buffered.tend_buffer(job, cur, env)
         return _tend_round(job, cur, env)
     if cur is not None and cur.state == "failed":
         return _retry(job, cur, env)
@@ -218,6 +220,8 @@ def _open(
     job: Job, round_: int, attempt: int, version: ModelVersionCreated, env: Env
 ) -> list[EventData]:
     assert job.configured is not None
+    if job.is_async:
+        return buffered.open_buffer(job, round_, attempt, version, env)
     deadline = _deadline(job, env)
     events: list[EventData] = [
         RoundOpened(
