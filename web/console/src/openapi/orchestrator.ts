@@ -248,6 +248,24 @@ export interface components {
          *         announcements for tasks not its own) is excluded from the job's later work.
          *     beta1, beta2, tau
          *         FedAdam's moment decays and adaptivity constant.
+         *     over_select
+         *         Stragglers (the orchestrator's rule): a round gives out this many tasks more
+         *         than it needs and closes on the first ``n`` accepted updates, ``n`` being
+         *         ``peers_per_round``, or every shard but ``over_select`` when that is ``None``;
+         *         the tasks still open then are ended (``task.lost`` ``surplus``: no strike, their
+         *         peers are told to stop, a late update is ignored). 0 (the default): a round
+         *         waits for every task it gave out, or its deadline.
+         *     deadline
+         *         ``fixed`` (the default): every round stays open ``round_deadline_s``.
+         *         ``adaptive``: ``deadline_factor`` times the ``deadline_quantile`` of the task
+         *         durations (task assigned to update accepted) of the job's last closed rounds,
+         *         within ``[deadline_floor_s, round_deadline_s]``; ``round_deadline_s`` until a
+         *         round closed with a measured task.
+         *     deadline_quantile, deadline_factor, deadline_floor_s
+         *         The adaptive deadline's quantile of the measured durations, its multiple of that
+         *         quantile, and the shortest deadline it sets.
+         *     verify
+         *         Checked work (:class:`VerifySpec`): off unless ``verify.share`` is above 0.
          *     mode
          *         ``sync`` (the default): every round waits for its peers. ``async``: buffered
          *         asynchronous rounds (FedBuff): a peer gets its next task as soon as its update
@@ -277,6 +295,27 @@ export interface components {
             beta2: number;
             /** Buffer Size */
             buffer_size?: number | null;
+            /**
+             * Deadline
+             * @default fixed
+             * @enum {string}
+             */
+            deadline: "fixed" | "adaptive";
+            /**
+             * Deadline Factor
+             * @default 2
+             */
+            deadline_factor: number;
+            /**
+             * Deadline Floor S
+             * @default 10
+             */
+            deadline_floor_s: number;
+            /**
+             * Deadline Quantile
+             * @default 0.9
+             */
+            deadline_quantile: number;
             /**
              * Exclude After
              * @default 3
@@ -310,6 +349,11 @@ export interface components {
              * @default 5
              */
             norm_outlier: number | null;
+            /**
+             * Over Select
+             * @default 0
+             */
+            over_select: number;
             /**
              * Peer Wait S
              * @default 300
@@ -345,6 +389,14 @@ export interface components {
              * @default 0.1
              */
             trim_fraction: number;
+            /**
+             * @default {
+             *       "probation": 2,
+             *       "share": 0,
+             *       "tolerance": 0.001
+             *     }
+             */
+            verify: components["schemas"]["VerifySpec"];
         };
         /**
          * AugmentSpec
@@ -446,6 +498,37 @@ export interface components {
              * @default 0
              */
             saturation: number;
+        };
+        /**
+         * CompressionSpec
+         * @description The ``training.compression`` block.
+         *
+         *     Attributes
+         *     ----------
+         *     kind
+         *         ``none`` (default), ``fp16``, ``int8`` or ``topk``.
+         *     block
+         *         ``int8``: values per scale; 0: one scale per tensor.
+         *     ratio
+         *         ``topk``: the share of each tensor's values sent (``0 < ratio <= 1``).
+         */
+        CompressionSpec: {
+            /**
+             * Block
+             * @default 256
+             */
+            block: number;
+            /**
+             * Kind
+             * @default none
+             * @enum {string}
+             */
+            kind: "none" | "fp16" | "int8" | "topk";
+            /**
+             * Ratio
+             * @default 0.01
+             */
+            ratio: number;
         };
         /**
          * ConstantSchedule
@@ -784,6 +867,12 @@ export interface components {
          * @description ``GET /api/jobs/{id}/metrics``: per round (holdout), per peer per epoch (training).
          */
         JobMetrics: {
+            /**
+             * Compression
+             * @description How the job's updates travel (training.compression.kind)
+             * @default none
+             */
+            compression: string;
             initial: components["schemas"]["InitialMetrics"] | null;
             /** Job Id */
             job_id: string;
@@ -805,18 +894,28 @@ export interface components {
              * @default {
              *       "beta1": 0.9,
              *       "beta2": 0.99,
+             *       "deadline": "fixed",
+             *       "deadline_factor": 2,
+             *       "deadline_floor_s": 10,
+             *       "deadline_quantile": 0.9,
              *       "exclude_after": 3,
              *       "max_staleness": 10,
              *       "min_peers": 1,
              *       "mode": "sync",
              *       "norm_clip": 2,
              *       "norm_outlier": 5,
+             *       "over_select": 0,
              *       "peer_wait_s": 300,
              *       "round_deadline_s": 600,
              *       "staleness_exponent": 0.5,
              *       "strategy": "fedavg",
              *       "tau": 0.001,
-             *       "trim_fraction": 0.1
+             *       "trim_fraction": 0.1,
+             *       "verify": {
+             *         "probation": 2,
+             *         "share": 0,
+             *         "tolerance": 0.001
+             *       }
              *     }
              */
             aggregation: components["schemas"]["AggregationSpec"];
@@ -848,6 +947,11 @@ export interface components {
              *       "batch_norm": "aggregate",
              *       "batch_size": 32,
              *       "channels_last": false,
+             *       "compression": {
+             *         "block": 256,
+             *         "kind": "none",
+             *         "ratio": 0.01
+             *       },
              *       "freeze": [],
              *       "head": [],
              *       "label_smoothing": 0,
@@ -1168,6 +1272,21 @@ export interface components {
         RoundMetrics: {
             /** Accuracy */
             accuracy: number;
+            /**
+             * Bytes Down Per Peer
+             * @description Bytes of the model version each peer of the round fetched
+             */
+            bytes_down_per_peer?: number | null;
+            /**
+             * Bytes Up
+             * @description Bytes of the updates the round accepted, as uploaded
+             */
+            bytes_up?: number | null;
+            /**
+             * Bytes Up Dense
+             * @description What those updates' tensors weigh in float32 (absent for old events)
+             */
+            bytes_up_dense?: number | null;
             /** Duration S */
             duration_s: number | null;
             /** Loss */
@@ -1203,6 +1322,11 @@ export interface components {
             /** Closed At */
             closed_at: string | null;
             /**
+             * Closes On
+             * @description Accepted updates the round closes on: every task it gave out, or fewer with aggregation.over_select
+             */
+            closes_on: number;
+            /**
              * Deadline
              * Format: date-time
              */
@@ -1217,10 +1341,20 @@ export interface components {
             /** Round */
             round: number;
             /**
+             * Shards
+             * @description Tasks the round gave out, one per shard (peers_per_round or every shard, plus aggregation.over_select), before any reassignment
+             */
+            shards: number;
+            /**
              * State
              * @enum {string}
              */
             state: "open" | "closed" | "failed";
+            /**
+             * Surplus
+             * @description Shards whose task was ended when the round closed on enough updates (task.lost surplus: no strike, the peer is told to stop)
+             */
+            surplus: number[];
         };
         /**
          * SelectionFilters
@@ -1398,6 +1532,10 @@ export interface components {
          *         Image augmentation of each training batch on the peers (random crop with
          *         padding, horizontal flip, colour jitter; :class:`~.augment.AugmentSpec`); only
          *         for image datasets stored as pixels. ``None``: none.
+         *     compression
+         *         How the peers' updates travel (:class:`~.compression.CompressionSpec`):
+         *         ``none`` (float32, the default), ``fp16``, ``int8`` or ``topk`` (with error
+         *         feedback kept on the peer between its rounds of the job).
          */
         TrainingParams: {
             augment?: components["schemas"]["AugmentSpec"] | null;
@@ -1417,6 +1555,14 @@ export interface components {
              * @default false
              */
             channels_last: boolean;
+            /**
+             * @default {
+             *       "block": 256,
+             *       "kind": "none",
+             *       "ratio": 0.01
+             *     }
+             */
+            compression: components["schemas"]["CompressionSpec"];
             /**
              * Freeze
              * @default []
@@ -1523,6 +1669,56 @@ export interface components {
             strike: boolean;
             /** Task Id */
             task_id: string;
+        };
+        /**
+         * VerifySpec
+         * @description The ``aggregation.verify`` block: which tasks are trained twice, and how close two
+         *     honest updates of one task are.
+         *
+         *     A checked task is trained again by another of the job's online peers, from the same
+         *     model version, shard and seed; the aggregator compares the two updates and, when
+         *     they disagree, a third peer trains it too (the tie-break; a fourth if the third
+         *     agrees with neither). A peer whose update the others do not confirm gets a strike
+         *     (``check_mismatch``) and its update leaves the round for the confirmed one. Which
+         *     tasks are checked:
+         *
+         *     * every task of a peer with fewer than ``probation`` confirmations (a task of its own
+         *       whose update another peer's agreed with) in the job: a newcomer's first tasks;
+         *     * every task of a peer with a strike in the job (escalation);
+         *     * ``share`` of the other tasks, by a seeded hash of the round and shard.
+         *
+         *     Checks and tie-breaks go to peers already confirmed (and never struck) where there
+         *     are such, so a lazy checker rarely decides anything.
+         *
+         *     Attributes
+         *     ----------
+         *     share
+         *         Share of the tasks of confirmed peers that are checked; 0 (the default) turns
+         *         checking off altogether, probation and escalation included.
+         *     tolerance
+         *         The largest relative distance ``||a - b|| / max(||a||, ||b||)`` at which two
+         *         updates of one task agree. Calibrated on honest runs: 1.4e-7 between 1 and 2
+         *         CPU threads; a lazy update is at 0.89 (a tenth of the shard) to 1.41 (noise).
+         *     probation
+         *         Confirmed tasks of its own a peer needs in a job before only ``share`` of its
+         *         tasks is checked (2: a peer honest once, then lazy, is still checked).
+         */
+        VerifySpec: {
+            /**
+             * Probation
+             * @default 2
+             */
+            probation: number;
+            /**
+             * Share
+             * @default 0
+             */
+            share: number;
+            /**
+             * Tolerance
+             * @default 0.001
+             */
+            tolerance: number;
         };
         /**
          * WaitingPublic
