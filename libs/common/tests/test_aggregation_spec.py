@@ -71,3 +71,20 @@ def test_verify_is_off_by_default_and_its_bad_values_are_named() -> None:
         with pytest.raises(SpecInvalid) as caught:
             parse_aggregation_spec({"verify": bad})
         assert field in str(caught.value.detail), caught.value.detail
+
+
+@pytest.mark.parametrize(
+    ("block", "says"),
+    [
+        ({"mode": "async", "over_select": 1}, 'over_select applies to mode "sync" only'),
+        ({"mode": "async", "verify": {"share": 0.1}}, 'verify applies to mode "sync" only'),
+        ({"mode": "async", "deadline": "adaptive"}, 'deadline "adaptive" applies to mode "sync"'),
+        ({"buffer_size": 2}, 'buffer_size applies to mode "async" only'),
+    ],
+)
+def test_rules_of_synchronous_rounds_are_refused_in_an_async_job(
+    block: dict[str, object], says: str
+) -> None:
+    with pytest.raises(SpecInvalid) as caught:
+        parse_aggregation_spec(block)
+    assert says in str(caught.value.detail)

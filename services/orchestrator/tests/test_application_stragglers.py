@@ -47,3 +47,22 @@ async def test_over_select_that_leaves_too_few_to_close_on_is_refused() -> None:
     detail = str(caught.value.detail)
     assert "aggregation.over_select" in detail
     assert "leaves 1 of the job's 2 peer(s) to close a round on, fewer than min_peers=2" in detail
+
+
+async def test_verify_with_top_k_compression_is_refused() -> None:
+    p = await ready_platform()
+    request = JobRequest.model_validate(
+        {
+            "name": "j",
+            "dataset_id": "d1",
+            "peers": list(PEERS),
+            "model": {"arch": "logreg"},
+            "training": {"compression": {"kind": "topk"}},
+            "aggregation": {"verify": {"share": 0.1}},
+        }
+    )
+    with pytest.raises(PeerTrainError) as caught:
+        await p.app.create_job(request, USER)
+    detail = str(caught.value.detail)
+    assert "aggregation.verify" in detail
+    assert "verify cannot check top-k compressed updates" in detail
