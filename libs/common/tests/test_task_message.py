@@ -6,9 +6,13 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+from pydantic import ValidationError
+
 from peertrain.common.events.datasets import FeatureSpec
 from peertrain.common.events.tasks import TaskMessage
 from peertrain.common.specs import DataShape
+from peertrain.testkit.common.features import table_features
 
 SPEC: dict[str, Any] = {
     "kind": "table",
@@ -54,3 +58,58 @@ def test_the_json_is_what_a_dict_field_sent() -> None:
     dumped = FeatureSpec.model_validate(SPEC).model_dump(mode="json")
     task = TaskMessage.model_validate_json(json.dumps(_wire(dumped)))
     assert json.loads(task.model_dump_json())["feature_spec"] == dumped
+
+
+def _mnist_wire() -> dict[str, Any]:
+    return _wire(table_features(784, 10).model_dump(mode="json"))
+
+
+def _put(tree: Any, path: tuple[Any, ...], value: Any) -> None:
+    for step in path[:-1]:
+        tree = tree[step]
+    tree[path[-1]] = value
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ("job_id",),
+        ("model", "key"),
+        ("upload", "fields", "policy"),
+        ("model_spec", "arch"),
+        ("feature_spec", "columns", 783, "name"),
+        ("feature_spec", "classes", 9),
+        ("training", "optimizer"),
+        ("ignored",),
+    ],
+)
+def test_a_nul_anywhere_in_a_task_is_refused_from_json_and_from_python(
+    path: tuple[Any, ...],
+) -> None:
+    """The check on the JSON body (once per message) and the walk of the decoded input
+    (Python) both refuse it, in a field, a nested model, a list or a field nobody reads."""
+    wire = _mnist_wire()
+    _put(wire, path, "x\x00y")
+    with pytest.raises(ValidationError, match="NUL"):
+        TaskMessage.model_validate_json(json.dumps(wire))
+    with pytest.raises(ValidationError, match="NUL"):
+        TaskMessage.model_validate_json(json.dumps(wire).encode())
+    with pytest.raises(ValidationError, match="NUL"):
+        TaskMessage.model_validate(wire)
+
+
+def test_a_nul_in_a_key_is_refused() -> None:
+    wire = _mnist_wire()
+    wire["upload"]["fields"]["k\x00"] = "v"
+    with pytest.raises(ValidationError, match="NUL"):
+        TaskMessage.model_validate_json(json.dumps(wire))
+
+
+def test_the_text_of_an_escape_is_not_a_nul() -> None:
+    """A backslash before ``u0000`` in a text is written ``\\\\u0000`` in the body: six
+    characters of text, not a NUL (the body is walked, and the task accepted)."""
+    wire = _mnist_wire()
+    wire["job_id"] = "a\\u0000b"
+    body = json.dumps(wire)
+    assert "\\u0000" in body
+    assert TaskMessage.model_validate_json(body).job_id == "a\\u0000b"

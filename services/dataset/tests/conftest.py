@@ -6,7 +6,6 @@ import gzip
 import io
 import zipfile
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +15,11 @@ from peertrain.common.app import Ports
 from peertrain.common.blobs import MemoryBlobStore
 from peertrain.common.clock import ManualClock
 from peertrain.common.eventlog import MemoryEventLog
-from peertrain.common.events import RecordedEvent
 from peertrain.dataset.application import DatasetApp
 from peertrain.dataset.config import DatasetSettings
 from peertrain.dataset.domain.limits import Limits
-from peertrain.dataset.domain.quota import Usage
 from peertrain.dataset.prepare import PreparedDataset, PrepareOptions, prepare_upload
-from peertrain.dataset.readmodel import change_of
+from peertrain.dataset.readmodel import MemoryReadModel
 
 Prepare = Callable[..., PreparedDataset]
 
@@ -92,48 +89,6 @@ def iris_like(rows: int = 60, *, seed: int = 0) -> bytes:
 def clean_csv() -> bytes:
     """A small clean CSV (60 rows, 3 balanced classes)."""
     return iris_like()
-
-
-class MemoryReadModel:
-    """The read model in memory, with :class:`~peertrain.dataset.readmodel.DatasetViews`'
-    writes (:func:`~peertrain.dataset.readmodel.change_of`, version-guarded) and reads."""
-
-    def __init__(self) -> None:
-        self.docs: dict[str, dict[str, Any]] = {}
-
-    async def ensure_indexes(self) -> None:
-        """Nothing to index."""
-
-    async def apply(self, event: RecordedEvent) -> None:
-        change = change_of(event, now=datetime.now(UTC))
-        if change is None:
-            return
-        doc = self.docs.get(change.dataset_id)
-        if doc is None:
-            if change.creates:
-                self.docs[change.dataset_id] = {"_id": change.dataset_id, **change.fields}
-        elif doc.get("version", 0) < event.seq:
-            doc.update(change.fields)
-
-    async def get(self, dataset_id: str) -> dict[str, Any] | None:
-        doc = self.docs.get(dataset_id)
-        return dict(doc) if doc is not None else None
-
-    async def usage(self, owner_id: str) -> Usage:
-        kept = [
-            d for d in self.docs.values() if d["owner_id"] == owner_id and d["status"] != "deleted"
-        ]
-        size = sum(int(d.get("size") or 0) for d in kept if d["status"] != "rejected")
-        return Usage(datasets=len(kept), bytes=size)
-
-    async def list_for(self, owner_id: str, *, limit: int, offset: int) -> list[dict[str, Any]]:
-        mine = [
-            dict(d)
-            for d in self.docs.values()
-            if d["owner_id"] == owner_id and d["status"] != "deleted"
-        ]
-        mine.sort(key=lambda d: d["created_at"], reverse=True)
-        return mine[offset : offset + limit]
 
 
 @pytest.fixture

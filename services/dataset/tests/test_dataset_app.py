@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 
+import numpy as np
 import pytest
 
 from peertrain.common.app import deliver
@@ -23,6 +24,7 @@ from peertrain.common.events.training import JobCreated
 from peertrain.dataset.application import DATASET_SUBSCRIPTIONS, DatasetApp
 from peertrain.dataset.domain.dataset import raw_prefix, schema_key
 from peertrain.dataset.domain.errors import DatasetNotFound, DatasetQuotaExceeded
+from peertrain.dataset.domain.sharding import FixedStrategy
 from peertrain.dataset.prepare.shards import job_prefix, shard_key
 from peertrain.dataset.usecases.manage import delete_dataset, get_dataset
 from peertrain.dataset.usecases.upload import receive_upload
@@ -166,6 +168,21 @@ async def test_a_job_gets_one_shard_per_peer_and_the_holdout_once(
     assert sum(s.rows or 0 for s in sharded.shards) == validated.train_rows
     assert sharded.holdout.key == f"{job_prefix(job_id)}holdout.npz"
     assert stored[sharded.holdout.key] == stored[f"{raw_prefix(dataset_id)}holdout.npz"]
+
+
+async def test_a_job_is_sharded_by_the_strategy_the_application_is_given(
+    platform: Platform, dataset_app: DatasetApp, clean_csv: bytes
+) -> None:
+    """The simulation's seam: a split its data names, instead of the job's strategy."""
+    dataset_id = await platform.upload(clean_csv)
+    validated = (await outcomes(dataset_app, dataset_id))[1]
+    assert isinstance(validated, DatasetValidated)
+    rows = np.arange(validated.train_rows)
+    dataset_app.sharding_strategy = lambda _job: FixedStrategy([rows[:5], rows[5:]])
+    await platform.create_job(dataset_id, peers=2)
+    [outcome] = await dataset_app.log.read_stream(sharding_stream(f"job-{dataset_id}"))
+    assert isinstance(outcome.data, DatasetSharded)
+    assert [s.rows for s in outcome.data.shards] == [5, validated.train_rows - 5]
 
 
 async def test_a_job_on_another_users_dataset_fails_to_shard(

@@ -14,6 +14,7 @@ from peertrain.dataset.domain.errors import TooFewRows
 from peertrain.dataset.domain.sharding import (
     STRATEGIES,
     DirichletStrategy,
+    FixedStrategy,
     IidStrategy,
     ShardingStrategy,
     StratifiedStrategy,
@@ -139,3 +140,18 @@ def test_every_declared_name_has_one_registered_strategy() -> None:
     for name, cls in STRATEGIES.items():
         made = cls.from_spec(ShardingSpec(strategy=name, seed=5))  # type: ignore[arg-type]
         assert type(made) is cls and made.name == name and made.seed == 5
+
+
+def test_fixed_shards_are_the_rows_the_data_names() -> None:
+    labels = np.array([0, 1, 0, 1, 0])
+    fixed = FixedStrategy([np.array([4, 0]), np.array([1, 2, 3])])
+    assert fixed.assign(labels, 2).tolist() == [0, 1, 1, 1, 0]
+    assert [s.tolist() for s in fixed.split(labels, 2)] == [[0, 4], [1, 2, 3]]
+
+
+def test_fixed_shards_must_match_the_peers_and_name_every_row() -> None:
+    labels = np.array([0, 1, 0, 1])
+    with pytest.raises(ValueError, match="2 shards for 3 peers"):
+        FixedStrategy([np.array([0, 1]), np.array([2, 3])]).assign(labels, 3)
+    with pytest.raises(ValueError, match="1 rows are in no shard"):
+        FixedStrategy([np.array([0, 1]), np.array([2])]).assign(labels, 2)

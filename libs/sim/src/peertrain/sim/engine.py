@@ -8,7 +8,9 @@ One job, in one process, on a virtual clock:
   their tasks from the messages it publishes and report back through ``on_peer``;
 * the registry's part, as events: every peer registered and online, offline when it
   vanishes, back online for the next round;
-* the dataset service's sharding strategy and shard writer;
+* the dataset service's application (:class:`~peertrain.dataset.application.DatasetApp`):
+  the simulation's data stored as a validated dataset, then ``job.created`` delivered to
+  it, which shards it for the job;
 * the aggregator's application (:class:`~peertrain.aggregator.application.AggregatorApp`)
   as the platform drives it: every job event through its subscriptions (v0,
   aggregation, evaluation, export) and every announced update to ``on_peer`` (decide,
@@ -23,8 +25,8 @@ round that waits for a straggler costs no wall time.
 
 from __future__ import annotations
 
+import asyncio
 import heapq
-import io
 import json
 import tempfile
 import time
@@ -50,9 +52,11 @@ from peertrain.common.eventlog import VERSION_ONLY, MemoryEventLog, Repository
 from peertrain.common.events import EventData, RecordedEvent
 from peertrain.common.events.datasets import (
     ArtifactRef,
+    ColumnSchema,
     DatasetSharded,
+    DatasetShardingFailed,
+    DatasetUploaded,
     FeatureSpec,
-    ShardRef,
     sharding_stream,
 )
 from peertrain.common.events.models import (
@@ -73,19 +77,26 @@ from peertrain.common.events.tasks import (
     peer_message_key,
 )
 from peertrain.common.events.training import (
+    JOB_CREATED,
     JobCreated,
     RoundClosed,
     RoundFailed,
     RoundOpened,
     RoundWaiting,
     TaskAssigned,
+    job_stream,
 )
 from peertrain.common.events.weights import WeightsSource, weights_key
 from peertrain.common.leases import SoleInstance
 from peertrain.common.security import PeerMessage, Principal
 from peertrain.common.specs import ShardingSpec, derive_seed, state_shapes
-from peertrain.dataset.domain.sharding import strategy_for
-from peertrain.dataset.prepare.shards import shard_key, write_shards
+from peertrain.dataset.application import DATASET_SUBSCRIPTIONS, DatasetApp
+from peertrain.dataset.config import DatasetSettings
+from peertrain.dataset.domain.dataset import raw_prefix
+from peertrain.dataset.domain.sharding import FixedStrategy
+from peertrain.dataset.prepare import PreparedDataset
+from peertrain.dataset.readmodel import MemoryReadModel
+from peertrain.dataset.usecases.validate import store_prepared
 from peertrain.ml.training import read_samples
 from peertrain.ml.weights import dtype_code, read_starting_weights, state_from_bytes, state_to_bytes
 from peertrain.orchestrator.application import ORCHESTRATOR_SUBSCRIPTIONS, OrchestratorApp
@@ -362,67 +373,89 @@ class Simulation:
         await registry.execute(f"peer:{peer_id}", lambda _: list(facts))
 
     async def _shard(self) -> None:
-        """What the dataset service does on ``job.created``: shards and the holdout."""
-        job = self.jobs[self.job_id]
-        assert job.created is not None
+        """What the dataset service does on ``job.created``, by its own application: the
+        simulation's data is stored as a validated dataset (``sim``), then ``job.created``
+        is delivered to :class:`DatasetApp`, which shards it (by the split the data
+        names, if it names one) and copies the holdout; the peers keep their shards as
+        they read them."""
         data, n = self.data, len(self.peer_ids)
-        labels = np.asarray(data.train_y)
+        if data.shards is not None and len(data.shards) != n:
+            raise ValueError(f"the data has {len(data.shards)} shards for {n} peers")
+        settings = DatasetSettings.model_construct(work_dir=self._scratch / "dataset")
+        ports = Ports(log=self.log, blobs=self.blobs, clock=self.clock)
+        dataset = DatasetApp.of(ports, settings, MemoryReadModel(clock=self.clock))
         if data.shards is not None:
-            if len(data.shards) != n:
-                raise ValueError(f"the data has {len(data.shards)} shards for {n} peers")
-            assignment = np.empty(len(labels), dtype=np.int32)
-            for k, rows in enumerate(data.shards):
-                assignment[rows] = k
-        else:
-            assignment = strategy_for(job.created.sharding).assign(labels, n)
-        x_path = self._scratch / "train-x.npy"
+            fixed = FixedStrategy(data.shards)
+            dataset.sharding_strategy = lambda _job: fixed
+        await asyncio.to_thread(settings.work_dir.mkdir, parents=True, exist_ok=True)
+        await self._store_dataset(dataset)
+        created = [
+            e for e in await self.log.read_stream(job_stream(self.job_id)) if e.type == JOB_CREATED
+        ]
+        await deliver(DATASET_SUBSCRIPTIONS, dataset, created[0])
+        [outcome] = await self.log.read_stream(sharding_stream(self.job_id))
+        if isinstance(outcome.data, DatasetShardingFailed):
+            raise ValueError(outcome.data.message)
+        assert isinstance(outcome.data, DatasetSharded)
+        for ref in outcome.data.shards:
+            x, y = read_samples(await self.blobs.get_bytes(ref.key))  # as a peer reads it
+            self._shards[ref.index] = (x.numpy(), y.numpy())
+
+    async def _store_dataset(self, dataset: DatasetApp) -> None:
+        """The simulation's data as the dataset ``sim`` of the owner ``sim``: uploaded,
+        then stored and recorded validated as validation does, from the arrays as they
+        are (encoded already: no CSV to read again)."""
+        data, spec = self.data, self.data.feature_spec
+        files = self._scratch / "data"
+        files.mkdir(exist_ok=True)
         pixels = data.train_x.dtype == np.uint8  # kept as such: the shards' format
-        np.save(x_path, np.ascontiguousarray(data.train_x, dtype=None if pixels else np.float32))
-        out = self._scratch / "shards"
-        out.mkdir(exist_ok=True)
-        files = write_shards(x_path, labels, assignment, n, data.num_classes, out)
-        refs = []
-        for shard in files:
-            raw = shard.path.read_bytes()
-            key = shard_key(self.job_id, shard.index)
-            put = await self.blobs.put_bytes(key, raw)
-            x, y = read_samples(raw)  # as a peer reads it
-            self._shards[shard.index] = (x.numpy(), y.numpy())
-            refs.append(
-                ShardRef(
-                    key=key,
-                    sha256=put.sha256,
-                    size=put.size,
-                    rows=shard.rows,
-                    class_counts=shard.class_counts,
-                    index=shard.index,
-                    peer_id=self.peer_ids[shard.index],
-                )
-            )
-            shard.path.unlink()
-        x_path.unlink()
-        buf = io.BytesIO()
+        train_x, train_y, holdout = files / "X.npy", files / "y.npy", files / "holdout.npz"
+        np.save(train_x, np.ascontiguousarray(data.train_x, dtype=None if pixels else np.float32))
+        np.save(train_y, np.asarray(data.train_y, dtype=np.int32))
         np.savez(
-            buf,
+            holdout,
             X=data.holdout_x if pixels else data.holdout_x.astype(np.float32),
             y=data.holdout_y.astype(np.int64),
         )
-        holdout_key = f"jobs/{self.job_id}/holdout.npz"
-        put = await self.blobs.put_bytes(holdout_key, buf.getvalue())
-        sharded = DatasetSharded(
+        train_rows, holdout_rows = len(data.train_y), len(data.holdout_y)
+        counts = np.bincount(data.train_y, minlength=data.num_classes)
+        held = np.bincount(data.holdout_y, minlength=data.num_classes)
+        features = (
+            tuple(ColumnSchema(name=c.name, type=c.type) for c in spec.columns)
+            if spec.kind == "table"
+            else (ColumnSchema(name="image", type="image"),)
+        )
+        prepared = PreparedDataset(
+            kind=spec.kind,
+            rows=train_rows + holdout_rows,
+            train_rows=train_rows,
+            holdout_rows=holdout_rows,
+            columns=(*features, ColumnSchema(name=spec.label_column, type="label")),
+            label_column=spec.label_column,
+            classes=spec.classes,
+            class_counts=tuple(int(c) for c in counts + held),
+            holdout_class_counts=tuple(int(c) for c in held),
+            feature_spec=spec,
+            train_x=train_x,
+            train_y=train_y,
+            holdout=holdout,
+            preview={},
+            holdout_seed=spec.holdout.seed if spec.holdout is not None else 0,
+            notes=data.notes,
+        )
+        raw = await self.blobs.put_bytes(f"{raw_prefix('sim')}raw", b"")
+        uploaded = DatasetUploaded(
             dataset_id="sim",
-            job_id=self.job_id,
-            sharding=job.created.sharding,
-            shards=tuple(refs),
-            holdout=ArtifactRef(
-                key=holdout_key, sha256=put.sha256, size=put.size, rows=len(data.holdout_y)
-            ),
-            feature_spec=data.feature_spec,
+            owner_id="sim",
+            name="simulation",
+            filename="simulation",
+            raw=ArtifactRef(key=raw.key, sha256=raw.sha256, size=raw.size),
+            label_column=spec.label_column,
+            holdout_fraction=min(0.5, max(holdout_rows / prepared.rows, 1e-9)),
         )
-        sharding = Repository(self.log, VERSION_ONLY, producer="dataset")
-        await sharding.execute(
-            sharding_stream(self.job_id), lambda v: [] if v else [sharded], new=True
-        )
+        saved = await dataset.execute("sim", lambda _: [uploaded], new=True, actor="sim")
+        assert saved.state is not None
+        await store_prepared(dataset, saved.state, saved.events[0], prepared)
 
     async def _settle(self) -> None:
         """Deliver what was appended, in log order, to whoever subscribes to it, until

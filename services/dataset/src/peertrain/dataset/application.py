@@ -22,7 +22,7 @@ import os
 import shutil
 import uuid
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,23 +44,30 @@ from peertrain.common.eventlog import (
 )
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.datasets import DATASET_UPLOADED, DatasetDeleted, dataset_stream
-from peertrain.common.events.training import JOB_CREATED
+from peertrain.common.events.training import JOB_CREATED, JobCreated
 from peertrain.common.processes import pid_alive
 from peertrain.dataset.config import DatasetSettings
 from peertrain.dataset.domain.dataset import DatasetState, apply, raw_prefix
 from peertrain.dataset.domain.limits import Limits
 from peertrain.dataset.domain.quota import Quota
+from peertrain.dataset.domain.sharding import ShardingStrategy, strategy_for
 from peertrain.dataset.readmodel import LIFECYCLE_EVENTS, DatasetReadModel, DatasetViews
 
 from .usecases.shard import shard_for_job
 from .usecases.validate import validate_upload
 
-__all__ = ["DATASET_FOLD", "DATASET_SUBSCRIPTIONS", "DatasetApp"]
+__all__ = ["DATASET_FOLD", "DATASET_SUBSCRIPTIONS", "DatasetApp", "job_strategy"]
 
 log = structlog.get_logger(__name__)
 
 DATASET_FOLD: Fold[DatasetState | None] = Fold(initial=lambda _stream: None, apply=apply)
 """A ``dataset:<id>`` stream folded into its :class:`DatasetState` (None until uploaded)."""
+
+
+def job_strategy(job: JobCreated) -> ShardingStrategy:
+    """The strategy the job's ``sharding`` block asks for."""
+    return strategy_for(job.sharding)
+
 
 DATASET_SUBSCRIPTIONS: Table = (
     On("uploads", (DATASET_UPLOADED,), "on_uploaded", inbox=True),
@@ -86,6 +93,10 @@ class DatasetApp:
         default_factory=weakref.WeakValueDictionary
     )
     """One lock per user with an upload finishing: its quota check and its append."""
+    sharding_strategy: Callable[[JobCreated], ShardingStrategy] = job_strategy
+    """How a job's rows go to its shards: the strategy of its ``sharding`` block (the
+    simulation hands a :class:`~peertrain.dataset.domain.sharding.FixedStrategy` when
+    its data names the split)."""
     datasets: Repository[DatasetState | None] = field(init=False)
     """Datasets: load, decide, append (kept current by this service's appends and by the
     lifecycle events it projects)."""

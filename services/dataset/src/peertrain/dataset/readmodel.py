@@ -40,6 +40,7 @@ __all__ = [
     "Change",
     "DatasetReadModel",
     "DatasetViews",
+    "MemoryReadModel",
     "change_of",
     "replay",
 ]
@@ -135,8 +136,8 @@ def change_of(event: RecordedEvent, *, now: datetime) -> Change | None:
 
 
 class DatasetReadModel(Protocol):
-    """The read model's operations (:class:`DatasetViews` on MongoDB; tests keep one in
-    memory)."""
+    """The read model's operations (:class:`DatasetViews` on MongoDB,
+    :class:`MemoryReadModel` in memory)."""
 
     async def ensure_indexes(self) -> None: ...
 
@@ -147,6 +148,53 @@ class DatasetReadModel(Protocol):
     async def usage(self, owner_id: str) -> Usage: ...
 
     async def list_for(self, owner_id: str, *, limit: int, offset: int) -> list[Doc]: ...
+
+
+class MemoryReadModel:
+    """The read model in memory (unit tests, the simulation), with
+    :class:`DatasetViews`' writes (:func:`change_of`, version-guarded) and reads."""
+
+    def __init__(self, *, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.docs: dict[str, Doc] = {}
+        self.clock = clock
+
+    async def ensure_indexes(self) -> None:
+        """Nothing to index."""
+
+    async def apply(self, event: RecordedEvent) -> None:
+        """Fold one lifecycle event into its document (idempotent, version-guarded)."""
+        change = change_of(event, now=self.clock.now())
+        if change is None:
+            return
+        doc = self.docs.get(change.dataset_id)
+        if doc is None:
+            if change.creates:
+                self.docs[change.dataset_id] = {"_id": change.dataset_id, **change.fields}
+        elif doc.get("version", 0) < event.seq:
+            doc.update(change.fields)
+
+    async def get(self, dataset_id: str) -> Doc | None:
+        """One dataset's document (deleted ones included)."""
+        doc = self.docs.get(dataset_id)
+        return dict(doc) if doc is not None else None
+
+    async def usage(self, owner_id: str) -> Usage:
+        """What the owner keeps (as :meth:`DatasetViews.usage` counts it)."""
+        kept = [
+            d for d in self.docs.values() if d["owner_id"] == owner_id and d["status"] != "deleted"
+        ]
+        size = sum(int(d.get("size") or 0) for d in kept if d["status"] != "rejected")
+        return Usage(datasets=len(kept), bytes=size)
+
+    async def list_for(self, owner_id: str, *, limit: int, offset: int) -> list[Doc]:
+        """The owner's datasets, newest first (deleted ones left out)."""
+        mine = [
+            dict(d)
+            for d in self.docs.values()
+            if d["owner_id"] == owner_id and d["status"] != "deleted"
+        ]
+        mine.sort(key=lambda d: d["created_at"], reverse=True)
+        return mine[offset : offset + limit]
 
 
 class DatasetViews:

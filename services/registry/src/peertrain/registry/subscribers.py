@@ -3,30 +3,35 @@
 :meth:`RegistryApp.on_peer` (its events, ``peer.*`` and ``user.disabled``, are bound
 as data: :data:`~peertrain.registry.application.REGISTRY_SUBSCRIPTIONS`).
 
-Heartbeats are consumed straight off ``aiormq`` (one task per delivery, no framework
-layers), the protocol layer under aio-pika and FastStream. Not through a FastStream
-subscriber (its consume path alone costs about 100 us a message, measured on this
-machine, against about 8 us here), nor through aio-pika's consumer (it wraps every
-delivery in a message object and a second task: about 30 us more a message, and in
-``make bench-heartbeats`` on a busy 2-core machine its drain rate was 4,592/s against
-10,140/s for this path, and its steady rate 3,284/s against 4,392/s): at 5,000
-heartbeats a second on 2 cores shared with RabbitMQ and MongoDB, the per-message cost
-is the budget. Heartbeats come from a classic queue, with a large prefetch and
-acknowledgements batched (``multiple=True``): ordering does not matter, and the effect
-is in memory. The heartbeat queue has a message TTL: after an outage, heartbeats older than that are
-old news. Announce and leaving messages are few and have effects in the log: they go
+The connection is the services' one AMQP client: a FastStream ``RabbitBroker``
+(:func:`~peertrain.common.bus.make_broker`), whose aio-pika connection runs on
+``aiormq``. Both queues are consumed on the ``aiormq`` channel under one of its aio-pika
+channels (``basic_consume``: one task per delivery, no framework layers), so a heartbeat
+costs what it cost on a raw ``aiormq`` connection. Not through a FastStream subscriber
+(its consume path alone costs about 100 us a message, measured on this machine, against
+about 8 us here), nor through aio-pika's consumer (it wraps every delivery in a message
+object and a second task: about 30 us more a message, and in ``make bench-heartbeats``
+on a busy 2-core machine its drain rate was 4,592/s against 10,140/s for this path, and
+its steady rate 3,284/s against 4,392/s): at 5,000 heartbeats a second on 2 cores shared
+with RabbitMQ and MongoDB, the per-message cost is the budget.
+
+Heartbeats come from a classic queue, with a large prefetch and acknowledgements batched
+(``multiple=True``): ordering does not matter, and the effect is in memory. The
+heartbeat queue has a message TTL: after an outage, heartbeats older than that are old
+news. Announce and leaving messages are few and have effects in the log: they go
 through a dead-lettered quorum queue and are acknowledged one by one after their
 effect; only a failure to record (the database away) is retried, and dead-lettered
 after the delivery limit.
 
-The connection is supervised here: it is re-established with backoff after any loss
-(and after the broker cancels a consumer, its queue deleted or lost), and while it is
-down, liveness is paused (a blind registry must not declare every peer offline), then
-resumes with a grace for the peers to reconnect too (see
-:mod:`peertrain.registry.domain.liveness`). A registry that is merely behind (a flood
-of junk ahead of honest heartbeats in the FIFO queue) must not either: before it
-declares anyone offline, it sends a marker of its own through the heartbeat queue (the
-default exchange, where peers may not publish) and judges once the marker is back,
+The connection is supervised here, not by aio-pika's robust reconnection (which would
+bring the channels back without these consumers): after any loss, and after the broker
+cancels a consumer (its queue deleted or lost), the broker is stopped and another
+connected, with backoff. While it is down, liveness is paused (a blind registry must
+not declare every peer offline), then resumes with a grace for the peers to reconnect
+too (see :mod:`peertrain.registry.domain.liveness`). A registry that is merely behind
+(a flood of junk ahead of honest heartbeats in the FIFO queue) must not either: before
+it declares anyone offline, it sends a marker of its own through the heartbeat queue
+(the default exchange, where peers may not publish) and judges once the marker is back,
 that is once every heartbeat queued before it has been consumed
 (:meth:`TelemetryConsumer.caught_up`).
 """
@@ -41,8 +46,9 @@ from typing import Any
 import aiormq
 import structlog
 from aiormq.abc import DeliveredMessage
+from faststream.rabbit import Channel, RabbitBroker
 
-from peertrain.common.bus import DLX, TELEMETRY, dlq_name
+from peertrain.common.bus import DLX, TELEMETRY, dlq_name, make_broker
 from peertrain.common.events.peers import ANNOUNCE, HEARTBEAT, LEAVING, telemetry_key
 from peertrain.common.periodic import Background
 
@@ -60,6 +66,16 @@ def _consuming(channel: aiormq.abc.AbstractChannel) -> bool:
     drops a consumer the broker cancelled; the abstract channel does not declare it)."""
     consumers = getattr(channel, "consumers", None)
     return consumers is None or bool(consumers)
+
+
+async def _raw_channel(broker: RabbitBroker, prefetch: int) -> aiormq.abc.AbstractChannel:
+    """A new channel of ``broker``'s connection with ``prefetch``, as the ``aiormq``
+    channel under aio-pika's (to consume from it with no layer above the protocol)."""
+    channel = await broker.config.channel_manager.get_channel(
+        Channel(prefetch_count=prefetch, publisher_confirms=False)
+    )
+    underlay: aiormq.abc.AbstractChannel = await channel.get_underlay_channel()
+    return underlay
 
 
 def _telemetry(message: DeliveredMessage) -> TelemetryMessage:
@@ -122,16 +138,17 @@ class TelemetryConsumer:
         delay = 0.2
         url = self.settings.amqp_url.get_secret_value()
         while True:
-            connection: aiormq.abc.AbstractConnection | None = None
+            broker: RabbitBroker | None = None
             try:
-                connection = await asyncio.wait_for(aiormq.connect(url), 10)
-                channels = await self._consume(connection)
+                broker = make_broker(url, app_id=self.settings.service_name)
+                await asyncio.wait_for(broker.connect(), 10)
+                channels = await self._consume(broker)
                 self.presence.seeing()
                 self.connected.set()
                 TELEMETRY_CONNECTED.set(1)
                 log.info("consuming telemetry", queues=[self.heartbeat_queue, self.presence_queue])
                 delay = 0.2
-                await self._until_closed(connection, channels)
+                await self._until_closed(channels)
                 log.warning("telemetry connection lost; liveness paused until it is back")
             except asyncio.CancelledError:
                 raise
@@ -141,15 +158,14 @@ class TelemetryConsumer:
                 self.connected.clear()
                 TELEMETRY_CONNECTED.set(0)
                 self.presence.blind()
-                if connection is not None and not connection.is_closed:
+                if broker is not None:  # also ends aio-pika's own reconnecting: ours does it
                     with contextlib.suppress(Exception):
-                        await asyncio.wait_for(connection.close(), 2)
+                        await asyncio.wait_for(broker.stop(), 2)
             await asyncio.sleep(delay)
             delay = min(delay * 2, self.settings.reconnect_max_s)
 
-    async def _until_closed(
-        self, connection: aiormq.abc.AbstractConnection, channels: list[aiormq.abc.AbstractChannel]
-    ) -> None:
+    async def _until_closed(self, channels: list[aiormq.abc.AbstractChannel]) -> None:
+        connection = channels[0].connection
         closings: list[asyncio.Future[Any]] = [connection.closing, *(c.closing for c in channels)]
         flusher = asyncio.create_task(self._flush_acks_forever())
         cancelled = asyncio.create_task(self._until_a_consumer_is_cancelled(channels))
@@ -215,12 +231,9 @@ class TelemetryConsumer:
 
     # -- topology ---------------------------------------------------------------------------
 
-    async def _consume(
-        self, connection: aiormq.abc.AbstractConnection
-    ) -> list[aiormq.abc.AbstractChannel]:
+    async def _consume(self, broker: RabbitBroker) -> list[aiormq.abc.AbstractChannel]:
         s = self.settings
-        heartbeats = await connection.channel()
-        await heartbeats.basic_qos(prefetch_count=s.heartbeat_prefetch)
+        heartbeats = await _raw_channel(broker, s.heartbeat_prefetch)
         await heartbeats.exchange_declare(TELEMETRY.name, exchange_type="topic", durable=True)
         await heartbeats.queue_declare(
             self.heartbeat_queue,
@@ -238,8 +251,7 @@ class TelemetryConsumer:
         self._acks = _Acks(heartbeats, s.heartbeat_ack_every)
         await heartbeats.basic_consume(self.heartbeat_queue, self._on_heartbeat)
 
-        presence = await connection.channel()
-        await presence.basic_qos(prefetch_count=s.presence_prefetch)
+        presence = await _raw_channel(broker, s.presence_prefetch)
         await presence.exchange_declare(DLX.name, exchange_type="direct", durable=True)
         dlq = dlq_name(self.presence_queue)
         await presence.queue_declare(dlq, durable=True, arguments={"x-queue-type": "quorum"})

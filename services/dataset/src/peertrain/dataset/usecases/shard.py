@@ -29,7 +29,7 @@ from peertrain.common.events.datasets import (
 from peertrain.common.events.training import JobCreated
 from peertrain.dataset.domain.dataset import DatasetState
 from peertrain.dataset.domain.errors import DatasetError, DatasetGone, TooFewRows
-from peertrain.dataset.domain.sharding import ShardingStrategy, strategy_for
+from peertrain.dataset.domain.sharding import ShardingStrategy
 from peertrain.dataset.prepare.shards import ShardFile, job_prefix, shard_key, write_shards
 
 from .artifacts import copy_object, upload_file
@@ -101,7 +101,7 @@ async def _record(
 async def _shard(app: DatasetApp, job: JobCreated, data: DatasetValidated) -> DatasetSharded:
     blobs = app.blobs
     prefix = job_prefix(job.job_id)
-    strategy = strategy_for(job.sharding)
+    strategy = app.sharding_strategy(job)
     started = time.perf_counter()
     async with app.workspace(f"shard-{job.job_id}") as scratch:
         try:

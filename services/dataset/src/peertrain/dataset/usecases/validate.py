@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from peertrain.dataset.application import DatasetApp
 
 
-__all__ = ["validate_upload"]
+__all__ = ["store_prepared", "validate_upload"]
 
 log = structlog.get_logger(__name__)
 
@@ -90,14 +90,19 @@ async def validate_upload(app: DatasetApp, event: RecordedEvent) -> None:
             return
         clock.lap("prepared")
         raw_path.unlink(missing_ok=True)
-        await _accept(app, state, event, prepared)
+        await store_prepared(app, state, event, prepared)
         clock.lap("stored")
         log.info("validation timings", dataset_id=uploaded.dataset_id, **clock.laps)
 
 
-async def _accept(
+async def store_prepared(
     app: DatasetApp, state: DatasetState, cause: RecordedEvent, prepared: PreparedDataset
 ) -> None:
+    """Store a prepared dataset's files and record it validated (a no-op on a dataset
+    no longer waiting for its validation: what was stored is removed if it was deleted).
+
+    Validation's own end; the simulation stores its data as a dataset through it.
+    """
     dataset_id = state.dataset_id
     prefix = raw_prefix(dataset_id)
     blobs = app.blobs

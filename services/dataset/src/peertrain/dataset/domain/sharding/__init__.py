@@ -6,6 +6,7 @@ from peertrain.common.specs import ShardingSpec
 
 from .base import Assignment, IndexArray, LabelArray, ShardingStrategy
 from .dirichlet import DirichletStrategy
+from .fixed import FixedStrategy
 from .iid import IidStrategy
 from .stratified import StratifiedStrategy
 
@@ -13,6 +14,7 @@ __all__ = [
     "STRATEGIES",
     "Assignment",
     "DirichletStrategy",
+    "FixedStrategy",
     "IidStrategy",
     "IndexArray",
     "LabelArray",

@@ -15,7 +15,7 @@ from typing import ClassVar, Self
 import numpy as np
 from numpy.typing import NDArray
 
-from peertrain.common.specs import ShardingName, ShardingSpec
+from peertrain.common.specs import ShardingSpec
 
 from ..errors import TooFewRows
 
@@ -35,7 +35,9 @@ class ShardingStrategy(ABC):
         Seeds the strategy's random generator (NumPy's PCG64).
     """
 
-    name: ClassVar[ShardingName]
+    name: ClassVar[str]
+    """A job's ``sharding.strategy`` (a ``ShardingName``), or what names a split no job
+    chooses (:class:`~.fixed.FixedStrategy`)."""
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
