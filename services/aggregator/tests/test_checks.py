@@ -18,7 +18,7 @@ from peertrain.common.events.models import UpdateAccepted, UpdateChecked
 from peertrain.common.events.training import JobCreated, TaskAssigned
 from peertrain.ml.weights import state_to_bytes
 
-from .conftest import JOB, configured, opened, task
+from .conftest import JOB, configured, opened, record, task
 from .test_application import HOLDOUT_KEY, Platform, _holdout
 
 PEERS = ("p0", "p1", "p2")
@@ -92,6 +92,32 @@ async def test_a_lazy_update_disagrees_and_a_tie_break_is_compared_with_both(
     assert isinstance(a, UpdateChecked) and isinstance(b, UpdateChecked)
     verdicts = {a.task_id: a.agree, b.task_id: b.agree}
     assert verdicts == {primary.task_id: True, check.task_id: False}
+
+
+async def test_a_tie_break_not_heard_yet_is_read_on_not_taken_for_a_duplicate(
+    platform: Platform,
+) -> None:
+    """The shard has its update already; a tie-break's task.assigned has reached the log
+    but not this instance's feed when the tie-break's update comes: the instance reads
+    on and compares it (it was acknowledged as a duplicate, and its round waited for a
+    verdict until its deadline)."""
+    base = await _configure(platform)
+    primary = task(0, "p0")
+    check = _check(primary, "p1", n=2)
+    tie = _check(primary, "p2", n=3)
+    for t in (primary, check):
+        await platform.job_event(t)
+    await platform.upload(primary, _honest(base))
+    await platform.upload(check, state_to_bytes({k: torch.zeros_like(v) for k, v in base.items()}))
+    await record(platform.log, tie)  # appended; not delivered here yet
+    await platform.upload(tie, _honest(base, noise=1e-6))
+    *_, accepted, a, b = await platform.model_events()
+    assert isinstance(accepted, UpdateAccepted) and accepted.task_id == tie.task_id
+    assert isinstance(a, UpdateChecked) and isinstance(b, UpdateChecked)
+    assert {a.task_id: a.agree, b.task_id: b.agree} == {
+        primary.task_id: True,
+        check.task_id: False,
+    }
 
 
 def _accepted(t: TaskAssigned, norm: float) -> UpdateAccepted:

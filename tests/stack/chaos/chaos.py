@@ -398,9 +398,11 @@ async def _queues_left(
     """The platform's queues (dead-letter queues too) that never drain once it settles.
 
     A queue counts as drained when it is seen empty once: heartbeats keep arriving, so a
-    live queue is rarely empty at the moment one looks. The feed of an instance that is
-    gone (no consumer) is left out: it holds copies of events every live instance heard
-    too, and the broker deletes it ``feed_expires_s`` after its instance went away.
+    live queue is rarely empty at the moment one looks. The queues of an instance that is
+    gone (no consumer: its feed, and the orchestrator's ``tasks``) are left out: they
+    hold copies of events every live instance heard too (the job's new holder resends
+    the open round's tasks), and the broker deletes them ``feed_expires_s`` after their
+    instance went away.
     """
     peer_queues = {f"peer.{platform.peers[name].peer_id}" for name in peer_names}
     deadline = time.monotonic() + timeout_s
@@ -415,7 +417,8 @@ async def _queues_left(
             ours = any(name.startswith(pre + ".") for pre in platform.queue_prefixes)
             if not ours and name.removesuffix(".dlq") not in peer_queues:
                 continue
-            if ".feed." in name and not name.endswith(".dlq") and not q.get("consumers"):
+            per_instance = ".feed." in name or ".tasks." in name
+            if per_instance and not name.endswith(".dlq") and not q.get("consumers"):
                 continue  # a gone instance's copy of the events; it expires
             if messages == 0:
                 drained.add(name)

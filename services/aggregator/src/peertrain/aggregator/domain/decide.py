@@ -84,8 +84,11 @@ def decide_update(state: JobMemory, peer_id: str, body: UpdateAnnounced) -> Deci
     task = state.tasks.get(body.task_id)
     checking = task is not None and task.checks is not None  # compared, not summed
     asynchronous = state.configured.aggregation.is_async
-    # an asynchronous round may take several updates of one shard (one task at a time)
-    if not (checking or asynchronous) and (body.round, body.attempt, body.shard) in state.accepted:
+    # an asynchronous round may take several updates of one shard (one task at a time);
+    # a task not known yet is read on first (it may be a check, or a tie-break, whose
+    # task.assigned this instance has not heard yet)
+    shard_done = (body.round, body.attempt, body.shard) in state.accepted
+    if task is not None and not (checking or asynchronous) and shard_done:
         return Duplicate(
             f"round {body.round} attempt {body.attempt} shard {body.shard} already has an update"
         )

@@ -44,7 +44,9 @@ async def compare(
     verdicts = []
     for other in others:
         data = await app.blobs.get_bytes(other.key)  # validated when it was accepted
-        theirs = await asyncio.to_thread(decode_update, data, base, agg.update_bound)
+        theirs = await asyncio.to_thread(
+            decode_update, data, base, agg.update_bound, state.configured.training.compression
+        )
         distance = await asyncio.to_thread(relative_distance, delta, theirs)
         verdicts.append(verdict(state, accepted, other, distance, agg.verify.tolerance))
     return verdicts

@@ -15,7 +15,7 @@ the round still runs, so the round is not rebuilt from the bucket at its close.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 import structlog
@@ -89,8 +89,15 @@ async def receive_update(app: AggregatorApp, message: PeerMessage[UpdateAnnounce
             # peer's upload form stays usable until its deadline, so the object at the
             # task's key may change after this point
             await app.blobs.put_bytes(event.key, data, content_type="application/octet-stream")
-            checked = await compare(app, state, event, delta, decision.opened.model_version)
-            recorded = await _record(app, state, peer_id, body, [event, *checked])
+            version = decision.opened.model_version
+
+            async def verdicts(now: JobMemory) -> list[EventData]:
+                # against the check group's updates accepted by then (by any instance:
+                # asked again after every conflict, so a pair accepted at once by two
+                # instances is still compared by the second)
+                return list(await compare(app, now, event, delta, version))
+
+            recorded = await _record(app, state, peer_id, body, [event], then=verdicts)
             if recorded is None:
                 UPDATES.labels(outcome="duplicate", code="").inc()
                 return
@@ -112,23 +119,28 @@ async def _record(
     peer_id: str,
     body: UpdateAnnounced,
     data: Sequence[EventData],
+    *,
+    then: Callable[[JobMemory], Awaitable[list[EventData]]] | None = None,
 ) -> JobMemory | None:
-    """Append the verdict on ``body``; the state it is in (``None``: decided meanwhile).
+    """Append the verdict on ``body`` (``data``, then what ``then`` makes of the state it
+    is appended to); the state it is in (``None``: decided meanwhile).
 
     Every instance records verdicts on the job's model stream, so another one's may
     land first: then this reads on and, if the announcement is still undecided, appends
-    again (without downloading and checking the update again).
+    again (without downloading and checking the update again; ``then`` is asked again).
     """
     for _ in range(RECORD_ATTEMPTS - 1):
         try:
-            await app.append(state, list(data), actor=peer_id)
+            more = await then(state) if then is not None else []
+            await app.append(state, [*data, *more], actor=peer_id)
             return state
         except ConcurrencyError:
             state = await app.load(body.job_id, fresh_models=True)
             if not isinstance(decide_update(state, peer_id, body), Candidate | Refusal):
                 log.info("update decided meanwhile by another instance")
                 return None
-    await app.append(state, list(data), actor=peer_id)  # the last try raises: retried
+    more = await then(state) if then is not None else []
+    await app.append(state, [*data, *more], actor=peer_id)  # the last try raises: retried
     return state
 
 
