@@ -16,8 +16,7 @@ from peertrain.aggregator.domain.checks import partners, verdict
 from peertrain.common.events.models import UpdateAccepted, UpdateChecked
 from peertrain.ml.weights.agreement import relative_distance
 
-from .numerics import decode_update
-from .storage import model_state
+from .storage import accepted_delta, model_state
 
 if TYPE_CHECKING:
     from ..application import AggregatorApp
@@ -42,11 +41,8 @@ async def compare(
     agg = state.configured.aggregation
     base = await model_state(app, state, model_version)
     verdicts = []
-    for other in others:
-        data = await app.blobs.get_bytes(other.key)  # validated when it was accepted
-        theirs = await asyncio.to_thread(
-            decode_update, data, base, agg.update_bound, state.configured.training.compression
-        )
+    for other in others:  # validated when it was accepted
+        theirs = await accepted_delta(app, state, other.key, other.sha256, base)
         distance = await asyncio.to_thread(relative_distance, delta, theirs)
         verdicts.append(verdict(state, accepted, other, distance, agg.verify.tolerance))
     return verdicts

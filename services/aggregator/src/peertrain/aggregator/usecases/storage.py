@@ -13,12 +13,19 @@ from peertrain.aggregator.domain import JobMemory, UpdateRefused, codes
 from peertrain.common.blobs import BlobNotFound
 from peertrain.common.events.models import model_key
 
-from .numerics import load_state
+from .numerics import State, decode_update, load_state
 
 if TYPE_CHECKING:
     from ..application import AggregatorApp
 
-__all__ = ["fetch_capped", "model_state", "read_version", "server_state", "sha256_hex"]
+__all__ = [
+    "accepted_delta",
+    "fetch_capped",
+    "model_state",
+    "read_version",
+    "server_state",
+    "sha256_hex",
+]
 
 
 def sha256_hex(data: bytes) -> str:
@@ -46,6 +53,33 @@ async def fetch_capped(app: AggregatorApp, key: str, cap: int) -> bytes:
     except BlobNotFound:
         raise UpdateRefused(codes.MISSING_OBJECT, f"no object at {key}") from None
     return b"".join(parts)
+
+
+async def accepted_delta(
+    app: AggregatorApp,
+    state: JobMemory,
+    key: str,
+    sha256: str,
+    base: dict[str, torch.Tensor],
+) -> State:
+    """An accepted update's dense delta, read back from the aggregator's own copy at
+    ``key``: capped, checked against the ``sha256`` it was accepted with, and decoded
+    with the job's bound and compression (a round's rebuild, the holder's fold of an
+    update another instance accepted, a check's comparison).
+
+    Raises
+    ------
+    UpdateRefused
+        The copy is gone, too large, changed, or does not decode.
+    """
+    assert state.configured is not None
+    cfg = state.configured
+    data = await fetch_capped(app, key, app.settings.max_update_bytes)
+    if sha256_hex(data) != sha256:
+        raise UpdateRefused(codes.SHA256_MISMATCH, "it changed after it was accepted")
+    return await asyncio.to_thread(
+        decode_update, data, base, cfg.aggregation.update_bound, cfg.training.compression
+    )
 
 
 async def model_state(

@@ -42,7 +42,7 @@ from peertrain.common.security import PeerMessage, refuse
 
 from .checks import compare
 from .numerics import decode_update, state_nbytes, update_norm
-from .storage import fetch_capped, model_state, sha256_hex
+from .storage import accepted_delta, fetch_capped, model_state, sha256_hex
 from .versions import begin_work, work_key
 
 if TYPE_CHECKING:
@@ -284,13 +284,7 @@ async def fold_recorded(app: AggregatorApp, job_id: str, event: RecordedEvent) -
             return  # this instance accepted it, and folded it then
         try:
             base = await model_state(app, state, opened.model_version)
-            data = await fetch_capped(app, accepted.key, app.settings.max_update_bytes)
-            if sha256_hex(data) != accepted.sha256:
-                raise UpdateRefused(codes.SHA256_MISMATCH, "changed after it was accepted")
-            cfg = state.configured
-            delta = await asyncio.to_thread(
-                decode_update, data, base, cfg.aggregation.update_bound, cfg.training.compression
-            )
+            delta = await accepted_delta(app, state, accepted.key, accepted.sha256, base)
         except Exception as exc:  # the round is rebuilt at its close
             log.warning("could not fold an update accepted elsewhere", error=repr(exc))
             return

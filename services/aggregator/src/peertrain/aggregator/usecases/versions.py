@@ -44,7 +44,6 @@ from .numerics import (
     RoundWork,
     State,
     clipped,
-    decode_update,
     evaluate_state,
     final_files,
     initial_state,
@@ -53,7 +52,7 @@ from .numerics import (
     new_strategy,
     non_finite,
 )
-from .storage import fetch_capped, model_state, server_state, sha256_hex
+from .storage import accepted_delta, model_state, server_state, sha256_hex
 
 if TYPE_CHECKING:
     import torch
@@ -193,25 +192,19 @@ async def _rebuild(
     for the aggregator forever.
     """
     work, base = await begin_work(app, state, closed.round, closed.attempt, closed.round - 1)
-    bound = cfg.aggregation.update_bound
     used: list[IncludedUpdate] = []
     for inc in sorted(closed.included, key=lambda u: u.key):
-        problem = None
-        try:
-            data = await fetch_capped(app, inc.key, app.settings.max_update_bytes)
-        except UpdateRefused as exc:
-            problem = exc.message
-        else:
-            if sha256_hex(data) != inc.sha256:
-                problem = "it changed after it was accepted"
         rows = state.shard_rows(inc.shard)
-        if problem is None and rows is None:
-            problem = f"shard {inc.shard} is not part of the job"
-        if problem is not None or rows is None:
+        try:
+            if rows is None:
+                raise UpdateRefused(
+                    codes.TASK_MISMATCH, f"shard {inc.shard} is not part of the job"
+                )
+            delta = await accepted_delta(app, state, inc.key, inc.sha256, base)
+        except UpdateRefused as exc:
             ROUND_INPUTS_MISSING.inc()
-            log.error("aggregating the round without an update", key=inc.key, problem=problem)
+            log.error("aggregating the round without an update", key=inc.key, problem=exc.message)
             continue
-        delta = await asyncio.to_thread(decode_update, data, base, bound, cfg.training.compression)
         if inc.shard in scale:
             delta = await asyncio.to_thread(clipped, delta, scale[inc.shard], work.strategy.buffers)
         key = work_key(inc.key, inc.sha256)
