@@ -241,6 +241,51 @@ async def test_reports_and_accepted_updates_close_the_round() -> None:
     assert sorted(rnd.accepted) == [0, 1]
 
 
+def accepted_body(task: TaskMessage) -> TaskAcceptedBody:
+    return TaskAcceptedBody(
+        task_id=task.task_id,
+        job_id=task.job_id,
+        round=task.round,
+        attempt=task.attempt,
+        shard=task.shard,
+        device="cpu",
+    )
+
+
+async def test_a_jobs_reports_are_recorded_together_in_one_append() -> None:
+    p, job = await running()
+    appends: list[list[str]] = []
+    p.log.on_append(lambda events: appends.append([e.type for e in events]))
+    reports = [PeerMessage(peer, ACCEPTED, accepted_body(t), USER, None) for peer, t in tasks(p)]
+    # as the bus hands them over: each handler returns once its report is recorded
+    await asyncio.gather(*(p.app.on_peer(m) for m in reports))
+    assert appends == [["task.accepted", "task.accepted"]]
+    actors = [e.actor for e in p.log.events if e.type == "task.accepted"]
+    assert sorted(actors) == sorted(PEERS)  # each event names the peer that reported
+    assert p.app.reports == {}
+    # a report said again is no news: nothing appended
+    await p.app.on_peer(reports[0])
+    assert len(appends) == 1 and {t.state for t in job.current.tasks.values()} == {"accepted"}
+
+
+async def test_a_batch_of_reports_that_cannot_be_recorded_fails_each_of_its_messages() -> None:
+    p, _ = await running()
+    reports = [PeerMessage(peer, ACCEPTED, accepted_body(t), USER, None) for peer, t in tasks(p)]
+    real_append = p.log.append
+
+    async def store_away(*args: object, **kwargs: object) -> list[RecordedEvent]:
+        raise ConnectionError("the store is away")
+
+    p.log.append = store_away  # type: ignore[method-assign]
+    outcomes = await asyncio.gather(
+        *(p.app.on_peer(m) for m in reports), return_exceptions=True
+    )
+    assert all(isinstance(o, ConnectionError) for o in outcomes)  # each delivered again
+    p.log.append = real_append  # type: ignore[method-assign]
+    await asyncio.gather(*(p.app.on_peer(m) for m in reports))
+    assert p.types().count("task.accepted") == 2
+
+
 async def test_a_deadline_passing_on_the_clock_closes_the_round_with_what_came() -> None:
     p, job = await running({"min_peers": 1})
     (peer, task), _ = tasks(p)

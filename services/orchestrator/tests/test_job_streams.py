@@ -21,7 +21,7 @@ from peertrain.common.events.training import (
 )
 from peertrain.orchestrator.application import OrchestratorApp
 from peertrain.orchestrator.domain import Job
-from peertrain.orchestrator.domain.reports import decide_report
+from peertrain.orchestrator.domain.reports import decide_report, decide_reports
 
 SHA = "0" * 64
 LATER = datetime.now(UTC) + timedelta(hours=1)
@@ -141,3 +141,38 @@ async def test_reports_are_recorded_only_from_the_tasks_peer_and_only_as_news() 
     assert decide_report(job, "p0", failed) == [] and decide_report(job, "p0", accepted) == []
     job.terminal = "cancelled"
     assert decide_report(job, "p0", progress) == []
+
+
+async def test_reports_recorded_together_are_each_decided_after_the_ones_before() -> None:
+    _, jobs, _ = await running()
+    job = jobs["j1"]
+    ref = {"task_id": "t0", "job_id": "j1", "round": 1, "attempt": 1, "shard": 0}
+    accepted = TaskAcceptedBody(**ref, device="cpu")
+    progress = TaskProgressBody(
+        **ref, epoch=1, epochs=1, loss=0.5, accuracy=None, samples=10, duration_s=0.1
+    )
+    failed = TaskFailedBody(**ref, error="boom")
+    # an accepted report said twice, an epoch twice: each recorded once, in order
+    decided = decide_reports(
+        job, [("p0", accepted), ("p0", progress), ("p0", accepted), ("p0", progress)]
+    )
+    assert [(peer, type(e)) for peer, e in decided] == [
+        ("p0", TaskAccepted),
+        ("p0", TaskProgress),
+    ]
+    # after a failure the task is no longer open: nothing else about it is news
+    decided = decide_reports(job, [("p0", failed), ("p0", progress), ("p0", failed)])
+    assert [type(e) for _, e in decided] == [TaskFailed]
+    # a task whose update came before its report: which device trained it is still news
+    task = job.find_task("t0")
+    assert task is not None
+    task.state = "updated"
+    [(_, late)] = decide_reports(job, [("p0", accepted), ("p0", accepted)])
+    assert isinstance(late, TaskAccepted)
+    task.device = "cpu"
+    assert decide_reports(job, [("p0", accepted)]) == []
+    task.state, task.device = "assigned", None
+    # each report is checked against its own sender
+    assert decide_reports(job, [("p1", accepted), ("p0", accepted)]) == [
+        ("p0", decide_report(job, "p0", accepted)[0])
+    ]

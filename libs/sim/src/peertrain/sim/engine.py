@@ -246,8 +246,12 @@ class Simulation:
         self.log = MemoryEventLog(self.clock)  # events carry virtual times
         self.blobs = MemoryBlobStore()
         self.publisher = MemoryPublisher()
-        # the service's defaults (not the environment's), but the attempts asked for
-        orchestrating = OrchestratorSettings.model_construct(max_round_attempts=max_attempts)
+        # the service's defaults (not the environment's), but the attempts asked for, and
+        # each report recorded as it comes (batching them waits in real time, and a
+        # simulated peer's reports come one at a time)
+        orchestrating = OrchestratorSettings.model_construct(
+            max_round_attempts=max_attempts, report_linger_s=0.0
+        )
         self.orchestrator = OrchestratorApp(
             Ports(
                 log=self.log,
@@ -261,7 +265,11 @@ class Simulation:
         self.jobs: dict[str, Job] = self.orchestrator.jobs
         self._tmp = tempfile.TemporaryDirectory(prefix="peertrain-sim-")
         scratch = work_dir or Path(self._tmp.name)
-        settings = AggregatorSettings(work_dir=scratch / "aggregator")
+        # evaluation leaves torch's threads as they are: simulated peers train in this
+        # process too (or in workers with threads of their own)
+        settings = AggregatorSettings(
+            work_dir=scratch / "aggregator", eval_threads=torch.get_num_threads()
+        )
         settings.work_dir.mkdir(parents=True, exist_ok=True)  # as the aggregator's start-up does
         self.aggregator = AggregatorApp(
             Ports(log=self.log, blobs=self.blobs, leases=SoleInstance()), settings

@@ -70,8 +70,9 @@ ORCHESTRATOR_SUBSCRIPTIONS: Table = (
     # job.cancelled / a surplus task.lost -> cancel messages to the peers concerned, by
     # whichever instance hears it
     On("dispatch", (JOB_CANCELLED, TASK_LOST), "on_dispatch"),
-    # peers' accepted / progress / failed telemetry -> task events
-    On("peers", tuple(PEER_REPORTS), "on_peer", peers=PEER_REPORTS),
+    # peers' accepted / progress / failed telemetry -> task events, a job's reports
+    # recorded together (handled as they come, each acknowledged once recorded)
+    On("peers", tuple(PEER_REPORTS), "on_peer", peers=PEER_REPORTS, ordered=False),
 )
 """What the orchestrator hears, and which of :class:`OrchestratorApp`'s methods gets it."""
 
@@ -109,6 +110,8 @@ class OrchestratorApp:
         """Job streams: load, decide, append, with :attr:`jobs` as the cache."""
         self.leases: Holding = ports.leases if ports.leases is not None else SoleInstance()
         """The jobs this instance works on (every instance reads them all)."""
+        self.reports: dict[str, reports.ReportBatch] = {}
+        """Job id -> its peers' reports waiting to be recorded together."""
 
     # -- ports -------------------------------------------------------------------------
 
@@ -146,7 +149,8 @@ class OrchestratorApp:
         await dispatch.dispatch(self, event)
 
     async def on_peer(self, message: PeerMessage[Any]) -> None:
-        """A peer's report on its task (accepted, progress, failed)."""
+        """A peer's report on its task (accepted, progress, failed); returns once it is
+        recorded, with the job's others of the next ``report_linger_s``."""
         await reports.record_report(self, message)
 
     async def tick(self) -> None:

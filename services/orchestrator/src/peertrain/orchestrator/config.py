@@ -37,3 +37,6 @@ class OrchestratorSettings(ServiceSettings, LeaseSettings):
     """Jobs one user (not an admin) may have sharding or running at once (403 beyond)."""
     update_overhead_bytes: int = Field(default=1024 * 1024, ge=1024)
     """Upload cap = 4 bytes per model parameter + this (safetensors header, metadata)."""
+    report_linger_s: float = Field(default=0.2, ge=0, le=5)
+    """Peers' reports on their tasks (accepted, progress, failed) are recorded together,
+    one append for a job's reports of this long (0: one append each)."""

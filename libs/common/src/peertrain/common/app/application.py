@@ -136,6 +136,10 @@ class On:
     inbox
         Each event handled once, even when delivered again (an inbox in the service's
         database).
+    ordered
+        Deliveries handled one after the other, in queue order (the default); a queue of
+        peers' messages may have them handled as they come instead, for a method that
+        waits to handle several together.
     """
 
     queue: str
@@ -144,6 +148,7 @@ class On:
     peers: Mapping[str, type[BaseModel]] | None = None
     per_instance: bool = False
     inbox: bool = False
+    ordered: bool = True
 
 
 Table = Sequence[On]
@@ -185,6 +190,7 @@ def subscribe(ctx: ServiceContext, app: object, table: Table, settings: _QueueSe
                 [f"peer.*.{kind}" for kind in row.types],
                 peer_message_handler(ctx, row.peers, handler, queue=queue),
                 exchange=TELEMETRY,
+                ordered=row.ordered,
             )
         elif row.per_instance:
             instance: str = getattr(settings, "instance_name")  # noqa: B009 - LeaseSettings

@@ -91,6 +91,10 @@ class Subscription:
     """Set for one instance's own queue: deleted once that long without a consumer."""
     dead_letters: str | None = None
     """The DLQ, when not ``<queue>.dlq`` (one shared by a service's instance queues)."""
+    ordered: bool = True
+    """Deliveries handled one after the other, in queue order; when not, each runs as
+    it comes (up to ``prefetch`` at once): for handlers that wait to handle messages
+    together (peers' reports, batched into one append)."""
 
 
 @dataclass
@@ -158,11 +162,14 @@ class Subscriptions:
         *,
         exchange: RabbitExchange,
         prefetch: int = PIPELINE,
+        ordered: bool = True,
     ) -> Subscription:
         """Register ``handler`` for raw messages (not events), e.g. peer telemetry.
 
         The same outcomes as for events: return -> ack; raise ``RejectMessage`` ->
         dead-lettered at once; raise anything else -> set aside (see the module docstring).
+        Not ``ordered``, up to ``prefetch`` deliveries are in the handler at once (each
+        acknowledged when its own handler returns).
         """
 
         async def never(_: RecordedEvent) -> None:  # pragma: no cover - raw subscriptions
@@ -170,7 +177,15 @@ class Subscriptions:
 
         channel = Channel(prefetch_count=prefetch)
         sub = Subscription(
-            queue, tuple(routing_keys), never, None, exchange, prefetch, channel, raw=handler
+            queue,
+            tuple(routing_keys),
+            never,
+            None,
+            exchange,
+            prefetch,
+            channel,
+            raw=handler,
+            ordered=ordered,
         )
         self.items.append(sub)
         return sub
@@ -193,22 +208,20 @@ class Subscriptions:
         """Create the FastStream subscribers (call before ``broker.start()``).
 
         Each gets its own router carrying its middlewares, outermost first: its turn in
-        line (:class:`~.ordering.InOrderMiddleware`), then retry or give-up
+        line (:class:`~.ordering.InOrderMiddleware`; none for a subscription that is not
+        ``ordered``), then retry or give-up
         (:class:`~.retry.RetryMiddleware`); inside them the decoder and the handler.
         The acknowledgement (``NACK_ON_ERROR``) comes after, outside them all.
         """
         for sub in self.items:
-            router = RabbitRouter(
-                middlewares=(
-                    partial(InOrderMiddleware, order=InOrder()),
-                    partial(
-                        RetryMiddleware,
-                        queue=sub.queue,
-                        delivery_limit=self.delivery_limit,
-                        outage=Outage(),
-                    ),
-                )
+            retry = partial(
+                RetryMiddleware,
+                queue=sub.queue,
+                delivery_limit=self.delivery_limit,
+                outage=Outage(),
             )
+            in_order = partial(InOrderMiddleware, order=InOrder())
+            router = RabbitRouter(middlewares=(in_order, retry) if sub.ordered else (retry,))
             handler: Callable[[Any], Awaitable[None]]
             decoder: Callable[[RabbitMessage], Awaitable[Any]]
             if sub.raw is not None:

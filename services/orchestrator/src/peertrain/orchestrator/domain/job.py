@@ -398,7 +398,8 @@ class Job:
             task = self.find_task(data.task_id)
             if task is not None and task.acceptable:
                 task.state = "accepted"
-                task.device = data.device
+            if task is not None and task.device is None:
+                task.device = data.device  # (also of a task whose update came first)
         elif isinstance(data, TaskProgress):
             self.progress.append(data)
             task = self.find_task(data.task_id)

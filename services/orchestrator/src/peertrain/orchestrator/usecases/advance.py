@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from peertrain.common.eventlog import Saved
-from peertrain.common.events import EventData, RecordedEvent
+from peertrain.common.events import EventData, NewEvent, RecordedEvent
 from peertrain.common.events.training import RoundClosed, RoundFailed, TaskAssigned, job_stream
 
 from ..domain import Env, Job, reconcile
@@ -35,7 +35,8 @@ log = structlog.get_logger(__name__)
 
 MAX_STEPS = 20
 
-DecideJob = Callable[[Job], Sequence[EventData]]
+DecideJob = Callable[[Job], Sequence[EventData | NewEvent]]
+"""A decision on a job: payloads (appended with the call's envelope) or whole events."""
 
 
 async def replay(app: OrchestratorApp) -> None:
