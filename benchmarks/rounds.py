@@ -83,7 +83,7 @@ TRAINING = {
 }
 PREFILL = int(os.environ.get("BENCH_PREFILL", "1000000"))
 INSTANCES = 2
-PATHS = ("running", "rebuilt", "clipped")
+PATHS = ("early", "running", "rebuilt", "clipped")
 """Orchestrators and aggregators the platform runs (jobs spread over them by leases)."""
 
 

@@ -4,6 +4,7 @@ its log, bucket and leases in memory (no stack needed)."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import io
 from pathlib import Path
@@ -30,6 +31,7 @@ from peertrain.common.events.models import (
     UpdateRejected,
     model_stream,
 )
+from peertrain.common.events.tasks import UpdateAnnounced
 from peertrain.common.events.training import (
     IncludedUpdate,
     JobCancelled,
@@ -102,6 +104,17 @@ class Platform:
         )
         await self.app.on_peer(PeerMessage(t.peer_id, "update", body, principal, None))
 
+    async def announced(self, t: TaskAssigned, data: bytes) -> PeerMessage[UpdateAnnounced]:
+        """Peer ``t.peer_id`` puts ``data`` at its task's key; its announcement, to hand
+        to ``on_peer`` (as many times, and as concurrently, as a test likes)."""
+        await self.blobs.put_bytes(t.update_key, data)
+        digest = hashlib.sha256(data).hexdigest()
+        body = announce(t, sha256=digest, size=len(data), samples=30)
+        principal = Principal(
+            subject=t.peer_id, roles=frozenset({"peer"}), token_id="t", issued_at=0, expires_at=0
+        )
+        return PeerMessage(t.peer_id, "update", body, principal, None)
+
 
 def _delta(base: dict[str, torch.Tensor], scale: float) -> dict[str, torch.Tensor]:
     return {k: torch.full_like(v, scale) for k, v in base.items()}
@@ -154,6 +167,92 @@ async def test_updates_are_accepted_or_refused_and_a_closed_round_makes_the_next
     assert isinstance(evaluated, ModelEvaluated) and evaluated.version == 1
     v1 = load_state(await platform.blobs.get_bytes(created.key))
     assert any(not torch.equal(v1[k], base[k]) for k in base)  # the update moved it
+
+
+async def test_updates_handled_at_once_are_each_recorded_once(platform: Platform):
+    await platform.configure()
+    await platform.job_event(opened())
+    t0, t1 = task(0, "p0"), task(1, "p1")
+    await platform.job_event(t0)
+    await platform.job_event(t1)
+    base = load_state(await platform.blobs.get_bytes(f"models/{JOB}/v0.safetensors"))
+    m0 = await platform.announced(t0, state_to_bytes(_delta(base, 0.01)))
+    m1 = await platform.announced(t1, state_to_bytes(_delta(base, -0.02)))
+    # as the bus hands them over: downloaded and checked side by side, one delivered twice
+    await asyncio.gather(*(platform.app.on_peer(m) for m in (m0, m1, m0)))
+    accepted = [e for e in await platform.model_events() if isinstance(e, UpdateAccepted)]
+    assert sorted(a.peer_id for a in accepted) == ["p0", "p1"]
+    # every task of the round has its update: the version is made before the round closes
+    assert platform.app.early[JOB].keys == {f"{a.key}#{a.sha256}" for a in accepted}
+
+
+async def test_a_version_made_early_is_made_again_when_its_round_closes_on_other_updates(
+    platform: Platform,
+):
+    await platform.configure()
+    await platform.job_event(opened())
+    t0, t1 = task(0, "p0"), task(1, "p1")
+    await platform.job_event(t0)
+    await platform.job_event(t1)
+    base = load_state(await platform.blobs.get_bytes(f"models/{JOB}/v0.safetensors"))
+    await platform.upload(t0, state_to_bytes(_delta(base, 0.01)))
+    await platform.upload(t1, state_to_bytes(_delta(base, 0.03)))
+    assert JOB in platform.app.early  # both in: made before the round closes
+    first = next(e for e in await platform.model_events() if isinstance(e, UpdateAccepted))
+    # the orchestrator's close leaves one out (say, an outlier): the version is made again
+    inc = IncludedUpdate(
+        shard=first.shard, peer_id="p0", task_id=t0.task_id, key=first.key, sha256=first.sha256
+    )
+    await platform.job_event(
+        RoundClosed(job_id=JOB, round=1, attempt=1, reason="deadline", included=(inc,))
+    )
+    created = [e for e in await platform.model_events() if isinstance(e, ModelVersionCreated)]
+    assert created[-1].version == 1 and created[-1].lineage is not None
+    assert created[-1].lineage.peers == ("p0",)
+    v1 = load_state(await platform.blobs.get_bytes(created[-1].key))
+    assert hashlib.sha256(state_to_bytes(v1)).hexdigest() == created[-1].sha256
+    assert all(torch.allclose(v1[k], base[k] + 0.01) for k in base)  # p0's update alone
+    assert JOB not in platform.app.early
+
+
+async def test_an_update_whose_round_closed_while_it_was_checked_is_refused(
+    platform: Platform,
+):
+    await platform.configure()
+    await platform.job_event(opened())
+    t0, t1 = task(0, "p0"), task(1, "p1")
+    await platform.job_event(t0)
+    await platform.job_event(t1)
+    base = load_state(await platform.blobs.get_bytes(f"models/{JOB}/v0.safetensors"))
+    await platform.upload(t1, state_to_bytes(_delta(base, 0.01)))
+    [first] = [e for e in await platform.model_events() if isinstance(e, UpdateAccepted)]
+    late = await platform.announced(t0, state_to_bytes(_delta(base, 0.01)))
+    fetching = asyncio.Event()
+    get_stream = platform.blobs.get_stream
+
+    async def slow(key: str):  # type: ignore[no-untyped-def]
+        fetching.set()
+        await asyncio.sleep(0.05)  # the round closes meanwhile, on its deadline
+        async for chunk in get_stream(key):
+            yield chunk
+
+    platform.blobs.get_stream = slow  # type: ignore[method-assign]
+    handling = asyncio.create_task(platform.app.on_peer(late))
+    await fetching.wait()
+    inc = IncludedUpdate(
+        shard=1, peer_id="p1", task_id=t1.task_id, key=first.key, sha256=first.sha256
+    )
+    await platform.job_event(
+        RoundClosed(job_id=JOB, round=1, attempt=1, reason="deadline", included=(inc,))
+    )
+    await handling
+    platform.blobs.get_stream = get_stream  # type: ignore[method-assign]
+    events = await platform.model_events()
+    assert [e.peer_id for e in events if isinstance(e, UpdateAccepted)] == ["p1"]
+    [rejected] = [e for e in events if isinstance(e, UpdateRejected)]
+    assert rejected.task_id == t0.task_id and not rejected.strike  # too late, not a fault
+    created = [e for e in events if isinstance(e, ModelVersionCreated)]
+    assert created[-1].lineage is not None and created[-1].lineage.peers == ("p1",)
 
 
 async def test_an_ended_job_is_let_go_of(platform: Platform):
@@ -248,10 +347,11 @@ async def test_with_two_aggregators_a_round_closes_on_the_holders_running_sum(tm
     await pair.settle()  # the other's update.accepted reaches the holder's feed
     accepted = [e for e in await holder.model_events() if isinstance(e, UpdateAccepted)]
     assert sorted(a.peer_id for a in accepted) == ["p0", "p1"]
-    assert holder.app.rounds[JOB].keys() == {f"{a.key}#{a.sha256}" for a in accepted}
-    assert JOB not in other.app.rounds  # only the holder keeps a running sum
+    # the holder's running sum has both: it made the version before the round closed
+    assert holder.app.early[JOB].keys == {f"{a.key}#{a.sha256}" for a in accepted}
+    assert JOB not in other.app.rounds and JOB not in other.app.early  # only the holder
 
-    running, rebuilt = _versions_made("running"), _versions_made("rebuilt")
+    early, rebuilt = _versions_made("early"), _versions_made("rebuilt")
     included = tuple(
         IncludedUpdate(
             shard=a.shard, peer_id=a.peer_id, task_id=a.task_id, key=a.key, sha256=a.sha256
@@ -273,5 +373,5 @@ async def test_with_two_aggregators_a_round_closes_on_the_holders_running_sum(tm
     pair.first.log.read_stream = read_stream  # type: ignore[method-assign]
     created = [e for e in await holder.model_events() if isinstance(e, ModelVersionCreated)]
     assert [c.version for c in created] == [0, 1]  # made once, by the holder
-    assert _versions_made("running") == running + 1 and _versions_made("rebuilt") == rebuilt
+    assert _versions_made("early") == early + 1 and _versions_made("rebuilt") == rebuilt
     assert created[1].lineage is not None and created[1].lineage.peers == ("p0", "p1")

@@ -11,8 +11,10 @@ import torch
 
 from peertrain.aggregator.domain import UpdateRefused, codes
 from peertrain.aggregator.usecases.numerics import (
+    SMALL_EVALUATION,
     RoundWork,
     decode_update,
+    eval_threads,
     final_files,
     initial_state,
     load_state,
@@ -146,3 +148,10 @@ def test_final_files_load_with_weights_only():
     assert payload["feature_spec"]["classes"] == list(cfg.feature_spec.classes)
     assert all(torch.equal(payload["state_dict"][k], state[k]) for k in state)
     assert load_state(st).keys() == state.keys()
+
+
+def test_a_small_evaluation_runs_on_one_thread_a_large_one_on_the_cores():
+    # the digits MLP (8,970 parameters) on its 360 holdout rows: one thread
+    assert eval_threads(8_970, 360, None, cores=8) == 1
+    assert eval_threads(SMALL_EVALUATION, 1, None, cores=8) == 8  # a ResNet's, say
+    assert eval_threads(8_970, 360, 4, cores=8) == 4  # the operator's setting wins

@@ -1,6 +1,7 @@
 """The round path on a platform of two orchestrators and two aggregators (the training
 tests' platform): every task reaches its peer once, and every round's model version is
-made from the holder's running sum, not rebuilt from the bucket at the round's close.
+made from the holder's running sum, not rebuilt from the bucket at the round's close:
+made as soon as that sum has every task's update, before the round's close arrives.
 
 Before, ``task.assigned`` went to one shared queue, and the orchestrator that had not
 assigned a task sent it a second time whenever the queue gave it to that one (about
@@ -31,10 +32,10 @@ ROUNDS = 3
 
 def counts(p: Platform) -> tuple[float, float, float]:
     """Task messages the orchestrators sent; versions the aggregators made on their
-    running sums, and rebuilt from the bucket."""
+    running sums before the rounds closed, and rebuilt from the bucket."""
     return (
         instances_metric(p, "orchestrator", SENT, kind="task"),
-        instances_metric(p, "aggregator", MADE, path="running"),
+        instances_metric(p, "aggregator", MADE, path="early"),
         instances_metric(p, "aggregator", MADE, path="rebuilt"),
     )
 
@@ -45,7 +46,7 @@ async def test_each_task_is_sent_once_and_each_round_closes_on_its_running_sum(
     dataset_id = await mnist(platform)
     peers = [platform.peer(f"p{i}").peer_id for i in range(2)]
     await peers_active(platform, peers)
-    sent, running, rebuilt = counts(platform)
+    sent, early, rebuilt = counts(platform)
     body = mnist_job(dataset_id, peers, rounds=ROUNDS)
     body["name"] = "round-path"
     body["model"] = {"arch": "mlp", "hidden": [32]}
@@ -58,4 +59,4 @@ async def test_each_task_is_sent_once_and_each_round_closes_on_its_running_sum(
     assert len(assigned) >= 2 * ROUNDS
     after = counts(platform)
     assert after[0] - sent == len(assigned)  # no task sent twice
-    assert (after[1] - running, after[2] - rebuilt) == (ROUNDS, 0)
+    assert (after[1] - early, after[2] - rebuilt) == (ROUNDS, 0)

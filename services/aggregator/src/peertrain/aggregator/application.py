@@ -51,6 +51,7 @@ from .domain import JobMemory
 from .usecases.holding import JOB_EVENTS, fold_job_event, keep_leases, on_job_event
 from .usecases.numerics import RoundWork
 from .usecases.updates import fold_recorded, receive_update
+from .usecases.versions import StoredVersion
 
 __all__ = ["AGGREGATOR_SUBSCRIPTIONS", "MODEL_FOLD", "AggregatorApp"]
 
@@ -101,10 +102,15 @@ class AggregatorApp:
         self.ports = ports
         self.settings = settings
         self.rounds: dict[str, RoundWork] = {}
+        """Each held job's running sum of its open round."""
+        self.early: dict[str, StoredVersion] = {}
+        """Each held job's version made before its round closed (``build_early``)."""
         self.bases: dict[str, tuple[int, dict[str, torch.Tensor]]] = {}
         self.holdouts: dict[str, tuple[str, torch.Tensor, torch.Tensor]] = {}
         """Each job's holdout (its sha256, then ``x``, ``y``), fetched and checked once."""
         self._locks: dict[str, asyncio.Lock] = {}
+        self.checking = asyncio.Semaphore(settings.update_workers)
+        """Bounds the announced updates downloaded and checked at once."""
         self.active: set[str] = set()
         """Jobs configured and not ended, as heard (the ones an instance may take over)."""
         self.stalled: dict[str, datetime] = {}
@@ -233,7 +239,7 @@ class AggregatorApp:
     def holder_memory(self) -> set[str]:
         """The jobs this instance keeps a holder's working memory for (running sums,
         holdouts)."""
-        return {*self.rounds, *self.holdouts}
+        return {*self.rounds, *self.early, *self.holdouts}
 
     def let_go(self, job_id: str) -> None:
         """Drop a holder's working memory of a job handed over (or lost): its running
@@ -242,6 +248,7 @@ class AggregatorApp:
         work = self.rounds.pop(job_id, None)
         if work is not None:
             work.close()
+        self.early.pop(job_id, None)
         self.holdouts.pop(job_id, None)
 
     def forget(self, job_id: str) -> None:
@@ -254,6 +261,7 @@ class AggregatorApp:
 
 AGGREGATOR_SUBSCRIPTIONS: Table = (
     On("feed", (*JOB_EVENT_TYPES, UPDATE_ACCEPTED), "on_event", per_instance=True),
-    On("updates", (UPDATE,), "on_peer", peers={UPDATE: UpdateAnnounced}),
+    # handled as they come (up to ``update_workers`` at once; see ``receive_update``)
+    On("updates", (UPDATE,), "on_peer", peers={UPDATE: UpdateAnnounced}, ordered=False),
 )
 """What the aggregator hears (see the module's docstring)."""

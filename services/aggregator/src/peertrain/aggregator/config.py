@@ -38,6 +38,9 @@ class AggregatorSettings(ServiceSettings, LeaseSettings):
 
     max_update_bytes: int = Field(default=1024 * MiB, ge=1)
     """Hard cap on an update object, whatever the model's size."""
+    update_workers: int = Field(default=4, ge=1, le=64)
+    """Announced updates downloaded and checked at once (each holds one update's bytes,
+    at most ``max_update_bytes``, in memory meanwhile)."""
     update_slack_bytes: int = Field(default=1 * MiB, ge=0)
     """An update may exceed the model's tensor bytes by at most this (its header)."""
     max_holdout_bytes: int = Field(default=2048 * MiB, ge=1)
@@ -45,4 +48,7 @@ class AggregatorSettings(ServiceSettings, LeaseSettings):
     """Cap on uploaded starting weights (a model has at most 50 M parameters: 200 MB)."""
     eval_device: str = "cpu"
     """Device for holdout evaluation (``cpu``, ``cuda``, ``cuda:0``)."""
+    eval_threads: int | None = Field(default=None, ge=1, le=1024)
+    """CPU threads for holdout evaluation; ``None``: one for a small model and holdout,
+    the machine's cores for a larger one (see ``numerics.eval_threads``)."""
     eval_batch_size: int = Field(default=1024, ge=1)

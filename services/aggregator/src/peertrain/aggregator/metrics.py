@@ -59,7 +59,8 @@ ROUND_BYTES = Histogram(
 )
 AGGREGATION_SECONDS = Histogram(
     "peertrain_aggregator_round_seconds",
-    "Time to turn a closed round into a stored model version",
+    "Time to turn a closed round into a stored model version, by how it was made "
+    "(early: before the close; running: the running sum; clipped; rebuilt: from the bucket)",
     ["path"],
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
 )

@@ -10,7 +10,7 @@ from .errors import (
     UpdateRefused,
     VersionNotFound,
 )
-from .norms import clip_factors
+from .norms import clip_factors, clip_scale
 from .selection import BEST, Which, best_version, download_name, pick_version
 from .state import JobMemory, RoundKey, VersionInfo
 
@@ -33,6 +33,7 @@ __all__ = [
     "Which",
     "best_version",
     "clip_factors",
+    "clip_scale",
     "codes",
     "decide_update",
     "download_name",

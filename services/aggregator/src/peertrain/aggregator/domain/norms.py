@@ -22,16 +22,19 @@ from peertrain.common.specs import AggregationSpec
 
 from .state import JobMemory
 
-__all__ = ["clip_factors"]
+__all__ = ["clip_factors", "clip_scale"]
 
 
 def clip_factors(state: JobMemory, closed: RoundClosed, spec: AggregationSpec) -> dict[int, float]:
     """The scale (< 1) for each included update over the round's clipping bound, by
     shard; empty when nothing is clipped."""
-    if spec.norm_clip is None:
-        return {}
-    norms = state.accepted_norms(closed)
-    if not norms:
+    return clip_scale(state.accepted_norms(closed), spec)
+
+
+def clip_scale(norms: dict[int, float], spec: AggregationSpec) -> dict[int, float]:
+    """The scale (< 1) for each of a round's updates (their norms by shard) over its
+    clipping bound; empty when nothing is clipped."""
+    if spec.norm_clip is None or not norms:
         return {}
     bound = spec.norm_clip * median(norms.values())
     return {shard: bound / norm for shard, norm in norms.items() if norm > bound > 0}

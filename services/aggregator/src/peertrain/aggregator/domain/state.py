@@ -84,6 +84,8 @@ class JobMemory:
     closed: dict[RoundKey, RoundClosed] = field(default_factory=dict)
     failed: set[RoundKey] = field(default_factory=set)
     tasks: dict[str, TaskAssigned] = field(default_factory=dict)
+    round_tasks: dict[RoundKey, list[str]] = field(default_factory=dict)
+    """The task ids each round attempt gave out."""
     lost: set[str] = field(default_factory=set)
     accepted: dict[tuple[int, int, int], UpdateAccepted] = field(default_factory=dict)
     """(round, attempt, shard) -> the update accepted for it (in an asynchronous job,
@@ -125,6 +127,7 @@ class JobMemory:
             self.opened[(data.round, data.attempt)] = data
         elif isinstance(data, TaskAssigned):
             self.tasks[data.task_id] = data
+            self.round_tasks.setdefault((data.round, data.attempt), []).append(data.task_id)
             if data.checks is not None:
                 self.checks_of.setdefault(data.checks, []).append(data.task_id)
         elif isinstance(data, TaskLost):
@@ -197,6 +200,20 @@ class JobMemory:
         if found is not None and found.key == inc.key:
             return found
         return self.accepted.get((closed.round, closed.attempt, inc.shard))
+
+    def complete_inputs(self, round_: int, attempt: int) -> list[UpdateAccepted] | None:
+        """The updates of a round attempt once every task it gave out (but the lost and
+        the checks) has one accepted, by shard: what the round includes when it closes
+        complete; ``None`` while one is missing."""
+        live = [
+            self.tasks[t]
+            for t in self.round_tasks.get((round_, attempt), ())
+            if t not in self.lost and self.tasks[t].checks is None
+        ]
+        found = [self.accepted.get((round_, attempt, s)) for s in sorted({t.shard for t in live})]
+        if not found or None in found:
+            return None
+        return [a for a in found if a is not None]
 
     def accepted_norms(self, closed: RoundClosed) -> dict[int, float]:
         """The recorded norm of each update a closed round includes, by shard."""

@@ -16,6 +16,7 @@ from peertrain.aggregator.domain import UpdateRefused, codes
 from peertrain.common.events.training import JobConfigured
 from peertrain.common.specs import CompressionSpec
 from peertrain.ml.aggregation import RoundAccumulator, Strategy, make_strategy
+from peertrain.ml.device import limit_threads
 from peertrain.ml.errors import NotSafetensors, UpdateInvalid
 from peertrain.ml.export.write import final_pt_bytes, final_safetensors_bytes
 from peertrain.ml.training import EvalMetrics, Inputs, evaluate, read_samples
@@ -37,6 +38,7 @@ __all__ = [
     "State",
     "clipped",
     "decode_update",
+    "eval_threads",
     "evaluate_state",
     "export_file",
     "final_files",
@@ -48,6 +50,25 @@ __all__ = [
 ]
 
 State = dict[str, torch.Tensor]
+
+SMALL_EVALUATION = 1 << 28
+"""Parameters x holdout rows below which an evaluation runs on one thread."""
+CORES = torch.get_num_threads()
+"""Torch's own thread count in this process (the machine's cores), before any change."""
+
+
+def eval_threads(parameters: int, rows: int, setting: int | None, cores: int = CORES) -> int:
+    """The CPU threads a holdout evaluation runs on: ``setting`` when given; else one
+    for a small evaluation (parameters x rows below :data:`SMALL_EVALUATION`: a few
+    milliseconds of work), the cores for a larger one.
+
+    A small model's forward pass split over threads waits for each to be scheduled: on
+    a busy 2-core machine the digits MLP's evaluation took 184 ms at the 90th
+    percentile on 2 threads, 0.13 ms on one.
+    """
+    if setting is not None:
+        return setting
+    return 1 if parameters * rows < SMALL_EVALUATION else cores
 
 
 def model_buffers(configured: JobConfigured) -> frozenset[str]:
@@ -210,11 +231,15 @@ def evaluate_state(
     *,
     device: str,
     batch_size: int,
+    threads: int | None = None,
 ) -> EvalMetrics:
-    """Loss, accuracy and per-class accuracy of ``state`` on the job's holdout."""
+    """Loss, accuracy and per-class accuracy of ``state`` on the job's holdout, on the
+    CPU threads :func:`eval_threads` gives for ``threads`` (a process-wide setting)."""
     x, y = holdout
     model = build_model(configured.model, configured.feature_spec)
     model.load_state_dict(dict(state))
+    parameters = sum(t.numel() for t in state.values())
+    limit_threads(eval_threads(parameters, len(y), threads))
     inputs = Inputs.of(configured.feature_spec)
     return evaluate(model, x, y, batch_size=batch_size, device=device, inputs=inputs)
 

@@ -23,6 +23,7 @@ import torch
 
 from peertrain.aggregator.domain import (
     Candidate,
+    Decision,
     Duplicate,
     Ignored,
     JobMemory,
@@ -43,7 +44,7 @@ from peertrain.common.security import PeerMessage, refuse
 from .checks import compare
 from .numerics import decode_update, state_nbytes, update_norm
 from .storage import accepted_delta, fetch_capped, model_state, sha256_hex
-from .versions import begin_work, work_key
+from .versions import begin_work, build_early, work_key
 
 if TYPE_CHECKING:
     from ..application import AggregatorApp
@@ -52,61 +53,116 @@ __all__ = ["fold_recorded", "receive_update"]
 
 log = structlog.get_logger(__name__)
 
+OCTETS = "application/octet-stream"
+
 
 async def receive_update(app: AggregatorApp, message: PeerMessage[UpdateAnnounced]) -> None:
-    """Handle one verified ``peer.<id>.update`` message."""
+    """Handle one verified ``peer.<id>.update`` message.
+
+    Announcements are handled as they come, up to ``update_workers`` at once. The job's
+    lock is held to decide and to record, not while the update is downloaded and
+    checked: one update's download no longer holds the job's others (nor every other
+    job's, as when an instance handled one announcement at a time). Recording decides
+    again on the state as it is then, so an announcement delivered twice, or decided
+    meanwhile by another instance, is recorded once.
+    """
     body, peer_id = message.body, message.peer_id
     with structlog.contextvars.bound_contextvars(
         job_id=body.job_id, task_id=body.task_id, peer_id=peer_id
     ):
-        async with app.lock(body.job_id):
-            state = await app.load(body.job_id)
-            decision = decide_update(state, peer_id, body)
-            if isinstance(decision, Ignored | Refusal) and decision.stale:
-                # the cache may be behind the job stream (queues are not ordered with
-                # each other): decide again on the caught-up state. Only then: a read
-                # per refused message would let junk cost the store a read each.
-                state = await app.load(body.job_id, catch_up=True)
-                decision = decide_update(state, peer_id, body)
-            if isinstance(decision, Ignored | Duplicate):
-                outcome = "ignored" if isinstance(decision, Ignored) else "duplicate"
-                UPDATES.labels(outcome=outcome, code="").inc()
-                if isinstance(decision, Ignored):  # counted; logged at most once a second
-                    refuse(app.settings.queue("updates"), "ignored", why=decision.reason)
-                else:
-                    log.info("update not recorded", outcome=outcome, reason=decision.reason)
-                return
-            if isinstance(decision, Refusal):
-                await _reject(app, state, peer_id, body, decision.code, decision.reason)
-                return
-            try:
-                accepted = await _check(app, state, peer_id, body, decision)
-            except UpdateRefused as exc:
-                await _reject(app, state, peer_id, body, exc.reason_code, exc.message)
-                return
-            event, delta, data = accepted
-            # the round aggregates the aggregator's own copy of what it validated: the
-            # peer's upload form stays usable until its deadline, so the object at the
-            # task's key may change after this point
-            await app.blobs.put_bytes(event.key, data, content_type="application/octet-stream")
-            version = decision.opened.model_version
+        async with app.checking:
+            await _receive(app, peer_id, body)
 
-            async def verdicts(now: JobMemory) -> list[EventData]:
-                # against the check group's updates accepted by then (by any instance:
-                # asked again after every conflict, so a pair accepted at once by two
-                # instances is still compared by the second)
-                return list(await compare(app, now, event, delta, version))
 
-            recorded = await _record(app, state, peer_id, body, [event], then=verdicts)
-            if recorded is None:
-                UPDATES.labels(outcome="duplicate", code="").inc()
-                return
-            state = recorded
-            if app.leases.holds(body.job_id) and event.checks is None:  # a check is not summed
-                await _fold(app, state, decision.opened, event, delta)
-            UPDATES.labels(outcome="accepted", code="").inc()
-            observe_update_bytes(event)
-            log.info("update accepted", norm=round(event.norm, 6))
+async def _receive(app: AggregatorApp, peer_id: str, body: UpdateAnnounced) -> None:
+    async with app.lock(body.job_id):
+        state, decision = await _decide(app, peer_id, body)
+        if not isinstance(decision, Candidate):
+            await _settle(app, state, peer_id, body, decision)
+            return
+    checked: tuple[UpdateAccepted, dict[str, torch.Tensor], bytes] | UpdateRefused
+    try:
+        checked = await _check(app, state, peer_id, body, decision)
+    except UpdateRefused as exc:
+        checked = exc
+    else:
+        # the round aggregates the aggregator's own copy of what it validated: the
+        # peer's upload form stays usable until its deadline, so the object at the
+        # task's key may change after this point
+        await app.blobs.put_bytes(checked[0].key, checked[2], content_type=OCTETS)
+    async with app.lock(body.job_id):
+        state, decision = await _decide(app, peer_id, body)  # as things are now
+        if not isinstance(decision, Candidate):
+            await _settle(app, state, peer_id, body, decision)
+        elif isinstance(checked, UpdateRefused):
+            await _reject(app, state, peer_id, body, checked.reason_code, checked.message)
+        else:
+            await _accept(app, state, peer_id, body, decision, *checked)
+
+
+async def _decide(
+    app: AggregatorApp, peer_id: str, body: UpdateAnnounced
+) -> tuple[JobMemory, Decision]:
+    """What the announcement is on the job's state (under the job's lock)."""
+    state = await app.load(body.job_id)
+    decision = decide_update(state, peer_id, body)
+    if isinstance(decision, Ignored | Refusal) and decision.stale:
+        # the cache may be behind the job stream (queues are not ordered with each
+        # other): decide again on the caught-up state. Only then: a read per refused
+        # message would let junk cost the store a read each.
+        state = await app.load(body.job_id, catch_up=True)
+        decision = decide_update(state, peer_id, body)
+    return state, decision
+
+
+async def _settle(
+    app: AggregatorApp,
+    state: JobMemory,
+    peer_id: str,
+    body: UpdateAnnounced,
+    decision: Decision,
+) -> None:
+    """An announcement that is not worth downloading: counted, logged, or refused."""
+    if isinstance(decision, Ignored | Duplicate):
+        outcome = "ignored" if isinstance(decision, Ignored) else "duplicate"
+        UPDATES.labels(outcome=outcome, code="").inc()
+        if isinstance(decision, Ignored):  # counted; logged at most once a second
+            refuse(app.settings.queue("updates"), "ignored", why=decision.reason)
+        else:
+            log.info("update not recorded", outcome=outcome, reason=decision.reason)
+    elif isinstance(decision, Refusal):
+        await _reject(app, state, peer_id, body, decision.code, decision.reason)
+
+
+async def _accept(
+    app: AggregatorApp,
+    state: JobMemory,
+    peer_id: str,
+    body: UpdateAnnounced,
+    decision: Candidate,
+    event: UpdateAccepted,
+    delta: dict[str, torch.Tensor],
+    data: bytes,
+) -> None:
+    """Record a checked update (with the verdicts of the checks it completes) and fold
+    it into the round's running sum if this instance holds the job."""
+    version = decision.opened.model_version
+
+    async def verdicts(now: JobMemory) -> list[EventData]:
+        # against the check group's updates accepted by then (by any instance: asked
+        # again after every conflict, so a pair accepted at once by two instances is
+        # still compared by the second)
+        return list(await compare(app, now, event, delta, version))
+
+    recorded = await _record(app, state, peer_id, body, [event], then=verdicts)
+    if recorded is None:
+        UPDATES.labels(outcome="duplicate", code="").inc()
+        return
+    if app.leases.holds(body.job_id) and event.checks is None:  # a check is not summed
+        await _fold(app, recorded, decision.opened, event, delta)
+    UPDATES.labels(outcome="accepted", code="").inc()
+    observe_update_bytes(event)
+    log.info("update accepted", norm=round(event.norm, 6))
 
 
 RECORD_ATTEMPTS = 10
@@ -233,6 +289,8 @@ async def _fold(
     if target is None:  # asynchronous, between rounds: the round's close rebuilds it
         return
     opened, factor = target
+    if _summed(app, state.job_id, opened, accepted):
+        return
     work = app.rounds.get(state.job_id)
     try:
         if work is None or (work.round, work.attempt) != (opened.round, opened.attempt):
@@ -245,11 +303,24 @@ async def _fold(
         key = work_key(accepted.key, accepted.sha256)
         weight = accepted.weight * factor
         await asyncio.to_thread(work.accumulator.add, delta, weight, key=key)
+        await build_early(app, state)
     except Exception:
         log.exception("could not fold the update; the round will be rebuilt when it closes")
         dropped = app.rounds.pop(state.job_id, None)
         if dropped is not None:
             dropped.close()
+        app.early.pop(state.job_id, None)
+
+
+def _summed(app: AggregatorApp, job_id: str, opened: RoundOpened, accepted: UpdateAccepted) -> bool:
+    """Whether the holder's running sum of ``opened``'s round (or the version made of
+    it early) already has ``accepted``."""
+    key = work_key(accepted.key, accepted.sha256)
+    here = (opened.round, opened.attempt)
+    work, early = app.rounds.get(job_id), app.early.get(job_id)
+    folded = work.keys() if work is not None and (work.round, work.attempt) == here else set()
+    made = early.keys if early is not None and (early.round, early.attempt) == here else set()
+    return key in folded or key in made
 
 
 async def fold_recorded(app: AggregatorApp, job_id: str, event: RecordedEvent) -> None:
@@ -274,13 +345,7 @@ async def fold_recorded(app: AggregatorApp, job_id: str, event: RecordedEvent) -
             return  # (a check's update is compared, never summed)
         if not state.is_open(accepted.round, accepted.attempt):
             return  # closed meanwhile: its version is made (or being made) without this
-        work = app.rounds.get(job_id)
-        folded = set() if work is None else work.keys()
-        if (
-            work is not None
-            and (work.round, work.attempt) == (opened.round, opened.attempt)
-            and work_key(accepted.key, accepted.sha256) in folded
-        ):
+        if _summed(app, job_id, opened, accepted):
             return  # this instance accepted it, and folded it then
         try:
             base = await model_state(app, state, opened.model_version)

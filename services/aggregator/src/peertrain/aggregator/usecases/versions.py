@@ -5,6 +5,11 @@ order, and does nothing already on record: a redelivered event, a restart or a s
 trigger finds the work done. Outputs are bit-identical whatever path produced them (the
 running accumulator or a rebuild from the included objects), because the strategies
 give the same bits for the same set of updates.
+
+A synchronous round's version is made as soon as the holder's running sum has an
+update for every task the round gave out (:func:`build_early`), while the orchestrator
+closes the round: at ``round.closed`` it is only appended, when the round includes
+exactly those updates unclipped (otherwise it is made again, as before).
 """
 
 from __future__ import annotations
@@ -12,11 +17,18 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import structlog
 
-from peertrain.aggregator.domain import JobMemory, UpdateRefused, clip_factors, codes
+from peertrain.aggregator.domain import (
+    JobMemory,
+    UpdateRefused,
+    clip_factors,
+    clip_scale,
+    codes,
+)
 from peertrain.aggregator.domain.buffered import staleness_factor
 from peertrain.aggregator.metrics import (
     AGGREGATION_SECONDS,
@@ -59,9 +71,26 @@ if TYPE_CHECKING:
 
     from ..application import AggregatorApp
 
-__all__ = ["begin_work", "final_keys", "reconcile", "work_key"]
+__all__ = ["StoredVersion", "begin_work", "build_early", "final_keys", "reconcile", "work_key"]
 
 log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class StoredVersion:
+    """A round's version, stored, not yet on record (made early: before its
+    ``round.closed``)."""
+
+    round: int
+    attempt: int
+    keys: frozenset[str]
+    """The updates it sums (:func:`work_key`)."""
+    state: State
+    key: str
+    sha256: str
+    size: int
+    strategy: str
+    server_state_key: str | None
 
 
 def work_key(key: str, sha256: str) -> str:
@@ -214,6 +243,36 @@ async def _rebuild(
     return work, used
 
 
+async def build_early(app: AggregatorApp, state: JobMemory) -> None:
+    """Make the open round's version now if the holder's running sum has an update for
+    every task the round gave out, unclipped, in a synchronous job without checks: the
+    round closes complete on exactly these (:meth:`JobMemory.complete_inputs`), and its
+    ``round.closed`` then only appends the version (see :func:`_aggregate`).
+
+    The version's objects go to their keys at once; nothing reads them before its
+    ``model.version_created``, and a round that closes otherwise makes them again.
+    """
+    cfg, work = state.configured, app.rounds.get(state.job_id)
+    if cfg is None or work is None:
+        return
+    spec = cfg.aggregation
+    if spec.is_async or spec.verify.share > 0:
+        return  # rounds that close on what the orchestrator alone weighs
+    inputs = state.complete_inputs(work.round, work.attempt)
+    if inputs is None or clip_scale({a.shard: a.norm for a in inputs}, spec):
+        return
+    keys = frozenset(work_key(a.key, a.sha256) for a in inputs)
+    if keys != work.keys():
+        return
+    del app.rounds[state.job_id]
+    try:
+        new_state = await asyncio.to_thread(work.accumulator.finish)
+    finally:
+        work.close()
+    app.early[state.job_id] = await _store(app, state, work, new_state, keys)
+    log.info("model version made before its round closed", round=work.round)
+
+
 async def _aggregate(
     app: AggregatorApp,
     state: JobMemory,
@@ -223,8 +282,60 @@ async def _aggregate(
 ) -> None:
     started = time.perf_counter()
     wanted = {work_key(u.key, u.sha256) for u in closed.included}
-    work = app.rounds.pop(state.job_id, None)
     scale = clip_factors(state, closed, cfg.aggregation)
+    early = app.early.pop(state.job_id, None)
+    if (
+        early is not None
+        and not scale
+        and (early.round, early.attempt) == (closed.round, closed.attempt)
+        and early.keys == wanted
+    ):
+        made = early
+        used, path = list(closed.included), "early"
+    else:
+        made, used, path = await _make(app, state, cfg, closed, scale)
+    included = sorted(used, key=lambda u: u.shard)
+    created = ModelVersionCreated(
+        job_id=state.job_id,
+        version=closed.round,
+        key=made.key,
+        sha256=made.sha256,
+        size=made.size,
+        strategy=made.strategy,
+        server_state_key=made.server_state_key,
+        lineage=Lineage(
+            parent_version=closed.round - 1,
+            peers=tuple(u.peer_id for u in included),
+            updates=tuple(u.key for u in included),
+            shards=tuple(u.shard for u in included),
+        ),
+    )
+    await app.append(state, [created], causation=cause)
+    app.bases[state.job_id] = (closed.round, made.state)
+    AGGREGATION_SECONDS.labels(path=path).observe(time.perf_counter() - started)
+    MODEL_VERSIONS.labels(kind="round").inc()
+    observe_round_bytes(state.job_id, _included_bytes(state, closed))
+    log.info(
+        "model version stored",
+        job_id=state.job_id,
+        version=closed.round,
+        updates=len(included),
+        path=path,
+    )
+
+
+async def _make(
+    app: AggregatorApp,
+    state: JobMemory,
+    cfg: JobConfigured,
+    closed: RoundClosed,
+    scale: dict[int, float],
+) -> tuple[StoredVersion, list[IncludedUpdate], str]:
+    """Make a closed round's version: from the running sum when it holds exactly the
+    included updates, unclipped; else rebuilt from the bucket. Returns it (stored), the
+    updates it sums and the path taken."""
+    wanted = {work_key(u.key, u.sha256) for u in closed.included}
+    work = app.rounds.pop(state.job_id, None)
     path = "running"
     if scale:  # the running sum folded them unclipped
         log.info("clipping updates", round=closed.round, scale=_rounded_scale(scale))
@@ -247,40 +358,32 @@ async def _aggregate(
             new_state = dict(await model_state(app, state, closed.round - 1))
     finally:
         work.close()
+    keys = frozenset(work_key(u.key, u.sha256) for u in used)
+    return await _store(app, state, work, new_state, keys), used, path
+
+
+async def _store(
+    app: AggregatorApp, state: JobMemory, work: RoundWork, new_state: State, keys: frozenset[str]
+) -> StoredVersion:
+    """Store the version ``work``'s round makes (and the strategy's server state after
+    it, if it keeps one)."""
     data = await asyncio.to_thread(state_to_bytes, new_state)
-    key = model_key(state.job_id, closed.round)
+    key = model_key(state.job_id, work.round)
     sha = await _put(app, key, data, "application/octet-stream")
     server_key = None
     if work.strategy.stateful:
-        server_key = server_state_key(state.job_id, closed.round)
+        server_key = server_state_key(state.job_id, work.round)
         await _put(app, server_key, work.strategy.state_bytes(), "application/octet-stream")
-    included = sorted(used, key=lambda u: u.shard)
-    created = ModelVersionCreated(
-        job_id=state.job_id,
-        version=closed.round,
-        key=key,
-        sha256=sha,
-        size=len(data),
-        strategy=work.strategy.name,
-        server_state_key=server_key,
-        lineage=Lineage(
-            parent_version=closed.round - 1,
-            peers=tuple(u.peer_id for u in included),
-            updates=tuple(u.key for u in included),
-            shards=tuple(u.shard for u in included),
-        ),
-    )
-    await app.append(state, [created], causation=cause)
-    app.bases[state.job_id] = (closed.round, new_state)
-    AGGREGATION_SECONDS.labels(path=path).observe(time.perf_counter() - started)
-    MODEL_VERSIONS.labels(kind="round").inc()
-    observe_round_bytes(state.job_id, _included_bytes(state, closed))
-    log.info(
-        "model version stored",
-        job_id=state.job_id,
-        version=closed.round,
-        updates=len(included),
-        path=path,
+    return StoredVersion(
+        work.round,
+        work.attempt,
+        keys,
+        new_state,
+        key,
+        sha,
+        len(data),
+        work.strategy.name,
+        server_key,
     )
 
 
@@ -320,6 +423,7 @@ async def _evaluate(
             holdout,
             device=app.settings.eval_device,
             batch_size=app.settings.eval_batch_size,
+            threads=app.settings.eval_threads,
         )
         if not math.isfinite(metrics["loss"]):
             why = f"has a non-finite loss on the holdout ({metrics['loss']})"
