@@ -341,6 +341,8 @@ async def test_with_two_aggregators_a_round_closes_on_the_holders_running_sum(tm
     t0, t1 = task(0, "p0"), task(1, "p1")
     for data in (opened(), t0, t1):
         await pair.append(data)
+    # the other instance read the round's base when it opened, before any update came
+    assert other.app.bases[JOB][0] == 0
     base = load_state(await holder.blobs.get_bytes(f"models/{JOB}/v0.safetensors"))
     await other.upload(t0, state_to_bytes(_delta(base, 0.01)))  # checked by the other
     await holder.upload(t1, state_to_bytes(_delta(base, -0.02)))

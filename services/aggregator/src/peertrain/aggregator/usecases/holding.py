@@ -28,9 +28,11 @@ from peertrain.common.events.training import (
     TASK_ASSIGNED,
     TASK_LOST,
     RoundClosed,
+    RoundOpened,
 )
 
 from ..domain import JobMemory
+from .storage import model_state
 from .versions import reconcile
 
 if TYPE_CHECKING:
@@ -80,6 +82,8 @@ async def on_job_event(app: AggregatorApp, job_id: str, event: RecordedEvent) ->
                 app.forget(job_id)
             else:
                 app.observe(job_id, event)  # current for checking the job's updates
+                if isinstance(event.data, RoundOpened):
+                    await _fetch_base(app, job_id, event.data)
         return
     async with app.lock(job_id):
         # other instances record updates too: read them before making a round's version,
@@ -96,6 +100,20 @@ async def on_job_event(app: AggregatorApp, job_id: str, event: RecordedEvent) ->
         else:
             await reconcile(app, state, event)  # the last try raises: redelivered
     await _let_go_if_ended(app, state)
+
+
+async def _fetch_base(app: AggregatorApp, job_id: str, opened: RoundOpened) -> None:
+    """The model version a round opened on, read now by an instance that does not hold
+    the job: its peers' updates are checked against it, and the first one to reach
+    this instance no longer waits for the download (best effort: checking reads it
+    anyway)."""
+    state = await app.load(job_id)
+    if state.configured is None:
+        return
+    try:
+        await model_state(app, state, opened.model_version)
+    except Exception as exc:
+        log.info("the round's base version is not readable yet", error=repr(exc)[:200])
 
 
 def _inputs_known(app: AggregatorApp, job_id: str, event: RecordedEvent) -> bool:
