@@ -74,14 +74,10 @@ async def test_new_events_are_in_the_outbox_until_confirmed(event_log: EventLog)
 async def test_a_marker_whose_append_never_happened_is_settled_after_the_grace(
     event_log: EventLog,
 ) -> None:
-    ghost = to_document_of(ping(9))
-    await event_log.outbox.stage([ghost])
+    ghost = ping(9)
+    await event_log.outbox.stage(ghost.id, ghost.producer, [ghost.id])
     young = await event_log.outbox.sweep(producer="test", older_than_s=0, absent_after_s=60)
     assert young.republish == [] and young.settled == 0
     old = await event_log.outbox.sweep(producer="test", older_than_s=0, absent_after_s=0)
     assert old.republish == [] and old.settled == 1
     assert await event_log.count_unpublished() == 0
-
-
-def to_document_of(event: NewEvent) -> dict[str, object]:
-    return {"_id": event.id, "producer": event.producer}

@@ -85,16 +85,12 @@ class Outbox:
 
     # -- the append path: inserts only --------------------------------------------------
 
-    async def stage(self, docs: Sequence[Doc]) -> str:
-        """Before the log insert: one marker for the append; returns its id."""
-        marker = {
-            "_id": docs[0]["_id"],
-            "producer": docs[0]["producer"],
-            "ids": [d["_id"] for d in docs],
-            "at": datetime.now(UTC),
-        }
+    async def stage(self, marker_id: str, producer: str, ids: Sequence[str]) -> str:
+        """Before the log insert: one marker for the append (its first event's id, its
+        producer, its events' ids); returns its id."""
+        marker = {"_id": marker_id, "producer": producer, "ids": list(ids), "at": datetime.now(UTC)}
         await _insert_ignoring_duplicates(self.markers, [marker])
-        return str(marker["_id"])
+        return marker_id
 
     async def unstage(self, marker_id: str) -> None:
         """The append wrote nothing: drop its marker (an equality delete)."""
