@@ -277,9 +277,7 @@ async def test_a_batch_of_reports_that_cannot_be_recorded_fails_each_of_its_mess
         raise ConnectionError("the store is away")
 
     p.log.append = store_away  # type: ignore[method-assign]
-    outcomes = await asyncio.gather(
-        *(p.app.on_peer(m) for m in reports), return_exceptions=True
-    )
+    outcomes = await asyncio.gather(*(p.app.on_peer(m) for m in reports), return_exceptions=True)
     assert all(isinstance(o, ConnectionError) for o in outcomes)  # each delivered again
     p.log.append = real_append  # type: ignore[method-assign]
     await asyncio.gather(*(p.app.on_peer(m) for m in reports))
