@@ -139,12 +139,7 @@ async def test_a_configured_job_gets_version_zero_stored_and_evaluated(platform:
 async def test_updates_are_accepted_or_refused_and_a_closed_round_makes_the_next_version(
     platform: Platform,
 ):
-    await platform.configure()
-    await platform.job_event(opened())
-    t0, t1 = task(0, "p0"), task(1, "p1")
-    await platform.job_event(t0)
-    await platform.job_event(t1)
-    base = load_state(await platform.blobs.get_bytes(f"models/{JOB}/v0.safetensors"))
+    t0, t1, base = await two_tasks_open(platform)
     good = state_to_bytes(_delta(base, 0.01))
     await platform.upload(t0, good)
     await platform.upload(t1, good, sha256="f" * 64)  # not what was uploaded
@@ -169,13 +164,20 @@ async def test_updates_are_accepted_or_refused_and_a_closed_round_makes_the_next
     assert any(not torch.equal(v1[k], base[k]) for k in base)  # the update moved it
 
 
-async def test_updates_handled_at_once_are_each_recorded_once(platform: Platform):
+async def two_tasks_open(
+    platform: Platform,
+) -> tuple[TaskAssigned, TaskAssigned, dict[str, torch.Tensor]]:
+    """A configured job's round 1 open with a task for p0 and one for p1; its base."""
     await platform.configure()
     await platform.job_event(opened())
     t0, t1 = task(0, "p0"), task(1, "p1")
     await platform.job_event(t0)
     await platform.job_event(t1)
-    base = load_state(await platform.blobs.get_bytes(f"models/{JOB}/v0.safetensors"))
+    return t0, t1, load_state(await platform.blobs.get_bytes(f"models/{JOB}/v0.safetensors"))
+
+
+async def test_updates_handled_at_once_are_each_recorded_once(platform: Platform):
+    t0, t1, base = await two_tasks_open(platform)
     m0 = await platform.announced(t0, state_to_bytes(_delta(base, 0.01)))
     m1 = await platform.announced(t1, state_to_bytes(_delta(base, -0.02)))
     # as the bus hands them over: downloaded and checked side by side, one delivered twice
@@ -189,12 +191,7 @@ async def test_updates_handled_at_once_are_each_recorded_once(platform: Platform
 async def test_a_version_made_early_is_made_again_when_its_round_closes_on_other_updates(
     platform: Platform,
 ):
-    await platform.configure()
-    await platform.job_event(opened())
-    t0, t1 = task(0, "p0"), task(1, "p1")
-    await platform.job_event(t0)
-    await platform.job_event(t1)
-    base = load_state(await platform.blobs.get_bytes(f"models/{JOB}/v0.safetensors"))
+    t0, t1, base = await two_tasks_open(platform)
     await platform.upload(t0, state_to_bytes(_delta(base, 0.01)))
     await platform.upload(t1, state_to_bytes(_delta(base, 0.03)))
     assert JOB in platform.app.early  # both in: made before the round closes
@@ -218,12 +215,7 @@ async def test_a_version_made_early_is_made_again_when_its_round_closes_on_other
 async def test_an_update_whose_round_closed_while_it_was_checked_is_refused(
     platform: Platform,
 ):
-    await platform.configure()
-    await platform.job_event(opened())
-    t0, t1 = task(0, "p0"), task(1, "p1")
-    await platform.job_event(t0)
-    await platform.job_event(t1)
-    base = load_state(await platform.blobs.get_bytes(f"models/{JOB}/v0.safetensors"))
+    t0, t1, base = await two_tasks_open(platform)
     await platform.upload(t1, state_to_bytes(_delta(base, 0.01)))
     [first] = [e for e in await platform.model_events() if isinstance(e, UpdateAccepted)]
     late = await platform.announced(t0, state_to_bytes(_delta(base, 0.01)))

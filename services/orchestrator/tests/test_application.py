@@ -99,15 +99,7 @@ class Platform:
 
     async def report(self, peer_id: str, task: TaskMessage) -> None:
         """The peer took its task on (its trainer's first message)."""
-        body = TaskAcceptedBody(
-            task_id=task.task_id,
-            job_id=task.job_id,
-            round=task.round,
-            attempt=task.attempt,
-            shard=task.shard,
-            device="cpu",
-        )
-        await self.app.on_peer(PeerMessage(peer_id, ACCEPTED, body, USER, None))
+        await self.app.on_peer(PeerMessage(peer_id, ACCEPTED, accepted_body(task), USER, None))
         await self.settle()
 
 
