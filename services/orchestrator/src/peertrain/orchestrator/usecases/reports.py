@@ -72,10 +72,11 @@ async def _flush_later(
         del app.reports[job_id]  # reports from now on start the next batch
     try:
         await _record(app, job_id, batch.messages)
-    except BaseException as exc:  # each message's handler fails with it: redelivered
+    except asyncio.CancelledError:  # shutting down: the messages are not acknowledged
+        batch.recorded.cancel()
+        raise
+    except Exception as exc:  # each message's handler fails with it: redelivered
         batch.recorded.set_exception(exc)
-        if not isinstance(exc, Exception):
-            raise
     else:
         batch.recorded.set_result(None)
 
