@@ -28,14 +28,17 @@ from peertrain.common.events.models import ModelVersionCreated, UpdateAccepted
 from peertrain.common.events.peers import PeerRegistered, PeerWentOnline
 from peertrain.common.events.tasks import (
     ACCEPTED,
+    PROGRESS,
     CancelMessage,
     TaskAcceptedBody,
     TaskMessage,
+    TaskProgressBody,
 )
 from peertrain.common.events.training import ShardingSpec
 from peertrain.common.leases import Leases, MemoryLeaseStore, SoleInstance
 from peertrain.common.security import ROLE_USER, PeerMessage, Principal
 from peertrain.orchestrator.application import ORCHESTRATOR_SUBSCRIPTIONS, OrchestratorApp
+from peertrain.orchestrator.config import OrchestratorSettings
 from peertrain.orchestrator.domain import Job
 from peertrain.orchestrator.domain.job_request import JobRequest
 
@@ -61,7 +64,7 @@ class Platform:
     """The orchestrator with in-memory ports; whatever is appended (by the test, as
     another service would, or by the orchestrator itself) reaches it in log order."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: OrchestratorSettings | None = None) -> None:
         self.log = MemoryEventLog()
         self.clock = ManualClock(T0)
         self.publisher = MemoryPublisher()
@@ -73,7 +76,8 @@ class Platform:
                 clock=self.clock,
                 publisher=self.publisher,
                 leases=SoleInstance(),
-            )
+            ),
+            settings,
         )
         self.inbox: list[RecordedEvent] = []
         self.log.on_append(self.inbox.extend)
@@ -103,9 +107,9 @@ class Platform:
         await self.settle()
 
 
-async def ready_platform() -> Platform:
+async def ready_platform(settings: OrchestratorSettings | None = None) -> Platform:
     """Two peers of the user's registered and online, a validated dataset."""
-    p = Platform()
+    p = Platform(settings)
     for peer_id in PEERS:
         registered = PeerRegistered(
             peer_id=peer_id, owner_id="u1", name=peer_id, queue=f"peer.{peer_id}"
@@ -141,9 +145,11 @@ async def ready_platform() -> Platform:
     return p
 
 
-async def running(aggregation: dict[str, object] | None = None) -> tuple[Platform, Job]:
+async def running(
+    aggregation: dict[str, object] | None = None, settings: OrchestratorSettings | None = None
+) -> tuple[Platform, Job]:
     """A job created on both peers, sharded, its v0 stored: round 1 open."""
-    p = await ready_platform()
+    p = await ready_platform(settings)
     request = JobRequest.model_validate(
         {
             "name": "j",
@@ -258,6 +264,27 @@ async def test_a_jobs_reports_are_recorded_together_in_one_append() -> None:
     # a report said again is no news: nothing appended
     await p.app.on_peer(reports[0])
     assert len(appends) == 1 and {t.state for t in job.current.tasks.values()} == {"accepted"}
+
+
+async def test_a_report_that_ends_a_tasks_training_has_its_batch_recorded_at_once() -> None:
+    p, _ = await running(settings=OrchestratorSettings(report_linger_s=5))
+    appends: list[list[str]] = []
+    p.log.on_append(lambda events: appends.append([e.type for e in events]))
+    (first, t1), (second, t2) = tasks(p)
+    taken = asyncio.create_task(
+        p.app.on_peer(PeerMessage(first, ACCEPTED, accepted_body(t1), USER, None))
+    )
+    await asyncio.sleep(0)  # its batch lingers
+    ref = accepted_body(t2).model_dump(exclude={"device"})
+    last_epoch = TaskProgressBody(
+        **ref, epoch=1, epochs=1, loss=0.5, accuracy=None, samples=10, duration_s=0.1
+    )
+    # its update follows at once: the batch does not wait out its 5 s
+    await asyncio.wait_for(
+        asyncio.gather(taken, p.app.on_peer(PeerMessage(second, PROGRESS, last_epoch, USER, None))),
+        timeout=4,
+    )
+    assert appends == [["task.accepted", "task.progress"]]
 
 
 async def test_a_batch_of_reports_that_cannot_be_recorded_fails_each_of_its_messages() -> None:

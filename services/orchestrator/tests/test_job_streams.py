@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from peertrain.common.app import Ports
 from peertrain.common.eventlog import MemoryEventLog, Repository
 from peertrain.common.events import EventData, NewEvent, RecordedEvent
@@ -133,7 +135,7 @@ async def test_reports_are_recorded_only_from_the_tasks_peer_and_only_as_news() 
     # at most once per epoch of the job's own count: no flood of progress events
     beyond = progress.model_copy(update={"epoch": 2, "epochs": 2})
     assert decide_report(job, "p0", beyond) == []
-    job.find_task("t0").epoch = 1  # type: ignore[union-attr]
+    job.find_task("t0").epochs_reported.add(1)  # type: ignore[union-attr]
     assert decide_report(job, "p0", progress) == []
     failed = TaskFailedBody(**ref, error="boom")
     assert isinstance(decide_report(job, "p0", failed)[0], TaskFailed)
@@ -143,7 +145,9 @@ async def test_reports_are_recorded_only_from_the_tasks_peer_and_only_as_news() 
     assert decide_report(job, "p0", progress) == []
 
 
-async def test_reports_recorded_together_are_each_decided_after_the_ones_before() -> None:
+async def test_reports_recorded_together_are_each_decided_after_the_ones_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     _, jobs, _ = await running()
     job = jobs["j1"]
     ref = {"task_id": "t0", "job_id": "j1", "round": 1, "attempt": 1, "shard": 0}
@@ -160,18 +164,38 @@ async def test_reports_recorded_together_are_each_decided_after_the_ones_before(
         ("p0", TaskAccepted),
         ("p0", TaskProgress),
     ]
-    # after a failure the task is no longer open: nothing else about it is news
+    # taken in the order the peer sends them (progress, then its failure); after the
+    # failure the task is no longer open: a second failure is no news
     decided = decide_reports(job, [("p0", failed), ("p0", progress), ("p0", failed)])
-    assert [type(e) for _, e in decided] == [TaskFailed]
+    assert [type(e) for _, e in decided] == [TaskProgress, TaskFailed]
     # a task whose update came before its report: which device trained it is still news
     task = job.find_task("t0")
     assert task is not None
     task.state = "updated"
-    [(_, late)] = decide_reports(job, [("p0", accepted), ("p0", accepted)])
-    assert isinstance(late, TaskAccepted)
-    task.device = "cpu"
-    assert decide_reports(job, [("p0", accepted)]) == []
+    late = decide_reports(job, [("p0", accepted), ("p0", progress), ("p0", accepted)])
+    assert [type(e) for _, e in late] == [TaskAccepted, TaskProgress]  # and its epoch
+    job.terminal = "completed"  # even once its job is over (it was its last round)
+    assert [type(e) for _, e in decide_reports(job, [("p0", progress)])] == [TaskProgress]
+    assert decide_reports(job, [("p0", failed)]) == []
+    task.device, task.epochs_reported = "cpu", {1}
+    assert decide_reports(job, [("p0", accepted), ("p0", progress)]) == []
+    job.terminal, task.epochs_reported = None, set()
     task.state, task.device = "assigned", None
+    # the bus may hand a task's reports over in another order than its peer sent them:
+    # each epoch is recorded once, in order within a batch, a late earlier one after
+    monkeypatch.setattr(type(job), "local_epochs", property(lambda _: 2))  # a job of 2
+    second = progress.model_copy(update={"epoch": 2, "epochs": 2})
+    first_ = progress.model_copy(update={"epochs": 2})
+    decided = decide_reports(job, [("p0", second), ("p0", failed), ("p0", first_)])
+    assert [(type(e), getattr(e, "epoch", None)) for _, e in decided] == [
+        (TaskProgress, 1),
+        (TaskProgress, 2),
+        (TaskFailed, None),
+    ]
+    task.epochs_reported = {2}
+    assert [getattr(e, "epoch", None) for _, e in decide_reports(job, [("p0", first_)])] == [1]
+    task.epochs_reported = set()
+    monkeypatch.undo()
     # each report is checked against its own sender
     assert decide_reports(job, [("p1", accepted), ("p0", accepted)]) == [
         ("p0", decide_report(job, "p0", accepted)[0])

@@ -118,7 +118,11 @@ async def test_console_shows_a_real_jobs_curve_growing_and_downloads_its_model(
     dataset_id = await dataset(
         platform, "console-table", "table.csv", _table_csv(), label_column="kind"
     )
-    peers = [platform.peer(f"p{i}").peer_id for i in range(2)]
+    # One peer waits 14 times its compute after each task (about a second): every round
+    # lasts long enough for the page, opened a few steps after the job starts, to see
+    # the curve grow (rounds of a few hundred milliseconds ended before it was open).
+    paced = platform.peer("console-paced", env={"PEERTRAIN_PEER_SLOWDOWN": "15"})
+    peers = [platform.peer("p0").peer_id, paced.peer_id]
     await peers_active(platform, peers)
     wide_csv = tmp_path / "wide.csv"
     wide_csv.write_bytes(_wide_csv())

@@ -88,6 +88,8 @@ class Task:
     traceback: str | None = None
     epoch: int = 0
     """The last local epoch its peer reported done."""
+    epochs_reported: set[int] = field(default_factory=set)
+    """The local epochs whose progress is on record (each at most once)."""
     lost_reason: str | None = None
     """Why it was lost (``task.lost`` ``reason``), once it was."""
     updated_at: datetime | None = None
@@ -405,6 +407,7 @@ class Job:
             task = self.find_task(data.task_id)
             if task is not None:
                 task.epoch = max(task.epoch, data.epoch)
+                task.epochs_reported.add(data.epoch)
         elif isinstance(data, TaskFailed):
             task = self.find_task(data.task_id)
             if task is not None and task.open:

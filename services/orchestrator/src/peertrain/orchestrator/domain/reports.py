@@ -27,10 +27,19 @@ def decide_reports(job: Job, reports: Sequence[tuple[str, Report]]) -> list[tupl
     """The events recording ``reports`` (sender, report), in order, each with its sender:
     a report is decided as if the events of the ones before it were on the job."""
     decided: list[tuple[str, EventData]] = []
-    for peer_id, body in reports:
+    for peer_id, body in sorted(reports, key=_sent_order):  # as the peer sent them
         earlier = [e for _, e in decided if getattr(e, "task_id", None) == body.task_id]
         decided += [(peer_id, e) for e in decide_report(job, peer_id, body, earlier=earlier)]
     return decided
+
+
+def _sent_order(report: tuple[str, Report]) -> tuple[int, int]:
+    """A task's reports in the order its peer sends them (the bus may hand over a
+    batch's reports in another): accepted, each epoch's progress, a failure."""
+    body = report[1]
+    if isinstance(body, TaskAcceptedBody):
+        return (0, 0)
+    return (1, body.epoch) if isinstance(body, TaskProgressBody) else (2, 0)
 
 
 def decide_report(
@@ -41,15 +50,17 @@ def decide_report(
     task = job.task_of(body.task_id, peer_id)
     if task is None:
         return []
-    if job.terminal is not None or task.shard != body.shard:
+    # an update accepted before its task's reports came (a task of a fraction of a
+    # second, its reports recorded with others, maybe after the job's last round): they
+    # still say which device trained it, and how each epoch went (the peers' curves)
+    done = task.state == "updated"
+    if (job.terminal is not None and not done) or task.shard != body.shard:
         return []
     if any(isinstance(e, TaskFailed) for e in earlier):
         return []  # no longer open
-    # an update accepted before its task's report came (a task of a fraction of a
-    # second, its report recorded with others) still says which device trained it
-    news = task.acceptable or (task.state == "updated" and task.device is None)
+    news = task.acceptable or (done and task.device is None)
     accepted = news and not any(isinstance(e, TaskAccepted) for e in earlier)
-    epoch = max([task.epoch, *(e.epoch for e in earlier if isinstance(e, TaskProgress))])
+    reported = task.epochs_reported | {e.epoch for e in earlier if isinstance(e, TaskProgress)}
     common = {
         "job_id": job.job_id,
         "task_id": task.task_id,
@@ -62,10 +73,16 @@ def decide_report(
             return []
         return [TaskAccepted(**common, device=body.device)]
     if isinstance(body, TaskProgressBody):
-        # once per epoch of the job's own count, in order, while the task is open: a
-        # peer cannot grow the log with progress (each report becomes an event)
+        # once per epoch of the job's own count, while the task is open or its update
+        # is in: a peer cannot grow the log with progress (each report becomes an
+        # event). Not only in order: the bus may hand over a later epoch's first
         epochs = job.local_epochs
-        if not task.open or body.epochs != epochs or not epoch < body.epoch <= epochs:
+        if (
+            not (task.open or done)
+            or body.epochs != epochs
+            or not 1 <= body.epoch <= epochs
+            or body.epoch in reported
+        ):
             return []
         return [
             TaskProgress(

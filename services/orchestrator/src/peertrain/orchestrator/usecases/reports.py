@@ -7,11 +7,16 @@ so a message is acknowledged only once its event is in the log (a batch that fai
 fails each of its messages, which the bus delivers again). A round of four peers made
 eight appends of reports (each delivered to every instance's feed, and racing the
 holder's appends on the job's stream); batched, they are one or two.
+
+A report that ends a task's training (its last epoch's progress, a failure) has its
+batch recorded at once: the peer's update follows it, and the job may close its round
+and end on that update; its curve's last point must be in the log by then, as before.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from peertrain.common.events import EventData, NewEvent
+from peertrain.common.events.tasks import TaskFailedBody, TaskProgressBody
 from peertrain.common.security import PeerMessage
 
 from ..domain import Job
@@ -44,6 +50,8 @@ class ReportBatch:
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
     """Done when the batch's events are appended (or failed with why they are not)."""
+    now: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set to record the batch without waiting out the linger."""
     flush: asyncio.Task[None] | None = None
 
 
@@ -61,13 +69,23 @@ async def record_report(app: OrchestratorApp, message: PeerMessage[Any]) -> None
         batch = app.reports[job_id] = ReportBatch()
         batch.flush = asyncio.create_task(_flush_later(app, job_id, batch, linger))
     batch.messages.append(message)
+    if _ends_training(message.body):
+        batch.now.set()
     await asyncio.shield(batch.recorded)
+
+
+def _ends_training(body: object) -> bool:
+    """A report after which the peer's update (or nothing) follows."""
+    if isinstance(body, TaskProgressBody):
+        return body.epoch >= body.epochs
+    return isinstance(body, TaskFailedBody)
 
 
 async def _flush_later(
     app: OrchestratorApp, job_id: str, batch: ReportBatch, linger: float
 ) -> None:
-    await asyncio.sleep(linger)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(batch.now.wait(), linger)
     if app.reports.get(job_id) is batch:
         del app.reports[job_id]  # reports from now on start the next batch
     try:
