@@ -71,9 +71,11 @@ async def test_a_check_is_compared_with_its_task_not_summed(platform: Platform) 
     assert platform.app.rounds[JOB].keys() == {f"{second.key}#{second.sha256}"}
 
 
-async def test_a_lazy_update_disagrees_and_a_tie_break_is_compared_with_both(
+async def _checked_by_a_lazy_peer(
     platform: Platform,
-) -> None:
+) -> tuple[dict[str, torch.Tensor], TaskAssigned, TaskAssigned, TaskAssigned]:
+    """p0's honest update, checked by p1's zeros; the tie-break for p2 (not given out
+    yet). Returns the base, the checked task, its check and the tie-break."""
     base = await _configure(platform)
     primary = task(0, "p0")
     check = _check(primary, "p1", n=2)
@@ -81,8 +83,14 @@ async def test_a_lazy_update_disagrees_and_a_tie_break_is_compared_with_both(
     for t in (primary, check):
         await platform.job_event(t)
     await platform.upload(primary, _honest(base))
-    zeros = state_to_bytes({k: torch.zeros_like(v) for k, v in base.items()})
-    await platform.upload(check, zeros)
+    await platform.upload(check, state_to_bytes({k: torch.zeros_like(v) for k, v in base.items()}))
+    return base, primary, check, tie
+
+
+async def test_a_lazy_update_disagrees_and_a_tie_break_is_compared_with_both(
+    platform: Platform,
+) -> None:
+    base, primary, check, tie = await _checked_by_a_lazy_peer(platform)
     *_, checked = await platform.model_events()
     assert isinstance(checked, UpdateChecked) and not checked.agree
     await platform.job_event(tie)
@@ -101,14 +109,7 @@ async def test_a_tie_break_not_heard_yet_is_read_on_not_taken_for_a_duplicate(
     but not this instance's feed when the tie-break's update comes: the instance reads
     on and compares it (it was acknowledged as a duplicate, and its round waited for a
     verdict until its deadline)."""
-    base = await _configure(platform)
-    primary = task(0, "p0")
-    check = _check(primary, "p1", n=2)
-    tie = _check(primary, "p2", n=3)
-    for t in (primary, check):
-        await platform.job_event(t)
-    await platform.upload(primary, _honest(base))
-    await platform.upload(check, state_to_bytes({k: torch.zeros_like(v) for k, v in base.items()}))
+    base, primary, check, tie = await _checked_by_a_lazy_peer(platform)
     await record(platform.log, tie)  # appended; not delivered here yet
     await platform.upload(tie, _honest(base, noise=1e-6))
     *_, accepted, a, b = await platform.model_events()
