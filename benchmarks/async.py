@@ -149,6 +149,8 @@ async def bench(p: Platform) -> dict[str, Any]:
         "local_epochs": LOCAL_EPOCHS,
         "slowdowns": list(SLOWDOWNS),
         "goal": {"async_speedup": 3, "accuracy_gap_points": 1},
+        "sync_curve": [[round(t, 2), a] for t, a in synced],
+        "async_curve": [[round(t, 2), a] for t, a in buffered],
     }
 
 
