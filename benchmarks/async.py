@@ -9,7 +9,8 @@ same peers run two jobs, one after the other, with the same model, training and 
 * ``sync``: FedAvg, every round waits for all 8 peers (``BENCH_SYNC_ROUNDS``, default 10);
 * ``async``: FedBuff (``aggregation.mode: async``), a version every
   ``BENCH_ASYNC_K`` (default 4) accepted updates, ``BENCH_ASYNC_ROUNDS`` versions
-  (default 40), staleness weight ``1 / sqrt(1 + s)``, server step
+  (default 40), staleness weight ``1 / (1 + s) ** a``, ``a`` =
+  ``BENCH_ASYNC_STALENESS_EXPONENT`` (default 0.5: FedBuff's ``1 / sqrt(1 + s)``), server step
   ``BENCH_ASYNC_SERVER_LR`` (default 0.5: with 1, the buffers of the fast peers' skewed
   shards make the model swing and drift, on the simulation as on the platform; FedBuff
   tunes its server step too).
@@ -54,6 +55,7 @@ SYNC_ROUNDS = int(os.environ.get("BENCH_SYNC_ROUNDS", "10"))
 ASYNC_ROUNDS = int(os.environ.get("BENCH_ASYNC_ROUNDS", "40"))
 ASYNC_K = int(os.environ.get("BENCH_ASYNC_K", "4"))
 ASYNC_SERVER_LR = float(os.environ.get("BENCH_ASYNC_SERVER_LR", "0.5"))
+ASYNC_STALENESS = float(os.environ.get("BENCH_ASYNC_STALENESS_EXPONENT", "0.5"))
 LOCAL_EPOCHS = int(os.environ.get("BENCH_LOCAL_EPOCHS", "5"))
 MODEL = {"arch": "mlp", "hidden": [128]}
 TRAINING = {
@@ -78,6 +80,7 @@ def job(dataset_id: str, peers: list[str], mode: str) -> dict[str, Any]:
             "mode": "async",
             "buffer_size": ASYNC_K,
             "server_lr": ASYNC_SERVER_LR,
+            "staleness_exponent": ASYNC_STALENESS,
             "round_deadline_s": 900,
         }
     return {
@@ -146,6 +149,7 @@ async def bench(p: Platform) -> dict[str, Any]:
         "async_rounds": ASYNC_ROUNDS,
         "async_buffer_size": ASYNC_K,
         "async_server_lr": ASYNC_SERVER_LR,
+        "async_staleness_exponent": ASYNC_STALENESS,
         "local_epochs": LOCAL_EPOCHS,
         "slowdowns": list(SLOWDOWNS),
         "goal": {"async_speedup": 3, "accuracy_gap_points": 1},
