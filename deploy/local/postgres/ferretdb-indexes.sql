@@ -28,6 +28,14 @@ SET client_min_messages = warning;
 CREATE OR REPLACE FUNCTION peertrain_ranged_fields()
 RETURNS text[] LANGUAGE sql IMMUTABLE AS $fn$ SELECT ARRAY['position', 'created_at'] $fn$;
 
+-- The _jsonb fields an index is on, in its order (the one parse of index definitions).
+CREATE OR REPLACE FUNCTION peertrain_index_fields(index_oid oid)
+RETURNS text[] LANGUAGE sql STABLE AS $fn$
+  SELECT array_agg(m[1] ORDER BY n)
+  FROM regexp_matches(pg_get_indexdef(index_oid), '_jsonb -> ''([^'']+)''::text', 'g')
+       WITH ORDINALITY AS r(m, n)
+$fn$;
+
 CREATE OR REPLACE FUNCTION peertrain_add_gin_companions(index_oid oid)
 RETURNS void LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -39,9 +47,9 @@ BEGIN
     RETURN;
   END IF;
   SELECT indrelid::regclass INTO tbl FROM pg_index WHERE indexrelid = index_oid;
-  SELECT array_agg(m[1] ORDER BY n) INTO fields
-  FROM regexp_matches(def, '_jsonb -> ''([^'']+)''::text', 'g') WITH ORDINALITY AS r(m, n)
-  WHERE NOT m[1] = ANY (peertrain_ranged_fields());
+  SELECT array_agg(f ORDER BY n) INTO fields
+  FROM unnest(peertrain_index_fields(index_oid)) WITH ORDINALITY AS u(f, n)
+  WHERE NOT f = ANY (peertrain_ranged_fields());
   IF fields IS NULL THEN
     RETURN;
   END IF;
@@ -79,42 +87,28 @@ SELECT peertrain_add_gin_companions(i.indexrelid)
 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am am ON am.oid = c.relam
 WHERE am.amname = 'btree' AND pg_get_indexdef(i.indexrelid) LIKE '%_jsonb -> %';
 
--- Companions made before a field was known to be ranged only.
+-- Companions an earlier version of this file made and this one would not: one on a
+-- field known since to be ranged only, and a one-column one where a companion of
+-- several columns leads with the same field on the same table (it answers the same
+-- lookups, so the one-column one would only cost every insert).
 DO $do$
 DECLARE
   idx regclass;
 BEGIN
   FOR idx IN
-    SELECT i.indexrelid::regclass
-    FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am am ON am.oid = c.relam
-    WHERE am.amname = 'gin'
-      AND (regexp_match(pg_get_indexdef(i.indexrelid), '_jsonb -> ''([^'']+)''::text'))[1]
-          = ANY (peertrain_ranged_fields())
-  LOOP
-    EXECUTE format('DROP INDEX IF EXISTS %s', idx);
-  END LOOP;
-END
-$do$;
-
--- One-column companions made before companions covered every field of their index: a
--- companion of several columns that leads with the same field on the same table
--- answers the same lookups, so the one-column one would only cost every insert.
-DO $do$
-DECLARE
-  idx regclass;
-BEGIN
-  FOR idx IN
+    WITH gin AS (
+      SELECT i.indexrelid, i.indrelid, i.indnatts,
+             (peertrain_index_fields(i.indexrelid))[1] AS leading
+      FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am am ON am.oid = c.relam
+      WHERE am.amname = 'gin'
+    )
     SELECT one.indexrelid::regclass
-    FROM pg_index one
-    JOIN pg_class oc ON oc.oid = one.indexrelid JOIN pg_am oa ON oa.oid = oc.relam
-    WHERE oa.amname = 'gin' AND one.indnatts = 1
-      AND EXISTS (
-        SELECT 1
-        FROM pg_index many
-        JOIN pg_class mc ON mc.oid = many.indexrelid JOIN pg_am ma ON ma.oid = mc.relam
-        WHERE ma.amname = 'gin' AND many.indrelid = one.indrelid AND many.indnatts > 1
-          AND (regexp_match(pg_get_indexdef(many.indexrelid), '_jsonb -> ''([^'']+)''::text'))[1]
-              = (regexp_match(pg_get_indexdef(one.indexrelid), '_jsonb -> ''([^'']+)''::text'))[1])
+    FROM gin one
+    WHERE one.leading = ANY (peertrain_ranged_fields())
+       OR (one.indnatts = 1 AND EXISTS (
+             SELECT 1 FROM gin many
+             WHERE many.indrelid = one.indrelid AND many.indnatts > 1
+               AND many.leading = one.leading))
   LOOP
     EXECUTE format('DROP INDEX IF EXISTS %s', idx);
   END LOOP;
