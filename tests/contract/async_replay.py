@@ -31,7 +31,7 @@ from peertrain.common.events.models import (
 from peertrain.common.leases import SoleInstance
 from peertrain.sim import SimResult
 
-__all__ = ["ASYNC_SPEC", "ASYNC_VOLUNTEERS", "replay_versions", "versions_of"]
+__all__ = ["ASYNC_SPEC", "ASYNC_VOLUNTEERS", "async_spec", "replay_versions", "versions_of"]
 
 ASYNC_SPEC: dict[str, Any] = {
     "model": {"arch": "mlp", "hidden": [32]},
@@ -41,6 +41,13 @@ ASYNC_SPEC: dict[str, Any] = {
 }
 """``max_staleness`` is the job's rounds: the simulation keeps every accepted update's
 copy a later version may include, so here all of them (a replay reads them all)."""
+
+
+def async_spec(calibration: str) -> dict[str, Any]:
+    """:data:`ASYNC_SPEC` with ``aggregation.calibration`` (``none`` or ``cached``)."""
+    return {**ASYNC_SPEC, "aggregation": {**ASYNC_SPEC["aggregation"], "calibration": calibration}}
+
+
 ASYNC_VOLUNTEERS: dict[str, Any] = {"slowdowns": (1.0, 2.0, 4.0, 8.0)}
 """Four peers of uneven speed: updates of old versions land in later buffers."""
 

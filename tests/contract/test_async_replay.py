@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from async_replay import ASYNC_SPEC, ASYNC_VOLUNTEERS, replay_versions, versions_of
+from async_replay import ASYNC_VOLUNTEERS, async_spec, replay_versions, versions_of
 from contract_specs import sim_data
 
 import peertrain.sim as sim
@@ -14,11 +14,15 @@ from peertrain.common.eventlog import MemoryEventLog
 from peertrain.common.events.training import RoundClosed
 
 
-@pytest.fixture(scope="module")
-def result(tmp_path_factory: pytest.TempPathFactory) -> sim.SimResult:
+@pytest.fixture(scope="module", params=["none", "cached"])
+def result(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> sim.SimResult:
+    """The job, as plain FedBuff and calibrated (``calibration: cached``)."""
     data = sim_data(tmp_path_factory.mktemp("async"), dataset_id="contract-async")
     volunteers = sim.Volunteers(**ASYNC_VOLUNTEERS)
-    out = sim.run(ASYNC_SPEC, data, peers=4, volunteers=volunteers, device="cpu", threads=1)
+    spec = async_spec(request.param)
+    out = sim.run(spec, data, peers=4, volunteers=volunteers, device="cpu", threads=1)
     assert out.state == "completed", out.error
     return out
 

@@ -14,19 +14,26 @@ import peertrain.sim as sim
 from peertrain.common.eventlog import EventLog
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "contract"))
-from async_replay import ASYNC_SPEC, ASYNC_VOLUNTEERS, replay_versions, versions_of
+from async_replay import ASYNC_VOLUNTEERS, async_spec, replay_versions, versions_of
 from contract_specs import sim_data
 
 pytestmark = [pytest.mark.stack]
 
 
+@pytest.mark.parametrize("calibration", ["none", "cached"])
 async def test_replaying_an_async_jobs_log_on_mongodb_gives_its_versions_bit_for_bit(
-    event_log: EventLog, tmp_path: Path
+    event_log: EventLog, tmp_path: Path, calibration: str
 ) -> None:
     data = sim_data(tmp_path, dataset_id="contract-async")
     volunteers = sim.Volunteers(**ASYNC_VOLUNTEERS)
     result = await asyncio.to_thread(
-        sim.run, ASYNC_SPEC, data, peers=4, volunteers=volunteers, device="cpu", threads=1
+        sim.run,
+        async_spec(calibration),
+        data,
+        peers=4,
+        volunteers=volunteers,
+        device="cpu",
+        threads=1,
     )
     assert result.state == "completed", result.error
     original = versions_of([e.data for e in result.log.events])

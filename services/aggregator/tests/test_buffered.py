@@ -60,7 +60,7 @@ def test_async_knobs_are_checked(block):
 
 
 async def _run(
-    tmp: Path, *, rebuild: bool, strategy: str = "fedavg"
+    tmp: Path, *, rebuild: bool, strategy: str = "fedavg", calibration: str = "none"
 ) -> tuple[Platform, list[object]]:
     """Round 1 takes p0 and p1; round 2 takes p0's next (fresh) and p2's (one version
     stale); then a two versions stale update comes; returns the model stream."""
@@ -69,7 +69,13 @@ async def _run(
     holdout = _holdout()
     await p.blobs.put_bytes(HOLDOUT_KEY, holdout)
     ref = ArtifactRef(key=HOLDOUT_KEY, sha256=hashlib.sha256(holdout).hexdigest(), size=1)
-    block = {"strategy": strategy, "mode": "async", "buffer_size": 2, "max_staleness": 1}
+    block = {
+        "strategy": strategy,
+        "mode": "async",
+        "buffer_size": 2,
+        "max_staleness": 1,
+        "calibration": calibration,
+    }
     cfg = configured(rows=ROWS, aggregation=block, rounds=3).model_copy(update={"holdout": ref})
     await p.job_event(
         JobCreated(
@@ -134,6 +140,25 @@ async def test_a_version_has_the_same_bits_from_the_running_sum_or_rebuilt(tmp_p
     _, rebuilt = await _run(tmp_path / "b", rebuild=True, strategy=strategy)
     for v in (1, 2):
         assert _version(running, v).sha256 == _version(rebuilt, v).sha256
+
+
+@pytest.mark.parametrize("strategy", ["fedavg", "fedadam"])
+async def test_a_calibrated_version_has_the_same_bits_from_the_running_sum_or_rebuilt(
+    tmp_path, strategy
+):
+    p, running = await _run(tmp_path / "a", rebuild=False, strategy=strategy, calibration="cached")
+    q, rebuilt = await _run(tmp_path / "b", rebuild=True, strategy=strategy, calibration="cached")
+    _, plain = await _run(tmp_path / "c", rebuild=False, strategy=strategy)
+    for v in (1, 2):
+        mine, theirs = _version(running, v), _version(rebuilt, v)
+        assert mine.sha256 == theirs.sha256
+        assert mine.server_state_key is not None and theirs.server_state_key is not None
+        assert await p.blobs.get_bytes(mine.server_state_key) == await q.blobs.get_bytes(
+            theirs.server_state_key
+        )
+    # Version 1 had nothing cached (the plain mean); version 2 steps on the cache.
+    assert _version(running, 1).sha256 == _version(plain, 1).sha256
+    assert _version(running, 2).sha256 != _version(plain, 2).sha256
 
 
 async def test_a_stale_update_counts_less_and_a_too_stale_one_is_refused(tmp_path):

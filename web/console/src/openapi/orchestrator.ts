@@ -281,6 +281,13 @@ export interface components {
          *     staleness_exponent
          *         ``async``: an update ``s`` versions stale is weighted ``samples / (1 + s) **
          *         staleness_exponent`` (0.5: FedBuff's ``1 / sqrt(1 + s)``; 0: staleness ignored).
+         *     calibration
+         *         ``async``: ``none`` (plain FedBuff) or ``cached``: each version steps on the
+         *         latest update of every shard that has sent one, corrected by what the buffer's
+         *         updates changed since their shard's previous one (CA2FL, Wang et al. 2024: the
+         *         server keeps one update per shard). On a skewed split of uneven peers it keeps
+         *         the slow peers' shards in every version (see ``docs/async.md``). FedAvg, FedProx
+         *         and FedAdam only.
          */
         AggregationSpec: {
             /**
@@ -295,6 +302,12 @@ export interface components {
             beta2: number;
             /** Buffer Size */
             buffer_size?: number | null;
+            /**
+             * Calibration
+             * @default none
+             * @enum {string}
+             */
+            calibration: "none" | "cached";
             /**
              * Deadline
              * @default fixed
@@ -894,6 +907,7 @@ export interface components {
              * @default {
              *       "beta1": 0.9,
              *       "beta2": 0.99,
+             *       "calibration": "none",
              *       "deadline": "fixed",
              *       "deadline_factor": 2,
              *       "deadline_floor_s": 10,

@@ -11,6 +11,7 @@ from .aggregation import (
     AggregationMode,
     AggregationName,
     AggregationSpec,
+    Calibration,
     VerifySpec,
     parse_aggregation_spec,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "AnyModelSpec",
     "AugmentSpec",
     "CNNSpec",
+    "Calibration",
     "ColorJitter",
     "CompressionKind",
     "CompressionSpec",

@@ -33,6 +33,12 @@ DeadlineRule = Literal["fixed", "adaptive"]
 the job's measured task durations (see :class:`AggregationSpec`)."""
 
 AggregationMode = Literal["sync", "async"]
+Calibration = Literal["none", "cached"]
+"""``cached``: an asynchronous version's step is calibrated with every shard's latest
+update (CA2FL, Wang et al. 2024), so the shards of slow peers count in every version
+and the model does not drift toward the fast peers' data."""
+CALIBRATED_STRATEGIES = frozenset({"fedavg", "fedprox", "fedadam"})
+"""The strategies ``calibration: cached`` works with (those that step on a weighted mean)."""
 """``sync``: a round waits for its peers; ``async``: buffered asynchronous rounds (FedBuff,
 Nguyen et al. 2022), a new version every ``buffer_size`` accepted updates."""
 
@@ -170,6 +176,13 @@ class AggregationSpec(BaseModel):
     staleness_exponent
         ``async``: an update ``s`` versions stale is weighted ``samples / (1 + s) **
         staleness_exponent`` (0.5: FedBuff's ``1 / sqrt(1 + s)``; 0: staleness ignored).
+    calibration
+        ``async``: ``none`` (plain FedBuff) or ``cached``: each version steps on the
+        latest update of every shard that has sent one, corrected by what the buffer's
+        updates changed since their shard's previous one (CA2FL, Wang et al. 2024: the
+        server keeps one update per shard). On a skewed split of uneven peers it keeps
+        the slow peers' shards in every version (see ``docs/async.md``). FedAvg, FedProx
+        and FedAdam only.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -198,6 +211,7 @@ class AggregationSpec(BaseModel):
     buffer_size: int | None = Field(default=None, ge=1, le=100_000)
     max_staleness: int = Field(default=10, ge=0, le=1_000)
     staleness_exponent: float = Field(default=0.5, ge=0, le=10)
+    calibration: Calibration = "none"
 
     @model_validator(mode="after")
     def _sample_holds_min_peers(self) -> AggregationSpec:
@@ -276,6 +290,17 @@ class AggregationSpec(BaseModel):
             raise ValueError(
                 'verify applies to mode "sync" only for now: an asynchronous round has no '
                 "fixed set of tasks to check against each other (docs/checked-work.md)"
+            )
+        if self.mode == "sync" and self.calibration != "none":
+            raise ValueError(
+                'calibration applies to mode "async" only: a synchronous round already has '
+                "an update of every shard it gave out"
+            )
+        if self.calibration == "cached" and self.strategy not in CALIBRATED_STRATEGIES:
+            raise ValueError(
+                f'calibration "cached" works with {", ".join(sorted(CALIBRATED_STRATEGIES))}, '
+                f"not {self.strategy}: it corrects a weighted mean, which {self.strategy} "
+                "does not take"
             )
         if self.mode == "async" and self.deadline == "adaptive":
             raise ValueError(

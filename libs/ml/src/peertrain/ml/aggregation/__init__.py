@@ -5,6 +5,7 @@ See :mod:`peertrain.ml.aggregation.base` for the contract and
 """
 
 from .base import RoundAccumulator, Strategy
+from .calibrated import Calibrated, CalibratedAccumulator
 from .config import STRATEGIES, AggregationSpec, make_strategy, parse_aggregation_spec
 from .exact_sum import MAX_WEIGHT_RATIO, ExactSum
 from .fedadam import FedAdam
@@ -20,6 +21,8 @@ __all__ = [
     "MAX_WEIGHT_RATIO",
     "STRATEGIES",
     "AggregationSpec",
+    "Calibrated",
+    "CalibratedAccumulator",
     "ExactSum",
     "FedAdam",
     "FedAvg",

@@ -60,7 +60,12 @@ class RoundAccumulator(ABC):
         return math.fsum(self._weights)
 
     def add(
-        self, update: Mapping[str, torch.Tensor], weight: float = 1.0, *, key: str | None = None
+        self,
+        update: Mapping[str, torch.Tensor],
+        weight: float = 1.0,
+        *,
+        key: str | None = None,
+        group: str | None = None,
     ) -> bool:
         """Fold one validated update (a delta of ``global_state``) with its weight.
 
@@ -74,6 +79,9 @@ class RoundAccumulator(ABC):
             peer's shard. Robust strategies (median, trimmed mean) ignore it.
         key
             Identifies the sender (the peer id): a key already folded is ignored.
+        group
+            What the update is of (its shard): the strategies that keep one update per
+            group (``calibration: cached``) need it; the others ignore it.
 
         Returns
         -------
@@ -84,7 +92,7 @@ class RoundAccumulator(ABC):
             raise AggregationError("this round was already finished")
         if key is not None and key in self._keys:
             return False
-        self._add(update, float(weight), key)
+        self._add(update, float(weight), key, group)
         if key is not None:
             self._keys.add(key)
         self._weights.append(float(weight))
@@ -118,7 +126,13 @@ class RoundAccumulator(ABC):
         self.close()
 
     @abstractmethod
-    def _add(self, update: Mapping[str, torch.Tensor], weight: float, key: str | None) -> None:
+    def _add(
+        self,
+        update: Mapping[str, torch.Tensor],
+        weight: float,
+        key: str | None,
+        group: str | None,
+    ) -> None:
         """Fold one update (after the duplicate check)."""
 
     @abstractmethod

@@ -12,6 +12,7 @@ from peertrain.common.specs import TrainingParams, parse_training_params
 from peertrain.common.specs.aggregation import AggregationSpec, parse_aggregation_spec
 
 from .base import Setup, Strategy
+from .calibrated import Calibrated
 from .fedadam import FedAdam
 from .fedavg import FedAvg
 from .fedprox import FedProx
@@ -34,7 +35,8 @@ def make_strategy(
     spill_dir: str | Path | None = None,
     buffers: Iterable[str] = (),
 ) -> Strategy:
-    """The strategy an ``aggregation`` block names, built by its class's ``from_spec``.
+    """The strategy an ``aggregation`` block names, built by its class's ``from_spec``
+    (wrapped in :class:`~.calibrated.Calibrated` for ``calibration: cached``).
 
     Parameters
     ----------
@@ -52,6 +54,6 @@ def make_strategy(
         every strategy averages plainly (see :class:`~.base.Setup`).
     """
     agg = parse_aggregation_spec(spec)
-    cls = STRATEGIES[agg.strategy]
+    cls = Calibrated if agg.calibration == "cached" else STRATEGIES[agg.strategy]
     setup = Setup(parse_training_params(training), device, spill_dir, frozenset(buffers))
     return cls.from_spec(agg, setup)

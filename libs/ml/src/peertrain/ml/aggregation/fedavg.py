@@ -50,11 +50,22 @@ class MeanAccumulator(RoundAccumulator):
         self._strategy = strategy
         self._sum = total
 
-    def _add(self, update: Mapping[str, torch.Tensor], weight: float, key: str | None) -> None:
+    def _add(
+        self,
+        update: Mapping[str, torch.Tensor],
+        weight: float,
+        key: str | None,
+        group: str | None,
+    ) -> None:
         self._sum.add(counters_capped(update, self._strategy.update_bound), weight)
 
+    def mean(self) -> dict[str, torch.Tensor]:
+        """The weighted mean of the deltas folded so far (float64), what :meth:`finish`
+        steps on."""
+        return self._sum.mean()
+
     def _finish(self) -> dict[str, torch.Tensor]:
-        return self._strategy.apply_mean(self.global_state, self._sum.mean())
+        return self._strategy.apply_mean(self.global_state, self.mean())
 
     def checkpoint(self) -> bytes:
         """The round so far (safetensors); :meth:`FedAvg.resume_round` continues it exactly."""

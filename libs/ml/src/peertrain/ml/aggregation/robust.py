@@ -51,7 +51,13 @@ class SpillAccumulator(RoundAccumulator):
         self._chunk_bytes = chunk_bytes
         self._store = SpillStore(directory)
 
-    def _add(self, update: Mapping[str, torch.Tensor], weight: float, key: str | None) -> None:
+    def _add(
+        self,
+        update: Mapping[str, torch.Tensor],
+        weight: float,
+        key: str | None,
+        group: str | None,
+    ) -> None:
         if set(update) != set(self.global_state):
             raise AggregationError("the update's tensors differ from the model's")
         for name, g in self.global_state.items():

@@ -302,7 +302,8 @@ async def _fold(
             app.rounds[state.job_id] = work
         key = work_key(accepted.key, accepted.sha256)
         weight = accepted.weight * factor
-        await asyncio.to_thread(work.accumulator.add, delta, weight, key=key)
+        group = str(accepted.shard)
+        await asyncio.to_thread(work.accumulator.add, delta, weight, key=key, group=group)
         await build_early(app, state)
     except Exception:
         log.exception("could not fold the update; the round will be rebuilt when it closes")

@@ -238,7 +238,8 @@ async def _rebuild(
             delta = await asyncio.to_thread(clipped, delta, scale[inc.shard], work.strategy.buffers)
         key = work_key(inc.key, inc.sha256)
         weight = float(rows) * staleness_factor(cfg.aggregation, closed, inc)
-        await asyncio.to_thread(work.accumulator.add, delta, weight, key=key)
+        group = str(inc.shard)
+        await asyncio.to_thread(work.accumulator.add, delta, weight, key=key, group=group)
         used.append(inc)
     return work, used
 
