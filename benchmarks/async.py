@@ -13,7 +13,8 @@ same peers run two jobs, one after the other, with the same model, training and 
   ``BENCH_ASYNC_STALENESS_EXPONENT`` (default 0.5: FedBuff's ``1 / sqrt(1 + s)``), server step
   ``BENCH_ASYNC_SERVER_LR`` (default 0.5: with 1, the buffers of the fast peers' skewed
   shards make the model swing and drift, on the simulation as on the platform; FedBuff
-  tunes its server step too).
+  tunes its server step too), calibration ``BENCH_ASYNC_CALIBRATION`` (default ``none``;
+  ``cached``: CA2FL, every shard's latest update in each version).
 
 Both train ``BENCH_LOCAL_EPOCHS`` (default 5) local epochs per task: a peer's compute
 must outweigh the platform's per-round overhead for the slowdowns to mean anything.
@@ -56,6 +57,7 @@ ASYNC_ROUNDS = int(os.environ.get("BENCH_ASYNC_ROUNDS", "40"))
 ASYNC_K = int(os.environ.get("BENCH_ASYNC_K", "4"))
 ASYNC_SERVER_LR = float(os.environ.get("BENCH_ASYNC_SERVER_LR", "0.5"))
 ASYNC_STALENESS = float(os.environ.get("BENCH_ASYNC_STALENESS_EXPONENT", "0.5"))
+ASYNC_CALIBRATION = os.environ.get("BENCH_ASYNC_CALIBRATION", "none")
 LOCAL_EPOCHS = int(os.environ.get("BENCH_LOCAL_EPOCHS", "5"))
 MODEL = {"arch": "mlp", "hidden": [128]}
 TRAINING = {
@@ -81,6 +83,7 @@ def job(dataset_id: str, peers: list[str], mode: str) -> dict[str, Any]:
             "buffer_size": ASYNC_K,
             "server_lr": ASYNC_SERVER_LR,
             "staleness_exponent": ASYNC_STALENESS,
+            "calibration": ASYNC_CALIBRATION,
             "round_deadline_s": 900,
         }
     return {
@@ -150,6 +153,7 @@ async def bench(p: Platform) -> dict[str, Any]:
         "async_buffer_size": ASYNC_K,
         "async_server_lr": ASYNC_SERVER_LR,
         "async_staleness_exponent": ASYNC_STALENESS,
+        "async_calibration": ASYNC_CALIBRATION,
         "local_epochs": LOCAL_EPOCHS,
         "slowdowns": list(SLOWDOWNS),
         "goal": {"async_speedup": 3, "accuracy_gap_points": 1},
