@@ -33,14 +33,15 @@ DeadlineRule = Literal["fixed", "adaptive"]
 the job's measured task durations (see :class:`AggregationSpec`)."""
 
 AggregationMode = Literal["sync", "async"]
+"""``sync``: a round waits for its peers; ``async``: buffered asynchronous rounds (FedBuff,
+Nguyen et al. 2022), a new version every ``buffer_size`` accepted updates."""
+
 Calibration = Literal["none", "cached"]
 """``cached``: an asynchronous version's step is calibrated with every shard's latest
 update (CA2FL, Wang et al. 2024), so the shards of slow peers count in every version
-and the model does not drift toward the fast peers' data."""
+and the model drifts less toward the fast peers' data."""
 CALIBRATED_STRATEGIES = frozenset({"fedavg", "fedprox", "fedadam"})
 """The strategies ``calibration: cached`` works with (those that step on a weighted mean)."""
-"""``sync``: a round waits for its peers; ``async``: buffered asynchronous rounds (FedBuff,
-Nguyen et al. 2022), a new version every ``buffer_size`` accepted updates."""
 
 AGGREGATION_MODES: tuple[str, ...] = get_args(AggregationMode)
 
