@@ -55,6 +55,19 @@ def _f64(t: torch.Tensor) -> torch.Tensor:
     return t.detach().to("cpu", torch.float64)
 
 
+def _weighted_mean(entries: list[tuple[float, Tensors]], names: list[str]) -> Tensors:
+    """``sum_j w_j t_j / sum_j w_j`` of each of ``names``, in float64, summed in the order
+    given (callers sort, so every path gives the same bits)."""
+    total = math.fsum(w for w, _ in entries)
+    out: Tensors = {}
+    for name in names:
+        acc = torch.zeros_like(_f64(entries[0][1][name]))
+        for w, tensors in entries:
+            acc += w * _f64(tensors[name])
+        out[name] = acc / total
+    return out
+
+
 class Calibrated(Strategy):
     """A FedAvg-family strategy whose buffered versions are calibrated by a cache of
     every shard's latest update (see the module's text).
@@ -94,17 +107,9 @@ class Calibrated(Strategy):
 
     def cached_mean(self, names: list[str]) -> Tensors | None:
         """The weighted mean of the cached updates (float64), ``None`` when none is."""
-        total = math.fsum(w for w, _ in self.cache.values())
-        if not self.cache or not total > 0:
+        if not math.fsum(w for w, _ in self.cache.values()) > 0:
             return None
-        out: Tensors = {}
-        for name in names:
-            acc = torch.zeros_like(_f64(next(iter(self.cache.values()))[1][name]))
-            for group in sorted(self.cache):
-                w, tensors = self.cache[group]
-                acc += w * _f64(tensors[name])
-            out[name] = acc / total
-        return out
+        return _weighted_mean([self.cache[g] for g in sorted(self.cache)], names)
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         state = {f"inner/{k}": v for k, v in self.inner.state_dict().items()}
@@ -181,22 +186,17 @@ class CalibratedAccumulator(RoundAccumulator):
     ) -> dict[str, tuple[float, Tensors]]:
         """Each buffered shard's new cache entry: its update, or the weighted mean of its
         updates (in key order) when the buffer holds several."""
-        by_group: dict[str, list[tuple[Tensors, float]]] = {}
+        by_group: dict[str, list[tuple[float, Tensors]]] = {}
         for _, group, tensors, w in pending:
-            by_group.setdefault(group, []).append((tensors, w))
+            by_group.setdefault(group, []).append((w, tensors))
         out: dict[str, tuple[float, Tensors]] = {}
         for group, items in by_group.items():
-            weight = math.fsum(w for _, w in items)
+            weight = math.fsum(w for w, _ in items)
             if len(items) == 1 or not weight > 0:
-                out[group] = (weight, items[-1][0])
+                out[group] = (weight, items[-1][1])
                 continue
-            mixed: Tensors = {}
-            for name in self._names:
-                acc = torch.zeros_like(_f64(items[0][0][name]))
-                for tensors, w in items:
-                    acc += w * _f64(tensors[name])
-                mixed[name] = (acc / weight).to(items[0][0][name].dtype)
-            out[group] = (weight, mixed)
+            mean = _weighted_mean(items, self._names)
+            out[group] = (weight, {n: t.to(items[0][1][n].dtype) for n, t in mean.items()})
         return out
 
     def close(self) -> None:
