@@ -113,3 +113,23 @@ def test_the_text_of_an_escape_is_not_a_nul() -> None:
     body = json.dumps(wire)
     assert "\\u0000" in body
     assert TaskMessage.model_validate_json(body).job_id == "a\\u0000b"
+
+
+def test_a_task_carries_the_spec_without_its_columns_and_a_peer_reads_it() -> None:
+    """A wide table's columns made every task message grow with its width; the copy a
+    task carries sizes the same model and reads back from the wire."""
+    wide = table_features(784, 10)
+    sent = wide.for_peers()
+    assert sent.columns == () and wide.columns  # the job's own spec keeps them
+    assert sent.model_dump(exclude={"columns"}) == wide.model_dump(exclude={"columns"})
+    wire = json.dumps(_wire(sent.model_dump(mode="json")))
+    assert len(wire) < 2_000 < len(json.dumps(_wire(wide.model_dump(mode="json"))))
+    task = TaskMessage.model_validate_json(wire)
+    assert task.feature_spec == sent
+    shape = DataShape(input_size=784, num_classes=10)
+    assert task.feature_spec.data_shape == wide.data_shape == shape
+
+
+def test_columns_that_do_not_give_the_input_size_are_still_refused() -> None:
+    with pytest.raises(ValidationError, match="columns give 1 features, input_size is 3"):
+        FeatureSpec.model_validate({**SPEC, "columns": [SPEC["columns"][0] | {"width": 1}]})

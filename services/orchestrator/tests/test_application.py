@@ -221,8 +221,12 @@ async def test_a_created_job_is_configured_opens_a_round_and_sends_each_peer_its
     assert sorted(peer for peer, _ in sent) == ["p1", "p2"]
     assert {t.shard for _, t in sent} == {0, 1} and all(t.round == 1 for _, t in sent)
     assert all(t.model.key == "m0" and t.deadline > T0 for _, t in sent)
+    # the spec less its columns' encodings (a peer trains on encoded shards): what sizes
+    # the model, without a wide table's columns in every message
     spec = job.configured.feature_spec
-    assert all(t.feature_spec == spec and t.feature_spec.input_size == 4 for _, t in sent)
+    assert spec.columns and all(t.feature_spec == spec.for_peers() for _, t in sent)
+    assert all(t.feature_spec.columns == () for _, t in sent)
+    assert all(t.feature_spec.data_shape == spec.data_shape for _, t in sent)
     # the bus brings task.assigned back to the dispatch queue: nothing is sent twice
     assert len(p.sent("task")) == 2
 

@@ -254,7 +254,8 @@ class FeatureSpec(BaseModel):
     classes
         Class names in label-index order: ``y == i`` means ``classes[i]``.
     columns
-        Tables: each feature column's encoding, in feature order.
+        Tables: each feature column's encoding, in feature order (none in the copy a
+        task carries: :meth:`for_peers`).
     image
         Images: the image encoding.
     label_column
@@ -300,6 +301,17 @@ class FeatureSpec(BaseModel):
         """
         return parse_data_shape(self)
 
+    def for_peers(self) -> FeatureSpec:
+        """The spec a task carries: this one without its columns' encodings.
+
+        A peer trains on shards already encoded, and sizes its model from the shape and
+        the classes; the columns (names, fills, means, categories) only turn raw rows
+        into features, which the dataset service and an exported model do. Sent with
+        every task they made its message grow with the table's width (140 kB for a
+        784-column table, where the rest is under 2 kB).
+        """
+        return self.model_copy(update={"columns": ()})
+
     @model_validator(mode="after")
     def _consistent(self) -> FeatureSpec:
         size = 1
@@ -309,7 +321,7 @@ class FeatureSpec(BaseModel):
             raise ValueError(f"input_size {self.input_size} != product of {self.input_shape}")
         if self.kind == "images" and self.image is None:
             raise ValueError("an images spec needs its image encoding")
-        if self.kind == "table":
+        if self.kind == "table" and self.columns:  # none: a task's copy (for_peers)
             width = sum(c.width for c in self.columns)
             if width != self.input_size:
                 raise ValueError(f"columns give {width} features, input_size is {self.input_size}")

@@ -132,7 +132,8 @@ class TaskMessage(_Body):
     upload: UploadForm
     model_spec: ModelSpec
     feature_spec: FeatureSpec
-    """The dataset's feature spec, as ``job.configured`` carries it."""
+    """The dataset's feature spec, as ``job.configured`` carries it, less the columns'
+    encodings (:meth:`~peertrain.common.events.datasets.FeatureSpec.for_peers`)."""
     training: TrainingParams
     """The job's ``training`` block (FedProx's ``proximal_mu`` included)."""
     seed: int

@@ -169,12 +169,12 @@ async def task_message(app: OrchestratorApp, assigned: TaskAssigned) -> TaskMess
         found.configured,
     )
     settings, blobs = app.settings, app.blobs
+    features = conf.feature_spec.for_peers()
     remaining = (task.deadline - app.clock.now()).total_seconds()
     expires = int(max(60.0, remaining) + settings.presign_slack_s)
     expires = min(expires, 7 * 24 * 3600)
     max_bytes = (
-        count_parameters(conf.model, conf.feature_spec.data_shape) * 4
-        + settings.update_overhead_bytes
+        count_parameters(conf.model, features.data_shape) * 4 + settings.update_overhead_bytes
     )
     form = await blobs.presigned_post(task.update_key, max_bytes=max_bytes, expires_s=expires)
     message = TaskMessage(
@@ -204,7 +204,7 @@ async def task_message(app: OrchestratorApp, assigned: TaskAssigned) -> TaskMess
             max_bytes=max_bytes,
         ),
         model_spec=conf.model,
-        feature_spec=conf.feature_spec,
+        feature_spec=features,
         training=found.training,
         seed=found.seed,
     )
