@@ -305,8 +305,36 @@ def test_below_min_peers_the_round_is_opened_again_then_the_job_fails():
             h.now = failed.retry_at
             assert isinstance(h.settle()[0], RoundOpened)
     assert isinstance(events[-1], JobFailed) and events[-1].code == "too_few_updates"
+    # it says which: the last attempt's other tasks missed a deadline of 10 s, and what
+    # to change
+    reason = events[-1].reason
+    assert "in the last, tasks without an accepted update: 3 missed the deadline" in reason
+    assert "(the round's deadline: 10 s; if the slowest peers need longer, raise" in reason
+    assert "aggregation.round_deadline_s, or set aggregation.deadline: adaptive" in reason
     assert h.job.state == "failed"
     assert h.settle() == []
+
+
+def test_a_job_that_fails_for_refused_updates_says_so_with_their_codes():
+    h = configured(min_peers=3, deadline_s=10)
+    h.settle()
+    for _ in range(3):  # attempts
+        tasks = h.open_tasks()
+        h.accept(tasks[0])
+        for t in tasks[1:]:
+            _reject(h, t, "norm_too_large")
+        while (events := h.settle()) and not any(isinstance(e, RoundFailed) for e in events):
+            for t in events:  # a refused shard is trained once more, by another peer
+                if isinstance(t, TaskAssigned):
+                    _reject(h, t, "norm_too_large")
+        failed = next(e for e in events if isinstance(e, RoundFailed))
+        if failed.retry_at is not None:
+            h.now = failed.retry_at
+            h.settle()
+    reason = events[-1].reason
+    assert isinstance(events[-1], JobFailed) and events[-1].code == "too_few_updates"
+    assert "tasks without an accepted update: 6 update refused (norm_too_large)" in reason
+    assert "deadline" not in reason
 
 
 def _reject(h: Harness, task: TaskAssigned, code: str = "non_finite") -> None:

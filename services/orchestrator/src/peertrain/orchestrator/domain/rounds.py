@@ -453,8 +453,7 @@ def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
                 reason=(
                     f"round {cur.round} got {accepted} accepted update(s), fewer than "
                     f"min_peers={agg.min_peers}, in {cur.attempt} attempt(s), {spent} of "
-                    "them failed by peers (updates refused, trainings failed, deadlines "
-                    "missed)"
+                    f"them failed by peers; in the last, {_shortfall(job, cur, late)}"
                     + (
                         f"; {len(cur.numeric)} update(s) of the last were refused for "
                         f"their numbers: if training diverges, {SETTINGS_HINT}"
@@ -502,6 +501,41 @@ def _diverging(job: Job, cur: Round) -> bool:
     assert job.created is not None
     senders = {r.peer_id for r in cur.numeric}
     return len(senders) >= min(2, len(set(job.created.peers)))
+
+
+def _shortfall(job: Job, cur: Round, late: list[EventData]) -> str:
+    """What became of the tasks of attempt ``cur`` that gave no accepted update, ``late``
+    the ones its deadline ends now: which of them missed it, were refused (by code),
+    failed, or lost their peer; with what to change when the deadline was too short."""
+    assert job.configured is not None
+    ended = {e.task_id for e in late if isinstance(e, TaskLost)}
+    refused = {r.task_id: r.code for r in job.rejected if r.task_id in cur.tasks}
+    seen: Counter[str] = Counter()
+    for task in cur.tasks.values():
+        if task.task_id in ended or task.lost_reason == "deadline":
+            seen["missed the deadline"] += 1
+        elif task.state == "rejected":
+            seen[f"update refused ({refused.get(task.task_id, 'refused')})"] += 1
+        elif task.state == "failed":
+            seen["training failed"] += 1
+        elif task.lost_reason in ("peer_offline", "excluded"):
+            seen["peer offline" if task.lost_reason == "peer_offline" else "peer excluded"] += 1
+    if not seen:
+        return "no task was left open"
+    what = ", ".join(f"{n} {kind}" for kind, n in sorted(seen.items()))
+    if not seen["missed the deadline"]:
+        return f"tasks without an accepted update: {what}"
+    agg = job.configured.aggregation
+    if agg.deadline == "fixed":
+        rule = f"the round's deadline: {agg.round_deadline_s:g} s"
+        change = "aggregation.round_deadline_s, or set aggregation.deadline: adaptive"
+    else:
+        rule = f"the round's adaptive deadline, at most {agg.round_deadline_s:g} s"
+        change = "aggregation.deadline_factor or aggregation.round_deadline_s"
+    return (
+        f"tasks without an accepted update: {what} ({rule}; if the slowest peers need "
+        f"longer, raise {change}, or lower aggregation.min_peers)"
+    )
 
 
 def _peer_failed(task: Task) -> bool:
