@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from peertrain.common.errors import ValidationFailed
-from peertrain.common.eventlog import EventLog
+from peertrain.common.eventlog import ConcurrencyError, EventLog
 from peertrain.common.eventlog.log import POINT_READS
 from peertrain.common.events import NewEvent
 from peertrain.common.events.diagnostics import DiagnosticPinged
@@ -119,3 +119,37 @@ async def test_every_lookup_of_the_log_is_answered_by_an_index_on_all_its_fields
             pytest.skip("MongoDB plans its own indexes")
         conditions = " ".join(_index_conditions(explained["queryPlanner"]["Plan"]))
         assert all(f"'{field}'" in conditions for field in lookup), (lookup, explained)
+
+
+async def test_an_append_after_what_this_process_saw_skips_the_lookup_and_another_does_not(
+    event_log: EventLog,
+) -> None:
+    """The expected version's lookup is skipped where this process appended or read that
+    seq (events are never removed); another process on the same log still looks it up,
+    so an expected version past the stream's end conflicts there as here."""
+    lookups: list[dict[str, Any]] = []
+    find_one = event_log.events.find_one
+
+    async def counted(query: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        if set(query) == {"stream", "seq"} and args == ({"_id": 1},):  # not a read
+            lookups.append(query)
+        return await find_one(query, *args, **kwargs)
+
+    event_log.events.find_one = counted  # type: ignore[method-assign]
+    await event_log.append("job:k", [ping(1), ping(2)], expected_version=0)
+    await event_log.append("job:k", [ping(3)], expected_version=2)  # its own: known
+    await event_log.append("job:k", [ping(4)], expected_version=3)
+    assert lookups == []
+    with pytest.raises(ConcurrencyError):  # past the end: looked up, refused
+        await event_log.append("job:k", [ping(9)], expected_version=7)
+    assert lookups == [{"stream": "job:k", "seq": 7}]
+
+    other = EventLog(event_log.db, collection=event_log.events.name)  # another process
+    with pytest.raises(ConcurrencyError):
+        await other.append("job:k", [ping(9)], expected_version=7)
+    await other.append("job:k", [ping(5)], expected_version=4)  # looked up: there
+    assert [e.seq for e in await other.read_stream("job:k")] == [1, 2, 3, 4, 5]
+    await other.append("job:k", [ping(6)], expected_version=5)  # read: known
+    assert [e.seq for e in await event_log.read_stream("job:k", after_seq=4)] == [5, 6]
+    await event_log.append("job:k", [ping(7)], expected_version=6)  # read on: known
+    assert lookups == [{"stream": "job:k", "seq": 7}]

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
@@ -58,6 +59,10 @@ POINT_READS = 64
 a version, before it reads the rest of the stream in one query."""
 POINT_BATCH = 8
 """The most of those lookups in flight at once."""
+
+KNOWN_STREAMS = 10_000
+"""How many streams' highest seq seen an :class:`EventLog` keeps (the least recently
+used go first): an append after one of them skips the lookup of its expected version."""
 
 AppendListener = Callable[[list[RecordedEvent]], None]
 """Called with the events of each successful append, right after it (no I/O)."""
@@ -108,6 +113,8 @@ class EventLog:
         self.positions = PositionAllocator(db, collection)
         self.outbox = Outbox(db, collection)
         self._listeners: list[AppendListener] = []
+        self._known: OrderedDict[str, int] = OrderedDict()
+        """Per stream, the highest seq this process saw in this log (appended or read)."""
 
     async def ensure_indexes(self) -> None:
         """Create the log's indexes (idempotent)."""
@@ -171,7 +178,8 @@ class EventLog:
         # The unique (stream, seq) index refuses a seq taken, not one past the end: an
         # expected version ahead of the stream would leave a gap. So the event at
         # ``expected_version`` must be there (events are never removed: once there, it
-        # stays), which one equality lookup tells. It runs beside the position claim
+        # stays), which one equality lookup tells (none when this process appended or
+        # read that seq, or a later one: :meth:`_has_seq`). It runs beside the position claim
         # and the outbox marker (which names the events' ids, known already): three
         # round trips at once, before the insert, instead of two one after the other.
         # All run to their end, so no failure is left unheard; a marker staged for an
@@ -215,16 +223,35 @@ class EventLog:
             return await self._resolve_duplicate(
                 stream, recorded, inserted, expected_version, marker
             )
+        self._saw(stream, recorded[-1].seq)
         self._appended(recorded)
         EVENTS_APPENDED.labels(producer=recorded[0].producer).inc(len(recorded))
         return recorded
 
     async def _has_seq(self, stream: str, seq: int) -> bool:
-        """Whether ``stream`` holds an event at ``seq`` (every stream holds seq 0)."""
-        if seq == 0:
+        """Whether ``stream`` holds an event at ``seq`` (every stream holds seq 0).
+
+        Without a lookup when this process saw that seq, or a later one, in this log:
+        seqs are contiguous and events are never removed, so what was there once stays
+        (one lookup an append before, for appends that nearly all follow the process's
+        own). Not from events the bus brought: another log may share the broker, and its
+        events could vouch for a seq this log lacks.
+        """
+        if seq <= self._known.get(stream, 0):
             return True
         found = await self.events.find_one({"stream": stream, "seq": seq}, {"_id": 1})
+        if found is not None:
+            self._saw(stream, seq)
         return found is not None
+
+    def _saw(self, stream: str, seq: int) -> None:
+        """``stream`` holds an event at ``seq`` in this log."""
+        if seq > self._known.get(stream, 0):
+            self._known[stream] = seq
+        if stream in self._known:
+            self._known.move_to_end(stream)
+            while len(self._known) > KNOWN_STREAMS:
+                self._known.popitem(last=False)
 
     async def _resolve_duplicate(
         self,
@@ -246,12 +273,14 @@ class EventLog:
         if stored and all(r.id in stored for r in pending):
             # A retried append: make sure it reaches the bus (twice is harmless).
             again = recorded[:inserted] + [from_document(stored[r.id]) for r in pending]
+            self._saw(again[-1].stream, again[-1].seq)
             self._appended(again)
             return again
         # A multi-event append that lost the race halfway keeps the prefix it wrote (its
         # own, contiguous): that part goes out; the rest never existed. The marker stays
         # for the relay's sweep when a prefix was written (it settles the missing ids).
         if inserted:
+            self._saw(stream, recorded[inserted - 1].seq)
             self._appended(recorded[:inserted])
         else:
             await self.outbox.unstage(marker)
@@ -283,12 +312,17 @@ class EventLog:
                 )
                 for doc in docs:
                     if doc is None:  # the end of the stream (later ones: appended meanwhile)
+                        if events:
+                            self._saw(stream, events[-1].seq)
                         return events
                     events.append(from_document(doc))
                 seq += batch
                 batch = min(batch * 2, POINT_BATCH)
         cursor = self.events.find({"stream": stream, "seq": {"$gte": seq}}).sort("seq", 1)
-        return events + [from_document(d) async for d in cursor]
+        events += [from_document(d) async for d in cursor]
+        if events:
+            self._saw(stream, events[-1].seq)
+        return events
 
     async def stream_version(self, stream: str) -> int:
         """The ``seq`` of the last event of ``stream`` (0 if it has none)."""
