@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -60,12 +62,28 @@ def test_async_knobs_are_checked(block):
 
 
 async def _run(
-    tmp: Path, *, rebuild: bool, strategy: str = "fedavg", calibration: str = "none"
+    tmp: Path,
+    *,
+    rebuild: bool,
+    strategy: str = "fedavg",
+    calibration: str = "none",
+    source: str = "memory",
+    reads: list[str] | None = None,
 ) -> tuple[Platform, list[object]]:
     """Round 1 takes p0 and p1; round 2 takes p0's next (fresh) and p2's (one version
-    stale); then a two versions stale update comes; returns the model stream."""
+    stale); then a two versions stale update comes; returns the model stream. A round
+    ``rebuild`` takes its updates from ``source``: the decoded deltas kept in memory, or
+    the bucket (read, checked and decoded again). ``reads``: gets the keys read."""
     tmp.mkdir(parents=True, exist_ok=True)
     p = Platform(tmp)
+    if reads is not None:
+        stream = p.blobs.get_stream
+
+        def counted(key: str, *args: Any, **kwargs: Any) -> Any:
+            reads.append(key)
+            return stream(key, *args, **kwargs)
+
+        p.blobs.get_stream = counted  # type: ignore[method-assign]
     holdout = _holdout()
     await p.blobs.put_bytes(HOLDOUT_KEY, holdout)
     ref = ArtifactRef(key=HOLDOUT_KEY, sha256=hashlib.sha256(holdout).hexdigest(), size=1)
@@ -109,6 +127,8 @@ async def _run(
         )
         if rebuild:
             p.app.rounds.pop(JOB, None)
+            if source == "bucket":
+                p.app.deltas.forget(JOB)
         await p.job_event(
             RoundClosed(job_id=JOB, round=round_, attempt=1, reason="buffered", included=included)
         )
@@ -134,12 +154,30 @@ def _version(events: list[object], v: int) -> ModelVersionCreated:
     return next(e for e in events if isinstance(e, ModelVersionCreated) and e.version == v)
 
 
+@pytest.mark.parametrize("source", ["memory", "bucket"])
 @pytest.mark.parametrize("strategy", ["fedavg", "fedprox", "fedadam", "trimmed_mean", "median"])
-async def test_a_version_has_the_same_bits_from_the_running_sum_or_rebuilt(tmp_path, strategy):
+async def test_a_version_has_the_same_bits_from_the_running_sum_or_rebuilt(
+    tmp_path, strategy, source
+):
     _, running = await _run(tmp_path / "a", rebuild=False, strategy=strategy)
-    _, rebuilt = await _run(tmp_path / "b", rebuild=True, strategy=strategy)
+    _, rebuilt = await _run(tmp_path / "b", rebuild=True, strategy=strategy, source=source)
     for v in (1, 2):
         assert _version(running, v).sha256 == _version(rebuilt, v).sha256
+
+
+async def test_a_round_made_again_takes_its_updates_from_memory_not_the_bucket(tmp_path):
+    """Each accepted update's decoded delta is kept: the rebuilds of both rounds read
+    no update from the bucket (they used to read, check and decode each one again)."""
+    reads: list[str] = []
+    _, events = await _run(tmp_path, rebuild=True, reads=reads)
+    assert _version(events, 1).sha256 and _version(events, 2).sha256
+    accepted = [e.key for e in events if isinstance(e, UpdateAccepted)]
+    assert len(accepted) == 4
+    assert not [k for k in reads if k in accepted]  # the accepted copies: never read
+    reads.clear()
+    _, events = await _run(tmp_path / "b", rebuild=True, source="bucket", reads=reads)
+    accepted = [e.key for e in events if isinstance(e, UpdateAccepted)]
+    assert Counter(k for k in reads if k in accepted) == Counter(accepted)  # each read back
 
 
 @pytest.mark.parametrize("strategy", ["fedavg", "fedadam"])
@@ -147,7 +185,9 @@ async def test_a_calibrated_version_has_the_same_bits_from_the_running_sum_or_re
     tmp_path, strategy
 ):
     p, running = await _run(tmp_path / "a", rebuild=False, strategy=strategy, calibration="cached")
-    q, rebuilt = await _run(tmp_path / "b", rebuild=True, strategy=strategy, calibration="cached")
+    q, rebuilt = await _run(
+        tmp_path / "b", rebuild=True, strategy=strategy, calibration="cached", source="bucket"
+    )
     _, plain = await _run(tmp_path / "c", rebuild=False, strategy=strategy)
     for v in (1, 2):
         mine, theirs = _version(running, v), _version(rebuilt, v)

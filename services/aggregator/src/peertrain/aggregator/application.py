@@ -50,6 +50,7 @@ from .config import AggregatorSettings
 from .domain import JobMemory
 from .usecases.holding import JOB_EVENTS, fold_job_event, keep_leases, on_job_event
 from .usecases.numerics import RoundWork
+from .usecases.storage import DeltaCache
 from .usecases.updates import fold_recorded, receive_update
 from .usecases.versions import StoredVersion
 
@@ -108,6 +109,8 @@ class AggregatorApp:
         self.bases: dict[str, tuple[int, dict[str, torch.Tensor]]] = {}
         self.holdouts: dict[str, tuple[str, torch.Tensor, torch.Tensor]] = {}
         """Each job's holdout (its sha256, then ``x``, ``y``), fetched and checked once."""
+        self.deltas = DeltaCache(settings.delta_cache_bytes)
+        """The accepted updates' deltas this instance decoded, for rounds made again."""
         self._locks: dict[str, asyncio.Lock] = {}
         self.checking = asyncio.Semaphore(settings.update_workers)
         """Bounds the announced updates downloaded and checked at once."""
@@ -255,6 +258,7 @@ class AggregatorApp:
         """Drop everything kept on an ended job (its state is in the log)."""
         self.let_go(job_id)
         self.bases.pop(job_id, None)
+        self.deltas.forget(job_id)
         self.models.forget(model_stream(job_id))
         log.info("job forgotten", job_id=job_id)
 

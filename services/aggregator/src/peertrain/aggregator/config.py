@@ -38,6 +38,10 @@ class AggregatorSettings(ServiceSettings, LeaseSettings):
 
     max_update_bytes: int = Field(default=1024 * MiB, ge=1)
     """Hard cap on an update object, whatever the model's size."""
+    delta_cache_bytes: int = Field(default=256 * MiB, ge=0)
+    """Memory for accepted updates' decoded deltas, the most recent first: a round made
+    again (clipping, an asynchronous buffer) takes them from here instead of the bucket
+    (0: always from the bucket)."""
     update_workers: int = Field(default=4, ge=1, le=64)
     """Announced updates downloaded and checked at once (each holds one update's bytes,
     at most ``max_update_bytes``, in memory meanwhile)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections import OrderedDict
 from contextlib import aclosing
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from ..application import AggregatorApp
 
 __all__ = [
+    "DeltaCache",
     "accepted_delta",
     "fetch_capped",
     "model_state",
@@ -26,6 +28,54 @@ __all__ = [
     "server_state",
     "sha256_hex",
 ]
+
+
+class DeltaCache:
+    """Accepted updates' decoded deltas, by object and sha256, the most recently used
+    kept within ``max_bytes`` (0 keeps none).
+
+    A round whose running sum is not exactly what it includes (an asynchronous buffer
+    that closed on fewer updates than were folded, or on updates accepted while the
+    version before it was being made; clipping at close) is made again from its
+    updates: from here, where
+    it used to read, check and decode each one from the bucket again, on the path from
+    the last update to the next round. A delta is what :func:`accepted_delta` decodes
+    from the accepted bytes (the same tensors, so the same bits); callers never change
+    it in place.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._entries: OrderedDict[tuple[str, str], tuple[str, State, int]] = OrderedDict()
+
+    def get(self, key: str, sha256: str) -> State | None:
+        """The delta accepted as ``key`` with ``sha256``, if it is kept."""
+        entry = self._entries.get((key, sha256))
+        if entry is None:
+            return None
+        self._entries.move_to_end((key, sha256))
+        return entry[1]
+
+    def put(self, job_id: str, key: str, sha256: str, delta: State) -> None:
+        """Keep ``delta``; the least recently used go while over the budget (one larger
+        than the whole budget is not kept)."""
+        size = sum(t.numel() * t.element_size() for t in delta.values())
+        if size > self.max_bytes or (key, sha256) in self._entries:
+            return
+        self._entries[(key, sha256)] = (job_id, delta, size)
+        self.bytes += size
+        while self.bytes > self.max_bytes:
+            _, (_, _, dropped) = self._entries.popitem(last=False)
+            self.bytes -= dropped
+
+    def forget(self, job_id: str) -> None:
+        """Drop a job's deltas."""
+        for k in [k for k, (job, _, _) in self._entries.items() if job == job_id]:
+            self.bytes -= self._entries.pop(k)[2]
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 def sha256_hex(data: bytes) -> str:
@@ -62,10 +112,11 @@ async def accepted_delta(
     sha256: str,
     base: dict[str, torch.Tensor],
 ) -> State:
-    """An accepted update's dense delta, read back from the aggregator's own copy at
-    ``key``: capped, checked against the ``sha256`` it was accepted with, and decoded
-    with the job's bound and compression (a round's rebuild, the holder's fold of an
-    update another instance accepted, a check's comparison).
+    """An accepted update's dense delta: kept in memory (:class:`DeltaCache`), else read
+    back from the aggregator's own copy at ``key``, capped, checked against the
+    ``sha256`` it was accepted with, and decoded with the job's bound and compression (a
+    round's rebuild, the holder's fold of an update another instance accepted, a check's
+    comparison).
 
     Raises
     ------
@@ -74,12 +125,17 @@ async def accepted_delta(
     """
     assert state.configured is not None
     cfg = state.configured
+    kept = app.deltas.get(key, sha256)
+    if kept is not None:
+        return kept
     data = await fetch_capped(app, key, app.settings.max_update_bytes)
     if sha256_hex(data) != sha256:
         raise UpdateRefused(codes.SHA256_MISMATCH, "it changed after it was accepted")
-    return await asyncio.to_thread(
+    delta = await asyncio.to_thread(
         decode_update, data, base, cfg.aggregation.update_bound, cfg.training.compression
     )
+    app.deltas.put(state.job_id, key, sha256, delta)
+    return delta
 
 
 async def model_state(

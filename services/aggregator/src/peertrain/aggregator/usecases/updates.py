@@ -158,6 +158,7 @@ async def _accept(
     if recorded is None:
         UPDATES.labels(outcome="duplicate", code="").inc()
         return
+    app.deltas.put(body.job_id, event.key, event.sha256, delta)
     if app.leases.holds(body.job_id) and event.checks is None:  # a check is not summed
         await _fold(app, recorded, decision.opened, event, delta)
     UPDATES.labels(outcome="accepted", code="").inc()
