@@ -151,12 +151,23 @@ async function main() {
 
     // The model, through the page's own button (a fetch with the user's token, then a
     // blob download).
-    const [download] = await Promise.all([page.waitForEvent("download"), page.click("[data-testid=download-pt]")]);
+    // A download that does not come says what the page showed instead (an error, or a
+    // request still pending).
+    const downloadBy = async (testid) => {
+      try {
+        const [d] = await Promise.all([page.waitForEvent("download"), page.click(`[data-testid=${testid}]`)]);
+        return d;
+      } catch (e) {
+        const status = await page.textContent("[data-testid=download-status]").catch(() => null);
+        throw new Error(`${testid}: ${e.message}; the page's download status: ${JSON.stringify(status)}`);
+      }
+    };
+    const download = await downloadBy("download-pt");
     const model = path.join(OUT, "model.pt");
     await download.saveAs(model);
     const head = fs.readFileSync(model).subarray(0, 2).toString("latin1");
     // The best version, by its own button: named after the version the server sent.
-    const [best] = await Promise.all([page.waitForEvent("download"), page.click("[data-testid=download-best]")]);
+    const best = await downloadBy("download-best");
     const bestName = best.suggestedFilename();
     const bestModel = path.join(OUT, bestName);
     await best.saveAs(bestModel);
