@@ -246,12 +246,10 @@ class EventLog:
 
     def _saw(self, stream: str, seq: int) -> None:
         """``stream`` holds an event at ``seq`` in this log."""
-        if seq > self._known.get(stream, 0):
-            self._known[stream] = seq
-        if stream in self._known:
-            self._known.move_to_end(stream)
-            while len(self._known) > KNOWN_STREAMS:
-                self._known.popitem(last=False)
+        self._known[stream] = max(seq, self._known.get(stream, 0))
+        self._known.move_to_end(stream)
+        while len(self._known) > KNOWN_STREAMS:
+            self._known.popitem(last=False)
 
     async def _resolve_duplicate(
         self,
@@ -273,7 +271,7 @@ class EventLog:
         if stored and all(r.id in stored for r in pending):
             # A retried append: make sure it reaches the bus (twice is harmless).
             again = recorded[:inserted] + [from_document(stored[r.id]) for r in pending]
-            self._saw(again[-1].stream, again[-1].seq)
+            self._saw(stream, again[-1].seq)
             self._appended(again)
             return again
         # A multi-event append that lost the race halfway keeps the prefix it wrote (its
