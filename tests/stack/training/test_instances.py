@@ -25,6 +25,7 @@ from training_support import (
     Platform,
     create_job,
     drop_instance_queues,
+    job_events,
     peers_active,
     same_weights,
     wait_for,
@@ -75,6 +76,26 @@ def instance_name(p: Platform, name: str) -> str:
     return str(lines[-1]["holder"]) if lines else ""
 
 
+def story(events: list[dict[str, Any]]) -> list[str]:
+    """What a job's rounds went through, a line per event that makes a version differ:
+    every version (its updates' objects, by content, and its own sha256), every close
+    and every event off the happy path (a lost task, a refusal, a retry)."""
+    odd = ("task.lost", "task.failed", "update.rejected", "peer.excluded", "round.failed")
+    lines = []
+    for e in events:
+        kind, data = e["type"], e["data"]
+        if kind == "model.version_created":
+            lineage = data["lineage"]
+            updates = [u.rpartition("/")[2][:24] for u in lineage["updates"]]
+            lines.append(f"v{data['version']} {data['sha256'][:12]} {lineage['shards']} {updates}")
+        elif kind == "round.closed":
+            counts = f"{len(data['included'])} updates, {len(data['dropped'])} dropped"
+            lines.append(f"round {data['round']}.{data['attempt']} {data['reason']}: {counts}")
+        elif kind in odd:
+            lines.append(f"{kind}: {json.dumps(data)[:300]}")
+    return lines
+
+
 def client(p: Platform, name: str) -> httpx.AsyncClient:
     """A client of one instance directly (the gateway reaches only the first)."""
     return httpx.AsyncClient(
@@ -84,7 +105,9 @@ def client(p: Platform, name: str) -> httpx.AsyncClient:
 
 async def run_jobs(
     p: Platform, dataset_id: str, peers: list[str], *, kill_midway: bool
-) -> tuple[dict[int, str], dict[int, dict[str, torch.Tensor]], list[tuple[str, str]]]:
+) -> tuple[
+    dict[int, str], dict[int, dict[str, torch.Tensor]], dict[int, list[str]], list[tuple[str, str]]
+]:
     """Run one job per seed at once; with ``kill_midway``, SIGKILL the orchestrator and
     the aggregator holding the most jobs once every job is in round 2."""
     ids = {seed: await create_job(p, job(dataset_id, peers, seed)) for seed in SEEDS}
@@ -123,6 +146,7 @@ async def run_jobs(
             else:
                 aggregator = survivor
     weights: dict[int, dict[str, torch.Tensor]] = {}
+    stories: dict[int, list[str]] = {}
     async with client(p, orchestrator) as jobs, client(p, aggregator) as models:
         for seed, job_id in ids.items():
 
@@ -137,7 +161,8 @@ async def run_jobs(
             r = await models.get(f"/api/models/{job_id}/final", params={"format": "safetensors"})
             assert r.status_code == 200, r.text
             weights[seed] = dict(load_safetensors(r.content))
-    return ids, weights, killed
+            stories[seed] = story(await job_events(jobs, job_id))
+    return ids, weights, stories, killed
 
 
 async def test_jobs_move_off_killed_instances_and_end_bit_identical(platform: Platform) -> None:
@@ -145,13 +170,15 @@ async def test_jobs_move_off_killed_instances_and_end_bit_identical(platform: Pl
     dataset_id = await mnist(platform)
     peers = [platform.peer(f"p{i}").peer_id for i in range(4)]
     await peers_active(platform, peers)
-    _, undisturbed, _ = await run_jobs(platform, dataset_id, peers, kill_midway=False)
+    _, undisturbed, calm, _ = await run_jobs(platform, dataset_id, peers, kill_midway=False)
     killed: list[tuple[str, str]] = []
     try:
-        ids, disturbed, killed = await run_jobs(platform, dataset_id, peers, kill_midway=True)
+        ids, disturbed, told, killed = await run_jobs(platform, dataset_id, peers, kill_midway=True)
         assert len(killed) == 2
         for seed in SEEDS:
-            assert same_weights(disturbed[seed], undisturbed[seed]), f"seed {seed} differs"
+            said = [f"seed {seed} differs (killed {killed}); undisturbed:", *calm[seed]]
+            said += ["disturbed:", *told[seed]]
+            assert same_weights(disturbed[seed], undisturbed[seed]), "\n".join(said)
         # the survivors took the killed instances' jobs over (and gave them up once ended)
         for victim, victim_name in killed:
             survivor = next(n for n in instances(platform, victim.partition("-")[0]) if n != victim)

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
 import torch
 
-__all__ = ["limit_threads", "seed_generators", "select_device"]
+__all__ = ["limit_threads", "seed_generators", "seeded", "select_device"]
+
+_GENERATORS = threading.RLock()
+"""Held by the thread whose seeded work draws from torch's global generators."""
 
 
 def select_device(prefer: str | None = None) -> torch.device:
@@ -64,3 +71,26 @@ def seed_generators(seed: int, device: torch.device) -> None:
         torch.default_generator.manual_seed(seed)
     else:
         torch.manual_seed(seed)
+
+
+@contextmanager
+def seeded(seed: int, device: torch.device, *, devices: Sequence[int] = ()) -> Iterator[None]:
+    """torch's global generators seeded with ``seed`` inside (:func:`seed_generators`),
+    restored after, and drawn from by this thread alone meanwhile.
+
+    They are one per process, and the services build models and train on worker
+    threads (an aggregator makes several jobs' version 0 at once, beside evaluations and
+    exports): without the lock, two seeded builds interleave their draws, and one
+    restoring the state it saved rewinds the other's, so a job's weights would depend
+    on what else ran at that moment. Every seeded use of the global generators goes
+    through here; others wait while one runs (a model build takes milliseconds, and a
+    peer trains one task at a time).
+
+    Parameters
+    ----------
+    devices
+        The CUDA devices whose generators are saved and restored too.
+    """
+    with _GENERATORS, torch.random.fork_rng(devices=list(devices)):
+        seed_generators(seed, device)
+        yield

@@ -14,7 +14,7 @@ from torch import nn
 from peertrain.common.specs import TrainingParams, lr_for_round, parse_training_params
 from peertrain.common.specs.training import matches
 
-from ..device import limit_threads, seed_generators, select_device
+from ..device import limit_threads, seeded, select_device
 from ..errors import TrainingCancelled
 from ..weights.delta import compute_delta
 from .data import check_xy, num_outputs
@@ -68,19 +68,19 @@ def _round_lr(p: TrainingParams, round_: int | None) -> float:
 
 @contextmanager
 def _seeded(seed: int, device: torch.device) -> Iterator[None]:
-    """torch's global RNG (dropout) seeded inside and restored after; on CUDA, cuDNN and
-    torch's deterministic algorithms (cuBLAS also needs ``CUBLAS_WORKSPACE_CONFIG=:4096:8``
-    in the environment before CUDA starts)."""
+    """torch's global RNG (dropout) seeded inside, restored after and this thread's alone
+    meanwhile (:func:`~peertrain.ml.device.seeded`); on CUDA, cuDNN and torch's
+    deterministic algorithms (cuBLAS also needs ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` in
+    the environment before CUDA starts)."""
     cuda = device.type == "cuda"
     devices = [device.index or 0] if cuda else []
-    flags = (
-        torch.backends.cudnn.deterministic,
-        torch.backends.cudnn.benchmark,
-        torch.are_deterministic_algorithms_enabled(),
-        torch.is_deterministic_algorithms_warn_only_enabled(),
-    )
-    with torch.random.fork_rng(devices=devices):
-        seed_generators(seed, device)
+    with seeded(seed, device, devices=devices):
+        flags = (
+            torch.backends.cudnn.deterministic,
+            torch.backends.cudnn.benchmark,
+            torch.are_deterministic_algorithms_enabled(),
+            torch.is_deterministic_algorithms_warn_only_enabled(),
+        )
         if cuda:
             torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
             torch.use_deterministic_algorithms(True, warn_only=True)

@@ -18,7 +18,7 @@ from peertrain.common.specs import (
     resolve_model,
 )
 
-from ..device import seed_generators
+from ..device import seeded
 from ..graph.net import GraphNet
 from .models import MLP, LogisticRegression, SmallCNN
 
@@ -53,8 +53,7 @@ def build_model(spec: Any, feature_spec: Any, seed: int = 0) -> nn.Module:
     features: DataShape = parse_data_shape(feature_spec)
     model_spec = resolve_model(parse_model_spec(spec), features)  # a named arch: its graph
     check_budget(model_spec, features)
-    with torch.random.fork_rng(devices=[]):
-        seed_generators(seed, torch.device("cpu"))  # modules are built on the CPU
+    with seeded(seed, torch.device("cpu")):  # modules are built on the CPU
         if isinstance(model_spec, GraphSpec):
             return GraphNet(model_spec)
         if isinstance(model_spec, LogRegSpec):
