@@ -9,7 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from peertrain.peer.__main__ import app
-from peertrain.peer.files import IDENTITY_FILE, write_json
+from peertrain.peer.files import IDENTITY_FILE, STATUS_FILE, write_json
 from peertrain.peer.identity import Identity
 from peertrain.peer.status import StatusReporter
 
@@ -48,6 +48,10 @@ def test_status_reads_identity_and_the_runtime_file(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert '"peer_id": "p1"' in result.output and '"state": "connected"' in result.output
     assert '"running": true' in result.output and f'"pid": {os.getpid()}' in result.output
+    # a counter that moves with every message is written with the next update, not each time
+    reporter.note(tasks_received=5)
+    assert '"tasks_received": 0' in (tmp_path / STATUS_FILE).read_text()
     reporter.update(state="stopped")
+    assert '"tasks_received": 5' in (tmp_path / STATUS_FILE).read_text()
     result = runner.invoke(app, ["status", "--json", "--config-dir", str(tmp_path)])
     assert '"running": false' in result.output

@@ -32,7 +32,7 @@ class _Worker:
 
 
 def _listener(worker: _Worker) -> Listener:
-    status = SimpleNamespace(session="s", update=lambda **_: None)
+    status = SimpleNamespace(session="s", update=lambda **_: None, note=lambda **_: None)
     return Listener(
         SimpleNamespace(peer_id="p1"),  # type: ignore[arg-type]
         None,  # type: ignore[arg-type]

@@ -415,7 +415,7 @@ class Listener:
                 message_id=message.message_id,
             )
         )
-        self.status.update(tasks_received=self.tasks_received)
+        self.status.note(tasks_received=self.tasks_received)  # written with the heartbeat
         log.info("accepted a message", routing_key=message.routing_key, body=_preview(message.body))
 
 

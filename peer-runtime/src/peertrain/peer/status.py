@@ -35,9 +35,15 @@ class StatusReporter:
         self.write()
 
     def update(self, **changes: object) -> None:
-        """Change fields and write the file."""
+        """Change fields and write the file (with what :meth:`note` changed since)."""
         self.status = self.status.model_copy(update={**changes, "updated_at": datetime.now(UTC)})
         self.write()
+
+    def note(self, **changes: object) -> None:
+        """Change fields without writing: they reach the file with the next
+        :meth:`update` (a heartbeat at the latest). For counters that move with every
+        message, which would otherwise rewrite the file as often."""
+        self.status = self.status.model_copy(update=changes)
 
     def write(self) -> None:
         """Write the file (errors are ignored: status is informative)."""
