@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from aiormq.exceptions import AMQPConnectionError
 from pymongo.errors import AutoReconnect, DuplicateKeyError, OperationFailure
+from structlog.testing import capture_logs
 
 from peertrain.common.blobs import BlobStoreUnavailable
+from peertrain.common.bus.handling import handle_messages
+from peertrain.common.eventlog import ConcurrencyError
 from peertrain.common.faults import is_transient
 
 
@@ -44,3 +48,23 @@ def test_the_cause_counts() -> None:
             raise RuntimeError("appending failed") from inner
     except RuntimeError as outer:
         assert is_transient(outer)
+
+
+async def test_a_message_that_lost_every_retry_to_other_appends_is_logged_as_contention() -> None:
+    """A handler that lost each of its retries to other instances' appends fails its
+    message (tried again later): contention, said in a line, not a traceback at ERROR."""
+
+    async def contended(_: object) -> None:
+        raise ConcurrencyError("job:j1", 35)
+
+    async def broken(_: object) -> None:
+        raise ValueError("a bug")
+
+    for handler, level, event in (
+        (contended, "warning", "the stream kept moving; the message is tried again"),
+        (broken, "error", "handler failed"),
+    ):
+        with capture_logs() as logs, pytest.raises(Exception):  # noqa: B017 - both kinds
+            await handle_messages("q", handler)(None)  # type: ignore[arg-type]
+        assert [(e["log_level"], e["event"]) for e in logs] == [(level, event)]
+        assert ("exc_info" in logs[0]) is (level == "error")

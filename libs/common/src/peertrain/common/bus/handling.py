@@ -15,6 +15,7 @@ import structlog
 from faststream.exceptions import RejectMessage
 from faststream.rabbit import RabbitMessage
 
+from peertrain.common.eventlog import ConcurrencyError
 from peertrain.common.events import RecordedEvent
 from peertrain.common.faults import is_transient
 from peertrain.common.metrics import DEAD_LETTERED, EVENTS_CONSUMED
@@ -83,5 +84,7 @@ def handle_messages(queue: str, handler: MessageHandler) -> MessageHandler:
 def _log_failure(queue: str, exc: Exception) -> None:
     if is_transient(exc):
         log.warning("a dependency is away; the message waits", queue=queue, error=repr(exc)[:300])
+    elif isinstance(exc, ConcurrencyError):  # lost every retry to other appends: contention
+        log.warning("the stream kept moving; the message is tried again", queue=queue, why=str(exc))
     else:
         log.exception("handler failed", queue=queue)
