@@ -41,13 +41,15 @@ def test_unusable_peers_are_each_named_with_why_and_other_problems_follow() -> N
         "peers": [
             {"peer_id": "p1", "problem": "offline"},
             {"peer_id": "p9", "problem": "unknown"},
+            {"peer_id": "p4", "problem": "outdated"},
         ],
         "problems": [{"loc": "aggregation.min_peers", "msg": "min_peers=3 is more than 2"}],
     }
-    message = "2 of the named peers cannot take part in a job now"
+    message = "3 of the named peers cannot take part in a job now"
     line = str(ApiError.from_response(answer(409, "peers_unavailable", message, detail)))
     assert line == (
         f"{message}: peer p1 is offline; peer p9 is unknown (or not yours to use); "
+        "peer p4 runs a peer runtime too old to read this platform's tasks (update it); "
         "aggregation.min_peers: min_peers=3 is more than 2 (409 peers_unavailable)"
     )
 

@@ -151,6 +151,18 @@ def test_honest_messages_still_parse() -> None:
     assert Announce.model_validate_json(json.dumps(announce)).specs.ram_gb == 16.0
 
 
+def test_specs_say_the_runtimes_protocol_and_a_newer_runtimes_extra_fields_are_dropped() -> None:
+    """A runtime that names no protocol is from before it was announced (1); fields a
+    newer runtime adds are dropped, so it still comes online on this registry."""
+    bare = {"session": "s", "seq": 1, "sent_at": 1.0, "interval_s": 1, "specs": SPECS}
+    assert Announce.model_validate_json(json.dumps(bare)).specs.protocol == 1
+    newer = {**bare, "specs": {**SPECS, "protocol": 7, "npu_count": 2}}
+    specs = Announce.model_validate_json(json.dumps(newer)).specs
+    assert specs.protocol == 7 and "npu_count" not in specs.model_dump()
+    with pytest.raises(ValidationError):  # still bounded
+        Announce.model_validate_json(json.dumps({**bare, "specs": {**SPECS, "protocol": 0}}))
+
+
 # -- failing messages ------------------------------------------------------------------
 
 

@@ -29,6 +29,7 @@ from peertrain.common.events.datasets import (
 )
 from peertrain.common.events.models import UpdateAccepted
 from peertrain.common.events.peers import (
+    PEER_PROTOCOL,
     DeviceSpecs,
     GpuSpecs,
     PeerEnrolled,
@@ -73,7 +74,7 @@ def recorded(stream: str, seq: int, data: EventData, *, at: datetime = T0) -> Re
     return new.stored_as(stream, seq, next(POSITIONS))
 
 
-def specs(device: str = "cpu", gpu_gb: float = 0.0) -> DeviceSpecs:
+def specs(device: str = "cpu", gpu_gb: float = 0.0, protocol: int = PEER_PROTOCOL) -> DeviceSpecs:
     return DeviceSpecs(
         os="linux",
         python_version="3.11",
@@ -85,6 +86,7 @@ def specs(device: str = "cpu", gpu_gb: float = 0.0) -> DeviceSpecs:
         device=device,  # type: ignore[arg-type]
         gpus=(GpuSpecs(name="g", memory_gb=gpu_gb),) if gpu_gb else (),
         peertrain_version="0",
+        protocol=protocol,
     )
 
 
@@ -161,6 +163,21 @@ def test_a_peers_events_fold_into_what_selection_reads() -> None:
     gone = PeerWentOffline(peer_id="p1", reason="missed_heartbeats", last_seen=T0)
     assert d.apply(recorded("peer:p1", 8, gone))
     assert not p.online and not p.usable and d.online_peers() == set()
+
+
+def test_a_peer_whose_runtime_announced_an_older_protocol_is_not_usable_until_updated() -> None:
+    """A runtime from before a change to its tasks would drop them (its round waiting
+    out the deadline): it is left out until it announces this platform's protocol."""
+    d = Directory()
+    for event in peer_life()[:3]:  # enrolled, registered, online: no specs yet
+        d.apply(event)
+    p = d.peers["p1"]
+    assert p.protocol is None and p.usable  # nothing announced yet: not held against it
+    old = DeviceSpecs.model_validate(specs().model_dump(exclude={"protocol"}))  # none announced
+    assert d.apply(recorded("peer:p1", 4, PeerSpecsUpdated(peer_id="p1", specs=old)))
+    assert p.protocol == 1 and p.outdated and not p.usable and d.online_peers() == set()
+    assert d.apply(recorded("peer:p1", 5, PeerSpecsUpdated(peer_id="p1", specs=specs())))
+    assert p.protocol == PEER_PROTOCOL and p.usable and d.online_peers() == {"p1"}
 
 
 def test_a_peer_event_already_applied_is_not_applied_again() -> None:

@@ -14,6 +14,7 @@ from peertrain.common.errors import QuotaExceeded
 from peertrain.common.events import NewEvent
 from peertrain.common.events.datasets import FeatureSpec as DataFeatures
 from peertrain.common.events.models import ModelVersionCreated
+from peertrain.common.events.peers import PEER_PROTOCOL
 from peertrain.common.events.training import JobCancelled, JobCreated, ModelSource, ShardingSpec
 from peertrain.common.security import Principal
 from peertrain.orchestrator.domain import Job
@@ -133,8 +134,10 @@ def test_named_peers_that_cannot_take_part_are_all_named_with_the_reason() -> No
         peer("off", online=False),
         peer("new", registered=False),
         peer("banned", disabled=True, shared=True),
+        peer("old", protocol=PEER_PROTOCOL - 1),  # its runtime would drop the tasks
+        peer("current", protocol=PEER_PROTOCOL),
     )
-    names = ["ok", "nobody", "strangers", "ghost", "off", "new", "banned"]
+    names = ["ok", "nobody", "strangers", "ghost", "off", "new", "banned", "old", "current"]
     with pytest.raises(PeersUnavailable) as refused:
         plan(d, peers=names)
     assert refused.value.status_code == 409
@@ -146,6 +149,7 @@ def test_named_peers_that_cannot_take_part_are_all_named_with_the_reason() -> No
             {"peer_id": "off", "problem": "offline"},
             {"peer_id": "new", "problem": "not_registered"},
             {"peer_id": "banned", "problem": "disabled"},
+            {"peer_id": "old", "problem": "outdated"},
         ]
     }
 
@@ -156,6 +160,7 @@ def test_a_selection_larger_than_the_usable_matching_peers_is_refused() -> None:
         peer("p2", device="cuda"),
         peer("off", online=False),
         peer("strangers", "stranger"),
+        peer("old", protocol=1),  # announced an older task protocol: never selected
     )
     with pytest.raises(NotEnoughPeers) as refused:
         plan(d, selection={"count": 3})

@@ -14,7 +14,7 @@ from typing import Any
 
 import psutil
 
-from peertrain.common.events.peers import DeviceSpecs, GpuSpecs
+from peertrain.common.events.peers import PEER_PROTOCOL, DeviceSpecs, GpuSpecs
 
 __all__ = ["cpu_model", "detect_specs", "peertrain_version", "torch_specs"]
 
@@ -85,5 +85,6 @@ def detect_specs(disk_path: Path | None = None) -> DeviceSpecs:
         ram_gb=round(psutil.virtual_memory().total / GIB, 2),
         disk_free_gb=round(psutil.disk_usage(str(path)).free / GIB, 1),
         peertrain_version=peertrain_version(),
+        protocol=PEER_PROTOCOL,
         **torch_specs(_import_torch()),
     )

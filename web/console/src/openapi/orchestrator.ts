@@ -1918,7 +1918,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description The dataset is not validated, or the peers cannot take part (unknown, offline, disabled, too few for the selection): each one named with why in detail.peers, any other problem in detail.problems */
+            /** @description The dataset is not validated, or the peers cannot take part (unknown, offline, disabled, outdated, too few for the selection): each one named with why in detail.peers, any other problem in detail.problems */
             409: {
                 headers: {
                     [name: string]: unknown;

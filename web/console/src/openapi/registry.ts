@@ -211,6 +211,11 @@ export interface components {
             os: string;
             /** Peertrain Version */
             peertrain_version: string;
+            /**
+             * Protocol
+             * @default 1
+             */
+            protocol: number;
             /** Python Version */
             python_version: string;
             /** Ram Gb */

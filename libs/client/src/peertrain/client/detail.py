@@ -25,6 +25,7 @@ _PEER_PROBLEMS = {
     "offline": "is offline",
     "disabled": "is disabled",
     "not_registered": "has not registered its device yet",
+    "outdated": "runs a peer runtime too old to read this platform's tasks (update it)",
 }
 # Where a request's field lives is not news: ``body.training.lr`` reads ``training.lr``.
 _LOC_ROOTS = ("body", "query", "path")

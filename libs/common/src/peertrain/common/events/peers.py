@@ -38,6 +38,7 @@ __all__ = [
     "LEAVING",
     "PEER_ENROLLED",
     "PEER_EVENT_TYPES",
+    "PEER_PROTOCOL",
     "PEER_REGISTERED",
     "PEER_REMOVED",
     "PEER_SETTINGS_CHANGED",
@@ -128,10 +129,20 @@ def parse_telemetry_key(routing_key: str) -> tuple[str, str] | None:
 class GpuSpecs(StoreText):
     """One accelerator as torch reports it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="ignore")  # open to additions: see DeviceSpecs
 
     name: str = Field(max_length=200)
     memory_gb: float = Field(ge=0, le=1e6, allow_inf_nan=False)
+
+
+PEER_PROTOCOL: Final = 2
+"""The version of the messages a peer runtime reads (its tasks): a peer announces the
+one it speaks with its specs, and only peers that speak this one are put in jobs.
+
+Raise it with any change to those messages that a runtime built before would refuse
+(it drops a task it cannot read, and its round waits out the deadline), and say in the
+release notes which change it was. 1: runtimes that did not announce one; 2: the task's
+feature spec without its columns' encodings (``FeatureSpec.for_peers``)."""
 
 
 class DeviceSpecs(StoreText):
@@ -141,7 +152,9 @@ class DeviceSpecs(StoreText):
     ``mps`` on Apple silicon, else ``cpu`` (also when torch is not installed).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Fields this version does not know are dropped, not refused: a runtime newer than the
+    # registry (one that announces a field added since) still comes online.
+    model_config = ConfigDict(frozen=True, extra="ignore")
 
     os: str = Field(max_length=200)
     python_version: str = Field(max_length=50)
@@ -156,6 +169,8 @@ class DeviceSpecs(StoreText):
     cuda_version: str | None = Field(default=None, max_length=50)
     torch_version: str | None = Field(default=None, max_length=50)
     peertrain_version: str = Field(max_length=50)
+    protocol: int = Field(default=1, ge=1, le=1_000_000)
+    """The messages the runtime reads (:data:`PEER_PROTOCOL`); 1 when not announced."""
 
     @property
     def gpu_memory_gb(self) -> float:

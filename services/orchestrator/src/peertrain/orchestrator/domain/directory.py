@@ -19,6 +19,7 @@ from peertrain.common.events.datasets import (
     FeatureSpec,
 )
 from peertrain.common.events.peers import (
+    PEER_PROTOCOL,
     PeerEnrolled,
     PeerRegistered,
     PeerSettingsChanged,
@@ -47,6 +48,9 @@ class PeerInfo:
     device: str | None = None
     memory_gb: float = 0.0
     cores: int | None = None
+    protocol: int | None = None
+    """The messages its runtime reads (``DeviceSpecs.protocol``); ``None``: no specs on
+    record yet."""
     seq: int = 0
     rows_per_s: float | None = None
     """Training speed the platform measured (its accepted tasks' rows per second of
@@ -60,8 +64,15 @@ class PeerInfo:
 
     @property
     def usable(self) -> bool:
-        """Online, registered (it has a queue) and not disabled."""
-        return self.online and self.registered and not self.disabled
+        """Online, registered (it has a queue), not disabled, and able to read this
+        platform's tasks."""
+        return self.online and self.registered and not self.disabled and not self.outdated
+
+    @property
+    def outdated(self) -> bool:
+        """Its runtime announced an older task protocol than this platform's
+        (:data:`~peertrain.common.events.peers.PEER_PROTOCOL`): it would drop its tasks."""
+        return self.protocol is not None and self.protocol < PEER_PROTOCOL
 
     def usable_by(self, who: Principal) -> bool:
         """Whether ``who`` may put this peer in a job (:func:`peertrain.common.peers.may_use`)."""
@@ -136,6 +147,7 @@ def _apply_peer(peer: PeerInfo, data: object) -> None:
         peer.device = data.specs.device
         peer.memory_gb = data.specs.memory_gb
         peer.cores = data.specs.cpu_cores
+        peer.protocol = data.specs.protocol
 
 
 def _apply_dataset(ds: DatasetInfo, data: object) -> None:

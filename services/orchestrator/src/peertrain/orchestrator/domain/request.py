@@ -69,6 +69,8 @@ def _named_problems(peers: list[str], who: Principal, directory: Directory) -> l
             problems.append({"peer_id": peer_id, "problem": "not_registered"})
         elif not info.online:
             problems.append({"peer_id": peer_id, "problem": "offline"})
+        elif info.outdated:  # its runtime would drop the tasks: the round would wait
+            problems.append({"peer_id": peer_id, "problem": "outdated"})
     return problems
 
 

@@ -64,8 +64,8 @@ _WHY = {
             why={
                 403: "A peer's token, or the running-jobs quota is used up (quota_exceeded)",
                 404: "No such dataset (or not yours)",
-                409: "The dataset is not validated, or the peers cannot take part "
-                "(unknown, offline, disabled, too few for the selection): each one named "
+                409: "The dataset is not validated, or the peers cannot take part (unknown, "
+                "offline, disabled, outdated, too few for the selection): each one named "
                 "with why in detail.peers, any other problem in detail.problems",
                 422: "The request is not valid: every problem at once, one "
                 "{loc, msg} item each (a spec, a peer list, the model's size)",
