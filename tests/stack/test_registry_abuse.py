@@ -46,7 +46,7 @@ from peertrain.common.security import peer_headers
 from peertrain.common.settings import ServiceSettings
 from peertrain.testkit.auth import AuthUnderTest, ServiceProcess, shared_auth_service
 from peertrain.testkit.common import stack_port
-from peertrain.testkit.peer import PeerProcess
+from peertrain.testkit.peer import PeerProcess, announce_body
 from peertrain.testkit.registry import GATEWAY, registry_process
 
 from .test_registry import (
@@ -240,23 +240,7 @@ async def publish(token: str, peer_id: str, kind: str, bodies: list[dict[str, An
 
 
 def announce(seq: int, **specs: Any) -> dict[str, Any]:
-    return {
-        "session": "abuse",
-        "seq": seq,
-        "sent_at": time.time(),
-        "interval_s": 5.0,
-        "specs": {
-            "os": "Linux",
-            "python_version": "3.11",
-            "cpu_model": "x",
-            "cpu_cores": 4,
-            "cpu_threads": 8,
-            "ram_gb": 16.0,
-            "disk_free_gb": 100.0,
-            "peertrain_version": "0.1.0",
-            **specs,
-        },
-    }
+    return announce_body("abuse", seq, **specs)
 
 
 async def presence_dlq_depth(http: httpx.AsyncClient, s: Abuse) -> int:

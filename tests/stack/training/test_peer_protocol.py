@@ -12,7 +12,6 @@ names no protocol, then as a current one.
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import aio_pika
@@ -25,6 +24,7 @@ from peertrain.common.bus import TELEMETRY
 from peertrain.common.events.peers import PEER_PROTOCOL, telemetry_key
 from peertrain.common.security import peer_headers
 from peertrain.common.settings import ServiceSettings
+from peertrain.testkit.peer import announce_body
 
 pytestmark = [pytest.mark.stack]
 
@@ -42,23 +42,7 @@ def peer_token(p: Platform, name: str) -> tuple[str, str]:
 
 
 async def announce(peer_id: str, token: str, seq: int, **specs: Any) -> None:
-    body = {
-        "session": "protocol-test",
-        "seq": seq,
-        "sent_at": time.time(),
-        "interval_s": 30.0,
-        "specs": {
-            "os": "Linux",
-            "python_version": "3.11",
-            "cpu_model": "x",
-            "cpu_cores": 4,
-            "cpu_threads": 8,
-            "ram_gb": 16.0,
-            "disk_free_gb": 100.0,
-            "peertrain_version": "0.1.0",
-            **specs,
-        },
-    }
+    body = announce_body("protocol-test", seq, interval_s=30.0, **specs)
     conn = await aio_pika.connect(ServiceSettings().amqp_url.get_secret_value())
     async with conn:
         channel = await conn.channel()

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["PeerProcess"]
+__all__ = ["PeerProcess", "announce_body"]
 
 
 _WORKSPACE = ("PYTHONPATH", "VIRTUAL_ENV")
@@ -193,3 +193,27 @@ class PeerProcess:
         while self.running and time.monotonic() < deadline:
             time.sleep(0.1)
         return None if self.proc is None else self.proc.poll()
+
+
+def announce_body(
+    session: str, seq: int, *, interval_s: float = 5.0, **specs: Any
+) -> dict[str, Any]:
+    """An ``announce`` as a runtime sends it (plausible specs; ``specs`` override them),
+    for tests that publish as a peer."""
+    return {
+        "session": session,
+        "seq": seq,
+        "sent_at": time.time(),
+        "interval_s": interval_s,
+        "specs": {
+            "os": "Linux",
+            "python_version": "3.11",
+            "cpu_model": "x",
+            "cpu_cores": 4,
+            "cpu_threads": 8,
+            "ram_gb": 16.0,
+            "disk_free_gb": 100.0,
+            "peertrain_version": "0.1.0",
+            **specs,
+        },
+    }
