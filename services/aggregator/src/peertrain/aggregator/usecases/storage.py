@@ -37,11 +37,10 @@ class DeltaCache:
     A round whose running sum is not exactly what it includes (an asynchronous buffer
     that closed on fewer updates than were folded, or on updates accepted while the
     version before it was being made; clipping at close) is made again from its
-    updates: from here, where
-    it used to read, check and decode each one from the bucket again, on the path from
-    the last update to the next round. A delta is what :func:`accepted_delta` decodes
-    from the accepted bytes (the same tensors, so the same bits); callers never change
-    it in place.
+    updates: from here, where it used to read, check and decode each one from the
+    bucket again, on the path from the last update to the next round. A delta is what
+    :func:`accepted_delta` decodes from the accepted bytes (the same tensors, so the
+    same bits); callers never change it in place.
     """
 
     def __init__(self, max_bytes: int) -> None:
