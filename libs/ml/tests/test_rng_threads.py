@@ -7,6 +7,7 @@ different version 0 weights)."""
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
@@ -52,6 +53,7 @@ def test_training_with_dropout_beside_model_builds_is_what_it_is_alone() -> None
     def build_until_done() -> None:
         while not done.is_set():
             weights(5)
+            time.sleep(0.001)  # lets a waiting thread have the generators (locks are unfair)
 
     with ThreadPoolExecutor(3) as pool:
         builders = [pool.submit(build_until_done) for _ in range(2)]
