@@ -164,6 +164,21 @@ async def test_updates_are_accepted_or_refused_and_a_closed_round_makes_the_next
     assert any(not torch.equal(v1[k], base[k]) for k in base)  # the update moved it
 
 
+async def test_the_copy_of_an_update_is_kept_when_accepted_and_removed_when_refused(
+    platform: Platform,
+):
+    # the copy is written while the update is decoded and checked: one refused by the
+    # checks (not by its size or sha256, which come first) leaves none behind
+    t0, t1, base = await two_tasks_open(platform)
+    await platform.upload(t0, state_to_bytes(_delta(base, 0.01)))
+    await platform.upload(t1, state_to_bytes(_delta(base, float("nan"))))
+    *_, accepted, rejected = await platform.model_events()
+    assert isinstance(accepted, UpdateAccepted) and await platform.blobs.exists(accepted.key)
+    assert isinstance(rejected, UpdateRejected) and rejected.code == codes.NON_FINITE
+    copies = [b.key for b in await platform.blobs.list(f"models/{JOB}/updates/")]
+    assert copies == [accepted.key]
+
+
 async def two_tasks_open(
     platform: Platform,
 ) -> tuple[TaskAssigned, TaskAssigned, dict[str, torch.Tensor]]:

@@ -34,15 +34,17 @@ from peertrain.aggregator.domain import (
 )
 from peertrain.aggregator.domain.buffered import fold_target
 from peertrain.aggregator.metrics import UPDATES, observe_update_bytes
+from peertrain.common.blobs import PutResult
 from peertrain.common.eventlog import ConcurrencyError
 from peertrain.common.events import EventData, RecordedEvent
 from peertrain.common.events.models import UpdateAccepted, UpdateRejected, accepted_update_key
 from peertrain.common.events.tasks import UpdateAnnounced
 from peertrain.common.events.training import RoundOpened
 from peertrain.common.security import PeerMessage, refuse
+from peertrain.common.specs import CompressionSpec
 
 from .checks import compare
-from .numerics import decode_update, state_nbytes, update_norm
+from .numerics import State, decode_update, state_nbytes, update_norm
 from .storage import accepted_delta, fetch_capped, model_state, sha256_hex
 from .versions import begin_work, build_early, work_key
 
@@ -80,16 +82,11 @@ async def _receive(app: AggregatorApp, peer_id: str, body: UpdateAnnounced) -> N
         if not isinstance(decision, Candidate):
             await _settle(app, state, peer_id, body, decision)
             return
-    checked: tuple[UpdateAccepted, dict[str, torch.Tensor], bytes] | UpdateRefused
+    checked: tuple[UpdateAccepted, dict[str, torch.Tensor]] | UpdateRefused
     try:
         checked = await _check(app, state, peer_id, body, decision)
     except UpdateRefused as exc:
         checked = exc
-    else:
-        # the round aggregates the aggregator's own copy of what it validated: the
-        # peer's upload form stays usable until its deadline, so the object at the
-        # task's key may change after this point
-        await app.blobs.put_bytes(checked[0].key, checked[2], content_type=OCTETS)
     async with app.lock(body.job_id):
         state, decision = await _decide(app, peer_id, body)  # as things are now
         if not isinstance(decision, Candidate):
@@ -142,7 +139,6 @@ async def _accept(
     decision: Candidate,
     event: UpdateAccepted,
     delta: dict[str, torch.Tensor],
-    data: bytes,
 ) -> None:
     """Record a checked update (with the verdicts of the checks it completes) and fold
     it into the round's running sum if this instance holds the job."""
@@ -232,9 +228,16 @@ async def _check(
     peer_id: str,
     body: UpdateAnnounced,
     candidate: Candidate,
-) -> tuple[UpdateAccepted, dict[str, torch.Tensor], bytes]:
-    """Download and validate; returns the event to record, the decoded delta and the
-    bytes (to keep at the event's content-addressed key)."""
+) -> tuple[UpdateAccepted, dict[str, torch.Tensor]]:
+    """Download and validate, and keep the aggregator's own copy at the event's
+    content-addressed key; returns the event to record and the decoded delta.
+
+    The round aggregates that copy of what was validated, not the peer's object: the
+    peer's upload form stays usable until its deadline, so the object at the task's key
+    may change after the download. The copy is written while the update is decoded and
+    checked (the two waited one after the other before); the copy of an update refused
+    then is removed again.
+    """
     assert state.configured is not None
     base_version = candidate.opened.model_version
     base = await model_state(app, state, base_version)
@@ -250,10 +253,20 @@ async def _check(
         )
     if sha256_hex(data) != body.sha256:
         raise UpdateRefused(codes.SHA256_MISMATCH, "the object's sha256 is not the announced one")
-    delta = await asyncio.to_thread(
-        decode_update, data, base, state.configured.aggregation.update_bound, compression
-    )
-    norm = await asyncio.to_thread(update_norm, delta)
+    key = accepted_update_key(body.job_id, body.round, body.attempt, body.shard, body.sha256)
+    copy = asyncio.create_task(app.blobs.put_bytes(key, data, content_type=OCTETS))
+    try:
+        delta, norm = await asyncio.to_thread(
+            _decoded, data, base, state.configured.aggregation.update_bound, compression
+        )
+    except UpdateRefused:
+        await _drop_copy(app, copy, key)
+        raise
+    except BaseException:  # cancelled, or a fault: the message is tried again
+        copy.add_done_callback(_retrieved)
+        copy.cancel()
+        raise
+    await copy
     accepted = UpdateAccepted(
         job_id=body.job_id,
         round=body.round,
@@ -261,7 +274,7 @@ async def _check(
         shard=body.shard,
         task_id=body.task_id,
         peer_id=peer_id,
-        key=accepted_update_key(body.job_id, body.round, body.attempt, body.shard, body.sha256),
+        key=key,
         sha256=body.sha256,
         size=len(data),
         norm=norm,
@@ -273,7 +286,31 @@ async def _check(
         dense_size=state_nbytes(base),
         checks=candidate.task.checks,
     )
-    return accepted, dict(delta), data
+    return accepted, dict(delta)
+
+
+def _decoded(
+    data: bytes, base: State, bound: float, compression: CompressionSpec
+) -> tuple[State, float]:
+    """The update's dense delta, checked, and its norm (one hop to a worker thread)."""
+    delta = decode_update(data, base, bound, compression)
+    return delta, update_norm(delta)
+
+
+async def _drop_copy(app: AggregatorApp, copy: asyncio.Task[PutResult], key: str) -> None:
+    """Remove the copy of an update refused while it was being written (best effort: an
+    object left behind goes with the job's objects when the job is deleted)."""
+    try:
+        await copy
+        await app.blobs.delete(key)
+    except Exception as exc:
+        log.warning("could not remove the copy of a refused update", key=key, error=repr(exc))
+
+
+def _retrieved(task: asyncio.Task[PutResult]) -> None:
+    """Read a given-up copy's outcome, so that its failure is not reported unread."""
+    if not task.cancelled():
+        task.exception()
 
 
 async def _fold(
