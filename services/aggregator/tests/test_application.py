@@ -384,3 +384,71 @@ async def test_with_two_aggregators_a_round_closes_on_the_holders_running_sum(tm
     assert [c.version for c in created] == [0, 1]  # made once, by the holder
     assert _versions_made("early") == early + 1 and _versions_made("rebuilt") == rebuilt
     assert created[1].lineage is not None and created[1].lineage.peers == ("p0", "p1")
+
+
+async def test_with_two_aggregators_an_asynchronous_round_folds_an_earlier_rounds_update(
+    tmp_path: Path,
+):
+    """An asynchronous task outlives its round: its update, checked by the instance that
+    does not hold the job after the round closed, goes into the holder's running sum of
+    the round open now, and that round's version is made from it as soon as its buffer
+    is full, before its close."""
+    pair = Pair(tmp_path)
+    for p in (pair.first, pair.second):
+        await p.app.tick()
+    holdout = _holdout()
+    await pair.first.blobs.put_bytes(HOLDOUT_KEY, holdout)
+    ref = ArtifactRef(key=HOLDOUT_KEY, sha256=hashlib.sha256(holdout).hexdigest(), size=1)
+    peers = ("p0", "p1", "p2")
+    await pair.append(JobCreated(job_id=JOB, owner_id="u1", name="n", dataset_id="d", peers=peers))
+    block = {"strategy": "fedavg", "mode": "async", "buffer_size": 2, "norm_clip": None}
+    cfg = configured(rows=(30, 50, 20), aggregation=block, rounds=3)
+    await pair.append(cfg.model_copy(update={"holdout": ref}))
+    holder, other = pair.holder()
+    t0, t1, t2 = task(0, "p0"), task(1, "p1"), task(2, "p2")
+    for data in (opened(), t0, t1, t2):
+        await pair.append(data)
+    base = load_state(await holder.blobs.get_bytes(f"models/{JOB}/v0.safetensors"))
+    await holder.upload(t0, state_to_bytes(_delta(base, 0.01)))
+    await holder.upload(t1, state_to_bytes(_delta(base, 0.02)))
+    await pair.settle()
+    first = [e for e in await holder.model_events() if isinstance(e, UpdateAccepted)]
+    await pair.append(buffered_close(1, [(a, 0) for a in first]))
+    t3 = task(0, "p0", round_=2)
+    for data in (opened(2), t3):
+        await pair.append(data)
+    await other.upload(t2, state_to_bytes(_delta(base, -0.03)))  # round 1's task, one stale
+    await pair.settle()
+    late = [e for e in await holder.model_events() if isinstance(e, UpdateAccepted)][-1]
+    assert late.task_id == t2.task_id
+    assert holder.app.rounds[JOB].round == 2
+    summed = holder.app.rounds[JOB].keys()
+    assert f"{late.key}#{late.sha256}" in summed  # folded, not left out
+    v1 = load_state(await holder.blobs.get_bytes(f"models/{JOB}/v1.safetensors"))
+    await holder.upload(t3, state_to_bytes(_delta(v1, 0.04)))
+    await pair.settle()
+    fresh = [e for e in await holder.model_events() if isinstance(e, UpdateAccepted)][-1]
+    made = holder.app.early[JOB]  # the buffer is full: made before the round closed
+    assert made.round == 2 and made.keys == {f"{a.key}#{a.sha256}" for a in (late, fresh)}
+    early = _versions_made("early")
+    await pair.append(buffered_close(2, [(late, 0), (fresh, 1)]))
+    created = [e for e in await holder.model_events() if isinstance(e, ModelVersionCreated)]
+    assert [c.version for c in created] == [0, 1, 2] and created[2].sha256 == made.sha256
+    assert _versions_made("early") == early + 1
+
+
+def buffered_close(round_: int, pairs: list[tuple[UpdateAccepted, int]]) -> RoundClosed:
+    """An asynchronous round's close on these updates, each with the version its task
+    trained from."""
+    included = tuple(
+        IncludedUpdate(
+            shard=a.shard,
+            peer_id=a.peer_id,
+            task_id=a.task_id,
+            key=a.key,
+            sha256=a.sha256,
+            base_version=base,
+        )
+        for a, base in pairs
+    )
+    return RoundClosed(job_id=JOB, round=round_, attempt=1, reason="buffered", included=included)

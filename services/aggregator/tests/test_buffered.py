@@ -22,7 +22,7 @@ from peertrain.common.specs import parse_aggregation_spec
 from peertrain.ml.weights import state_to_bytes
 
 from .conftest import JOB, SHA, configured, opened, task
-from .test_application import HOLDOUT_KEY, Platform, _delta, _holdout
+from .test_application import HOLDOUT_KEY, Platform, _delta, _holdout, buffered_close
 
 ROWS = (30, 50, 20, 40)
 
@@ -114,25 +114,12 @@ async def _run(
         return last
 
     async def close(round_: int, pairs: list[tuple[UpdateAccepted, int]]) -> None:
-        included = tuple(
-            IncludedUpdate(
-                shard=a.shard,
-                peer_id=a.peer_id,
-                task_id=a.task_id,
-                key=a.key,
-                sha256=a.sha256,
-                base_version=base,
-            )
-            for a, base in pairs
-        )
         if rebuild:
             p.app.rounds.pop(JOB, None)
             p.app.early.pop(JOB, None)
             if source == "bucket":
                 p.app.deltas.forget(JOB)
-        await p.job_event(
-            RoundClosed(job_id=JOB, round=round_, attempt=1, reason="buffered", included=included)
-        )
+        await p.job_event(buffered_close(round_, pairs))
 
     a0, a1 = await upload(r1[0], 0.01), await upload(r1[1], 0.02)
     await close(1, [(a0, 0), (a1, 0)])
@@ -240,21 +227,6 @@ async def _async_round_one(tmp: Path, uploads: int) -> tuple[Platform, list[Upda
     return p, [e for e in await p.model_events() if isinstance(e, UpdateAccepted)]
 
 
-def _closed(round_: int, accepted: list[UpdateAccepted]) -> RoundClosed:
-    included = tuple(
-        IncludedUpdate(
-            shard=a.shard,
-            peer_id=a.peer_id,
-            task_id=a.task_id,
-            key=a.key,
-            sha256=a.sha256,
-            base_version=round_ - 1,
-        )
-        for a in accepted
-    )
-    return RoundClosed(job_id=JOB, round=round_, attempt=1, reason="buffered", included=included)
-
-
 async def test_an_asynchronous_version_is_made_as_soon_as_its_buffer_is_full(tmp_path):
     """The version is made on the buffer's first K updates before the orchestrator's
     ``round.closed``, which then only appends it; an update past K waits for the next
@@ -265,7 +237,7 @@ async def test_an_asynchronous_version_is_made_as_soon_as_its_buffer_is_full(tmp
     made = p.app.early[JOB]
     first = accepted[:2]
     assert made.round == 1 and made.keys == {f"{a.key}#{a.sha256}" for a in first}
-    await p.job_event(_closed(1, first))
+    await p.job_event(buffered_close(1, [(a, 0) for a in first]))
     [created] = [e for e in await p.model_events() if isinstance(e, ModelVersionCreated)][1:]
     assert created.version == 1 and created.sha256 == made.sha256
     assert JOB not in p.app.early
@@ -278,12 +250,12 @@ async def test_a_version_made_on_a_buffer_the_round_did_not_close_on_is_made_aga
     p, accepted = await _async_round_one(tmp_path / "a", uploads=3)
     early = p.app.early[JOB]
     other = [accepted[0], accepted[2]]
-    await p.job_event(_closed(1, other))
+    await p.job_event(buffered_close(1, [(a, 0) for a in other]))
     created = _version(await p.model_events(), 1)
     assert created.sha256 != early.sha256
     assert created.lineage is not None
     assert set(created.lineage.updates) == {a.key for a in other}
     q, again = await _async_round_one(tmp_path / "b", uploads=3)
     q.app.early.pop(JOB)
-    await q.job_event(_closed(1, [again[0], again[2]]))
+    await q.job_event(buffered_close(1, [(again[0], 0), (again[2], 0)]))
     assert _version(await q.model_events(), 1).sha256 == created.sha256

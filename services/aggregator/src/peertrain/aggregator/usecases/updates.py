@@ -382,8 +382,11 @@ async def fold_recorded(app: AggregatorApp, job_id: str, event: RecordedEvent) -
         opened = state.opened.get((accepted.round, accepted.attempt))
         if opened is None or state.configured is None or accepted.checks is not None:
             return  # (a check's update is compared, never summed)
-        if not state.is_open(accepted.round, accepted.attempt):
+        if not state.configured.aggregation.is_async and not state.is_open(
+            accepted.round, accepted.attempt
+        ):
             return  # closed meanwhile: its version is made (or being made) without this
+        # (an asynchronous task outlives its round: its update goes to the round open now)
         if _summed(app, job_id, opened, accepted):
             return  # this instance accepted it, and folded it then
         try:
