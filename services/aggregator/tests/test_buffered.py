@@ -116,7 +116,6 @@ async def _run(
     async def close(round_: int, pairs: list[tuple[UpdateAccepted, int]]) -> None:
         if rebuild:
             p.app.rounds.pop(JOB, None)
-            p.app.early.pop(JOB, None)
             if source == "bucket":
                 p.app.deltas.forget(JOB)
         await p.job_event(buffered_close(round_, pairs))
@@ -128,8 +127,7 @@ async def _run(
     await p.job_event(r2)
     stale = await upload(r1[2], -0.03)  # trained from version 0, arrives in round 2
     fresh = await upload(r2, 0.04)
-    made = p.app.early.get(JOB)  # folded into the round open now; made once it was full
-    assert made is not None and made.round == 2
+    assert p.app.rounds[JOB].round == 2  # folded into the round open now
     await close(2, [(stale, 0), (fresh, 1)])
     await p.job_event(opened(3))
     r3 = task(1, "p1", round_=3)
@@ -203,59 +201,3 @@ async def test_a_stale_update_counts_less_and_a_too_stale_one_is_refused(tmp_pat
     name = next(k for k, t in v1.items() if t.is_floating_point())
     moved = (v2[name].double() - v1[name].double()).flatten()
     assert torch.allclose(moved, torch.full_like(moved, step), atol=1e-6)
-
-
-async def _async_round_one(tmp: Path, uploads: int) -> tuple[Platform, list[UpdateAccepted]]:
-    """An asynchronous job (``buffer_size`` 2) with round 1 open, four tasks given and the
-    first ``uploads`` of them answered."""
-    p = Platform(tmp)
-    holdout = _holdout()
-    await p.blobs.put_bytes(HOLDOUT_KEY, holdout)
-    ref = ArtifactRef(key=HOLDOUT_KEY, sha256=hashlib.sha256(holdout).hexdigest(), size=1)
-    block = {"strategy": "fedavg", "mode": "async", "buffer_size": 2, "norm_clip": None}
-    cfg = configured(rows=ROWS, aggregation=block, rounds=3).model_copy(update={"holdout": ref})
-    peers = ("p0", "p1", "p2", "p3")
-    await p.job_event(JobCreated(job_id=JOB, owner_id="u1", name="n", dataset_id="d", peers=peers))
-    await p.job_event(cfg)
-    await p.job_event(opened(1))
-    tasks = [task(s, f"p{s}", round_=1) for s in range(4)]
-    for t in tasks:
-        await p.job_event(t)
-    v0 = load_state(await p.blobs.get_bytes(f"models/{JOB}/v0.safetensors"))
-    for i, t in enumerate(tasks[:uploads]):
-        await p.upload(t, state_to_bytes(_delta(v0, 0.01 * (i + 1))))
-    return p, [e for e in await p.model_events() if isinstance(e, UpdateAccepted)]
-
-
-async def test_an_asynchronous_version_is_made_as_soon_as_its_buffer_is_full(tmp_path):
-    """The version is made on the buffer's first K updates before the orchestrator's
-    ``round.closed``, which then only appends it; an update past K waits for the next
-    round, as the orchestrator's buffer has it wait."""
-    p, accepted = await _async_round_one(tmp_path, uploads=1)
-    assert JOB not in p.app.early  # one of two
-    p, accepted = await _async_round_one(tmp_path / "b", uploads=3)
-    made = p.app.early[JOB]
-    first = accepted[:2]
-    assert made.round == 1 and made.keys == {f"{a.key}#{a.sha256}" for a in first}
-    await p.job_event(buffered_close(1, [(a, 0) for a in first]))
-    [created] = [e for e in await p.model_events() if isinstance(e, ModelVersionCreated)][1:]
-    assert created.version == 1 and created.sha256 == made.sha256
-    assert JOB not in p.app.early
-
-
-async def test_a_version_made_on_a_buffer_the_round_did_not_close_on_is_made_again(tmp_path):
-    """The buffer's contents are a prediction of the orchestrator's close: when the close
-    takes other updates (it heard them in another order), the version is made of those,
-    with the same bits as where nothing was made early."""
-    p, accepted = await _async_round_one(tmp_path / "a", uploads=3)
-    early = p.app.early[JOB]
-    other = [accepted[0], accepted[2]]
-    await p.job_event(buffered_close(1, [(a, 0) for a in other]))
-    created = _version(await p.model_events(), 1)
-    assert created.sha256 != early.sha256
-    assert created.lineage is not None
-    assert set(created.lineage.updates) == {a.key for a in other}
-    q, again = await _async_round_one(tmp_path / "b", uploads=3)
-    q.app.early.pop(JOB)
-    await q.job_event(buffered_close(1, [(again[0], 0), (again[2], 0)]))
-    assert _version(await q.model_events(), 1).sha256 == created.sha256

@@ -100,10 +100,6 @@ class JobMemory:
     decision per task and sender, so a peer naming another's task cannot block it."""
     versions: dict[int, VersionInfo] = field(default_factory=dict)
     exported: ModelExported | None = None
-    buffer: list[IncludedUpdate] = field(default_factory=list)
-    """Asynchronous rounds: the accepted updates no closed round has included, in the
-    model stream's order, kept as the orchestrator keeps its ``Job.buffer`` (see
-    :meth:`buffered_inputs`)."""
 
     # -- folding ----------------------------------------------------------------------
 
@@ -125,7 +121,6 @@ class JobMemory:
             self.peers = frozenset(data.peers)
         elif isinstance(data, PeerExcluded):
             self.excluded.add(data.peer_id)
-            self.buffer = [u for u in self.buffer if u.peer_id != data.peer_id]
         elif isinstance(data, JobConfigured):
             self.configured = data
         elif isinstance(data, RoundOpened):
@@ -143,16 +138,6 @@ class JobMemory:
                         del self.accepted[key]
         elif isinstance(data, RoundClosed):
             self.closed[(data.round, data.attempt)] = data
-            if self.buffer and self.configured is not None:
-                # what it included leaves the buffer, and so does what would be too
-                # stale for the next round (built on version ``data.round``)
-                taken = {u.task_id for u in data.included}
-                oldest = data.round - self.configured.aggregation.max_staleness
-                self.buffer = [
-                    u
-                    for u in self.buffer
-                    if u.task_id not in taken and (u.base_version or 0) >= oldest
-                ]
         elif isinstance(data, RoundFailed):
             self.failed.add((data.round, data.attempt))
         elif isinstance(data, JobCompleted | JobFailed | JobCancelled):
@@ -163,7 +148,6 @@ class JobMemory:
         if isinstance(data, UpdateAccepted):
             if data.checks is None:
                 self.accepted[(data.round, data.attempt, data.shard)] = data
-                self._buffer(data)
             self.by_task[data.task_id] = data
             self.decided.add((data.task_id, data.peer_id))
         elif isinstance(data, UpdateRejected):
@@ -183,30 +167,6 @@ class JobMemory:
                 info.diverged = data
         elif isinstance(data, ModelExported):
             self.exported = data
-
-    def _buffer(self, data: UpdateAccepted) -> None:
-        """Asynchronous rounds: an accepted update waits for a round to include it."""
-        if self.configured is None or not self.configured.aggregation.is_async:
-            return
-        opened = self.opened.get((data.round, data.attempt))
-        if (
-            opened is None
-            or data.task_id not in self.tasks
-            or data.task_id in self.lost
-            or data.peer_id in self.excluded
-            or any(u.task_id == data.task_id for u in self.buffer)
-        ):
-            return
-        self.buffer.append(
-            IncludedUpdate(
-                shard=data.shard,
-                peer_id=data.peer_id,
-                task_id=data.task_id,
-                key=data.key,
-                sha256=data.sha256,
-                base_version=opened.model_version,
-            )
-        )
 
     # -- questions --------------------------------------------------------------------
 
@@ -254,36 +214,6 @@ class JobMemory:
         if not found or None in found:
             return None
         return [a for a in found if a is not None]
-
-    def buffered_inputs(self) -> RoundClosed | None:
-        """Asynchronous rounds: the open round's close once its buffer is full, as the
-        orchestrator makes it (the first ``buffer_size`` buffered updates admissible on
-        the round's base, in arrival order: ``orchestrator.domain.buffered``); ``None``
-        while it is not full.
-
-        A prediction: the orchestrator hears accepted updates on the bus and may fold
-        them in another order than the log's (two aggregators appending at once), or
-        lose a task this state has not heard lost yet. A version made on a wrong
-        prediction is not used: its round's ``round.closed`` makes it again.
-        """
-        if self.configured is None or not self.opened:
-            return None
-        spec = self.configured.aggregation
-        key = max(self.opened)
-        if not spec.is_async or not self.is_open(*key):
-            return None
-        base = self.opened[key].model_version
-        ready = [u for u in self.buffer if base - (u.base_version or 0) <= spec.max_staleness]
-        k = spec.buffer_for(len(self.peers))
-        if len(ready) < k:
-            return None
-        return RoundClosed(
-            job_id=self.job_id,
-            round=key[0],
-            attempt=key[1],
-            reason="buffered",
-            included=tuple(ready[:k]),
-        )
 
     def accepted_norms(self, closed: RoundClosed) -> dict[int, float]:
         """The recorded norm of each update a closed round includes, by shard."""

@@ -146,12 +146,6 @@ async def reconcile(app: AggregatorApp, state: JobMemory, cause: RecordedEvent |
         await _export(app, state, cfg, cause)
     if state.ended is not None:
         app.forget(state.job_id)
-    elif cfg.aggregation.is_async and state.buffer:
-        # updates accepted while no round was open: the one opening now may be full
-        try:
-            await build_early(app, state)
-        except Exception:  # best effort: the round's close makes its version
-            log.exception("could not make the version before its round closed")
 
 
 async def _put(app: AggregatorApp, key: str, data: bytes, content_type: str) -> str:
@@ -251,31 +245,20 @@ async def _rebuild(
 
 
 async def build_early(app: AggregatorApp, state: JobMemory) -> None:
-    """Make the open round's version before its ``round.closed``, in a job without
-    checks, once the holder knows what the round will close on, unclipped; its
+    """Make the open round's version now if the holder's running sum has an update for
+    every task the round gave out, unclipped, in a synchronous job without checks: the
+    round closes complete on exactly these (:meth:`JobMemory.complete_inputs`), and its
     ``round.closed`` then only appends the version (see :func:`_aggregate`).
-
-    - Synchronous: when the running sum has an update for every task the round gave out
-      (:meth:`JobMemory.complete_inputs`): the version is the running sum's.
-    - Asynchronous: when the buffer is full (:meth:`JobMemory.buffered_inputs`): from
-      the running sum when it holds exactly those updates, else from their deltas kept
-      in memory (:func:`_make`). The fast peers that finish while the version is made
-      wait for the next round's task, so it is made while the orchestrator closes the
-      round, not after.
 
     The version's objects go to their keys at once; nothing reads them before its
     ``model.version_created``, and a round that closes otherwise makes them again.
     """
-    cfg = state.configured
-    if cfg is None or cfg.aggregation.verify.share > 0:
-        return  # rounds that close on what the orchestrator alone weighs
-    if cfg.aggregation.is_async:
-        await _build_buffered_early(app, state, cfg)
-        return
-    work = app.rounds.get(state.job_id)
-    if work is None:
+    cfg, work = state.configured, app.rounds.get(state.job_id)
+    if cfg is None or work is None:
         return
     spec = cfg.aggregation
+    if spec.is_async or spec.verify.share > 0:
+        return  # rounds that close on what the orchestrator alone weighs
     inputs = state.complete_inputs(work.round, work.attempt)
     if inputs is None or clip_scale({a.shard: a.norm for a in inputs}, spec):
         return
@@ -291,22 +274,6 @@ async def build_early(app: AggregatorApp, state: JobMemory) -> None:
     log.info("model version made before its round closed", round=work.round)
 
 
-async def _build_buffered_early(app: AggregatorApp, state: JobMemory, cfg: JobConfigured) -> None:
-    """An asynchronous round's version, made as soon as its buffer is full."""
-    closing = state.buffered_inputs()
-    if closing is None:
-        return
-    early = app.early.get(state.job_id)
-    if early is not None and (early.round, early.attempt) == (closing.round, closing.attempt):
-        return  # made already (updates past the buffer's wait for the next round)
-    scale = clip_factors(state, closing, cfg.aggregation)  # as its close will clip them
-    made, used, path = await _make(app, state, cfg, closing, scale)
-    if len(used) != len(closing.included):
-        return  # an update could not be read: its close makes the version again
-    app.early[state.job_id] = made
-    log.info("model version made before its round closed", round=closing.round, path=path)
-
-
 async def _aggregate(
     app: AggregatorApp,
     state: JobMemory,
@@ -320,8 +287,9 @@ async def _aggregate(
     early = app.early.pop(state.job_id, None)
     if (
         early is not None
+        and not scale
         and (early.round, early.attempt) == (closed.round, closed.attempt)
-        and early.keys == wanted  # the same updates: the same clipping (their norms)
+        and early.keys == wanted
     ):
         made = early
         used, path = list(closed.included), "early"
