@@ -163,8 +163,8 @@ def test_the_cache_keeps_the_most_recently_used_and_checks_content(tmp_path: Pat
     shas = [hashlib.sha256(b).hexdigest() for b in blobs]
     _put(cache, blobs[0])
     _put(cache, blobs[1])
-    _used_ago(cache.path(shas[0]), 20)  # put in this order, seconds apart
-    _used_ago(cache.path(shas[1]), 10)
+    _used_ago(cache.path(shas[0]), 200)  # put in this order, minutes apart
+    _used_ago(cache.path(shas[1]), 100)
     assert cache.get(shas[0], 100) is not None  # used: now the most recent
     _put(cache, blobs[2])
     assert {p.name for p in cache.files()} == {f"{shas[0]}.npz", f"{shas[2]}.npz"}
@@ -173,6 +173,31 @@ def test_the_cache_keeps_the_most_recently_used_and_checks_content(tmp_path: Pat
     assert cache.get(shas[0], 99) is None  # wrong size: dropped too
     with pytest.raises(ValueError):
         cache.path("../../etc/passwd")
+
+
+def test_the_cache_hashes_a_shard_again_only_when_the_file_changed(tmp_path: Path) -> None:
+    cache = ShardCache(tmp_path / "shards", settled_s=0)
+    data = b"a" * 100
+    sha = hashlib.sha256(data).hexdigest()
+    path = _put(cache, data)
+    assert cache.get(sha, 100) == path and cache.get(sha, 100) == path
+    assert cache.hashed == 1  # checked once, then known unchanged
+    path.write_bytes(b"b" * 100)  # damaged in place: same size, same inode
+    _used_ago(path, 30)  # (its times moved, as any write moves them)
+    assert cache.get(sha, 100) is None and not path.exists()
+    assert cache.hashed == 2
+
+
+def test_the_cache_hashes_a_shard_whose_stamp_is_too_recent_to_trust(tmp_path: Path) -> None:
+    # a write within the clock's granularity of the stamp could leave the times as they
+    # were: a stamp younger than ``settled_s`` is not remembered, so the file is hashed
+    cache = ShardCache(tmp_path / "shards")
+    data = b"a" * 100
+    sha = hashlib.sha256(data).hexdigest()
+    path = _put(cache, data)
+    assert cache.get(sha, 100) == path
+    path.write_bytes(b"b" * 100)  # at once: its times may not have moved
+    assert cache.get(sha, 100) is None and cache.hashed == 2
 
 
 def test_load_shard_reads_x_and_y(tmp_path: Path) -> None:

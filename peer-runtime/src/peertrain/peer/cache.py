@@ -1,8 +1,16 @@
 """The shard cache: files named by their sha256, so a later round does not download again.
 
 Bounded by count: when more than ``max_files`` are kept, the least recently used go
-(a use touches the file's mtime). A file is trusted only after its sha256 was checked
-again, so a damaged cache costs a download, never a wrong shard.
+(a use touches the file's mtime, at most once a minute). A file is trusted only after
+its sha256 was checked, so a damaged cache costs a download, never a wrong shard.
+
+A peer trains the same shard round after round; hashing it again for every task cost
+as much as reading it (a second or more a task for a shard of a gigabyte). So the check
+is remembered with the file's identity (inode, size, mtime and ctime, in nanoseconds)
+and made again only when that identity changed: writing to the file changes its ctime,
+which no user-space call can set back. An identity is remembered only once its ctime
+is :data:`SETTLED_S` old, because a write within the clock's granularity of the stamp
+could leave the times unchanged (git's "racy" index entries).
 """
 
 from __future__ import annotations
@@ -11,12 +19,23 @@ import contextlib
 import hashlib
 import os
 import re
+import time
 from pathlib import Path
 
 __all__ = ["ShardCache", "sha256_file"]
 
 _NAME = re.compile(r"^[0-9a-f]{64}\.npz$")
 CHUNK = 1024 * 1024
+SETTLED_S = 2.0
+"""How old a file's ctime must be before its checked identity is remembered."""
+TOUCH_EVERY_S = 60.0
+"""A use moves a file's mtime (its place in the eviction order) at most this often."""
+
+_Stamp = tuple[int, int, int, int]
+
+
+def _stamp(st: os.stat_result) -> _Stamp:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def sha256_file(path: Path) -> str:
@@ -37,14 +56,22 @@ class ShardCache:
         Where the files live (created on demand).
     max_files
         How many shards to keep at most.
+    settled_s
+        :data:`SETTLED_S` (tests set 0).
     """
 
-    def __init__(self, directory: Path, max_files: int = 8) -> None:
+    def __init__(
+        self, directory: Path, max_files: int = 8, *, settled_s: float = SETTLED_S
+    ) -> None:
         if max_files < 1:
             raise ValueError("max_files must be at least 1")
         self.directory = directory
         self.max_files = max_files
+        self.settled_s = settled_s
         self.hits = 0
+        self.hashed = 0
+        """Files hashed to check them (the rest were known unchanged)."""
+        self._checked: dict[str, _Stamp] = {}
 
     def path(self, sha256: str) -> Path:
         """Where the shard with this sha256 is (or would be) kept."""
@@ -53,17 +80,34 @@ class ShardCache:
         return self.directory / f"{sha256}.npz"
 
     def get(self, sha256: str, size: int) -> Path | None:
-        """The cached file, if it is there with this size and sha256 (else it is dropped)."""
+        """The cached file, if it is there with this size and sha256 (else it is dropped).
+
+        Hashed again unless this process checked it and it has not changed since."""
         path = self.path(sha256)
         try:
-            if path.stat().st_size != size or sha256_file(path) != sha256:
+            st = path.stat()
+            stamp = _stamp(st)
+            if self._checked.get(sha256) != stamp:
+                self._checked.pop(sha256, None)
+                if st.st_size != size or self._hash(path) != sha256:
+                    path.unlink()
+                    return None
+                if time.time_ns() - st.st_ctime_ns >= self.settled_s * 1e9:
+                    self._checked[sha256] = stamp
+            elif st.st_size != size:
                 path.unlink()
                 return None
+            if time.time() - st.st_mtime >= TOUCH_EVERY_S:
+                os.utime(path)  # its place in the eviction order (checked again next time)
         except FileNotFoundError:
+            self._checked.pop(sha256, None)
             return None
-        os.utime(path)
         self.hits += 1
         return path
+
+    def _hash(self, path: Path) -> str:
+        self.hashed += 1
+        return sha256_file(path)
 
     def partial(self, sha256: str) -> Path:
         """A temporary path to download into before :meth:`commit`."""
@@ -93,6 +137,7 @@ class ShardCache:
             files.insert(0, keep)
         dropped = files[self.max_files :]
         for path in dropped:
+            self._checked.pop(path.stem, None)
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
         return dropped
