@@ -24,7 +24,11 @@ The same figures of the second job are prefixed ``prefilled_``. Over both jobs, 
 instances' ``/metrics``: ``task_sends_per_task`` (task messages the orchestrators sent per
 ``task.assigned``: 1 when no task is sent twice) and ``aggregation_paths`` (the
 aggregators' model versions by path: ``running`` when the round's running sum was
-complete at its close, ``rebuilt`` when it was read again from the bucket). Besides,
+complete at its close, ``rebuilt`` when it was read again from the bucket), and the
+event log's contention per task, by service: ``<service>_append_conflicts_per_task``
+(appends refused because another instance had moved the stream: read on and tried
+again) and ``<service>_position_claims_lost_per_task`` (global positions another process
+claimed first). Besides,
 ``centralized_time_to_target_s``: the same model, optimiser and budget trained in this
 process on all the training data (the union of the shards), evaluated after each
 epoch, until the same target.
@@ -156,14 +160,26 @@ async def federated(p: Platform, name: str) -> dict[str, Any]:
 
 
 def instance_figures(p: Platform, tasks: int) -> dict[str, Any]:
-    """What the instances' ``/metrics`` say about sends and aggregation paths."""
+    """What the instances' ``/metrics`` say about sends, aggregation paths and the log's
+    contention."""
     sent = instances_metric(p, "orchestrator", "peertrain_tasks_dispatched_total", kind="task")
     made = "peertrain_aggregator_round_seconds_count"
     paths = {path: int(instances_metric(p, "aggregator", made, path=path)) for path in PATHS}
+    contention = {}
+    for service in ("orchestrator", "aggregator"):
+        conflicts = instances_metric(p, service, "peertrain_append_conflicts_total")
+        lost = instances_metric(p, service, "peertrain_position_claims_lost_total")
+        contention[f"{service}_append_conflicts_per_task"] = _per(conflicts, tasks)
+        contention[f"{service}_position_claims_lost_per_task"] = _per(lost, tasks)
     return {
-        "task_sends_per_task": round(sent / tasks, 3) if tasks else None,
+        "task_sends_per_task": _per(sent, tasks),
         "aggregation_paths": {path: n for path, n in paths.items() if n},
+        **contention,
     }
+
+
+def _per(count: float, tasks: int) -> float | None:
+    return round(count / tasks, 3) if tasks else None
 
 
 async def prefill_log(p: Platform, count: int) -> float:

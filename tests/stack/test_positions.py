@@ -10,6 +10,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from prometheus_client import REGISTRY
+
 from peertrain.common.bus import OutboxRelay
 from peertrain.common.eventlog import EventLog
 from peertrain.common.eventlog.positions import SEGMENT, PositionAllocator
@@ -60,9 +62,15 @@ async def test_an_allocator_far_behind_catches_up_by_lookups(event_log: EventLog
     gap = 1_500
     await busy.allocate(gap)
     stale.claims = 0
+    lost = _claims_lost()
     assert await stale.allocate(2) == [gap + 2, gap + 3]
     assert stale.lookups <= 2 * math.ceil(math.log2(gap)) + 2
     assert stale.claims == 2  # the attempt that lost, then the one that held
+    assert _claims_lost() - lost == 1  # counted (the contention operators see)
+
+
+def _claims_lost() -> float:
+    return REGISTRY.get_sample_value("peertrain_position_claims_lost_total") or 0.0
 
 
 async def test_start_up_finds_the_highest_claim_across_segments(event_log: EventLog) -> None:

@@ -13,6 +13,7 @@ import asyncio
 from datetime import timedelta
 
 import pytest
+from prometheus_client import REGISTRY
 
 from peertrain.common.errors import ValidationFailed
 from peertrain.common.eventlog import ConcurrencyError, LogPort
@@ -112,8 +113,10 @@ class EventLogContract:
                 return "conflict"
             return "ok"
 
+        conflicts = _conflicts(ping(0).producer)
         outcomes = await asyncio.gather(*(attempt(i) for i in range(1, 21)))
         assert outcomes.count("ok") == 1 and outcomes.count("conflict") == 19
+        assert _conflicts(ping(0).producer) - conflicts == 19  # the contention is counted
         assert [e.seq for e in await log.read_stream("job:a")] == [1, 2]
 
     async def test_a_retried_append_answers_the_stored_events_and_hands_them_on_again(
@@ -205,3 +208,8 @@ class EventLogContract:
         (later,) = await log.append("job:a", [ping(2)], expected_version=1)
         assert later.position > event.position
         assert numbers(await log.read_stream("job:a")) == [1, 2]
+
+
+def _conflicts(producer: str) -> float:
+    sample = REGISTRY.get_sample_value("peertrain_append_conflicts_total", {"producer": producer})
+    return sample or 0.0

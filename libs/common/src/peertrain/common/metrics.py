@@ -9,6 +9,7 @@ from __future__ import annotations
 from prometheus_client import Counter, Gauge, Histogram
 
 __all__ = [
+    "APPEND_CONFLICTS",
     "DEAD_LETTERED",
     "EVENTS_APPENDED",
     "EVENTS_CONSUMED",
@@ -19,11 +20,22 @@ __all__ = [
     "OUTBOX_PENDING",
     "OUTBOX_UNROUTABLE",
     "OUTBOX_UNROUTED",
+    "POSITION_CLAIMS_LOST",
     "REFUSED_MESSAGES",
 ]
 
 EVENTS_APPENDED = Counter(
     "peertrain_events_appended_total", "Events appended to the log", ["producer"]
+)
+APPEND_CONFLICTS = Counter(
+    "peertrain_append_conflicts_total",
+    "Appends refused because another writer had moved the stream (the caller reads on "
+    "and decides again)",
+    ["producer"],
+)
+POSITION_CLAIMS_LOST = Counter(
+    "peertrain_position_claims_lost_total",
+    "Global log positions another process claimed first (the claimer looks further up)",
 )
 EVENTS_PUBLISHED = Counter(
     "peertrain_events_published_total", "Events confirmed by the broker", ["producer"]

@@ -44,7 +44,7 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from peertrain.common.errors import Conflict, ValidationFailed
 from peertrain.common.events import NewEvent, RecordedEvent, from_document, to_document
-from peertrain.common.metrics import EVENTS_APPENDED
+from peertrain.common.metrics import APPEND_CONFLICTS, EVENTS_APPENDED
 from peertrain.common.text import has_nul
 
 from .outbox import Outbox
@@ -197,6 +197,7 @@ class EventLog:
                 await self.outbox.unstage(marker)
             if failed is not None:
                 raise failed
+            APPEND_CONFLICTS.labels(producer=first.producer).inc()
             raise ConcurrencyError(stream, expected_version)
         if isinstance(marker, BaseException):
             raise marker
@@ -282,6 +283,7 @@ class EventLog:
             self._appended(recorded[:inserted])
         else:
             await self.outbox.unstage(marker)
+        APPEND_CONFLICTS.labels(producer=recorded[0].producer).inc()
         raise ConcurrencyError(stream, expected_version + inserted)
 
     # -- reading ----------------------------------------------------------------------

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 
 from peertrain.common.clock import Clock
 from peertrain.common.events import NewEvent, RecordedEvent
+from peertrain.common.metrics import APPEND_CONFLICTS
 
 from .log import AppendListener, ConcurrencyError, refuse_unstorable
 
@@ -93,6 +94,7 @@ class MemoryEventLog:
             self._appended(again)
             return again
         if again or len(self.streams.get(stream, ())) != expected_version:
+            APPEND_CONFLICTS.labels(producer=events[0].producer).inc()
             raise ConcurrencyError(stream, expected_version)
         recorded = self._store(stream, events)
         self._appended(recorded)

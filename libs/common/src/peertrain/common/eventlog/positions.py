@@ -46,6 +46,8 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
+from peertrain.common.metrics import POSITION_CLAIMS_LOST
+
 __all__ = ["SEGMENT", "PositionAllocator"]
 
 SEGMENT = 10_000
@@ -133,6 +135,7 @@ class PositionAllocator:
             except BulkWriteError as exc:
                 if any(e.get("code") != _DUPLICATE_KEY for e in exc.details.get("writeErrors", [])):
                     raise
+                POSITION_CLAIMS_LOST.inc()
                 return held + int(exc.details.get("nInserted", 0))
             held += len(part)
         return held
