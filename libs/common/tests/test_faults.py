@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from aiormq.exceptions import AMQPConnectionError
+from faststream.exceptions import NackMessage
+from prometheus_client import REGISTRY
 from pymongo.errors import AutoReconnect, DuplicateKeyError, OperationFailure
 from structlog.testing import capture_logs
 
@@ -68,3 +70,24 @@ async def test_a_message_that_lost_every_retry_to_other_appends_is_logged_as_con
             await handle_messages("q", handler)(None)  # type: ignore[arg-type]
         assert [(e["log_level"], e["event"]) for e in logs] == [(level, event)]
         assert ("exc_info" in logs[0]) is (level == "error")
+
+
+async def test_a_message_handed_back_to_its_queue_is_counted_not_logged_as_a_failure() -> None:
+    """A handler that passes a message on to another instance (``NackMessage``, from
+    ``security.PassOn``) made a decision: counted as ``passed_on``, nothing logged."""
+
+    async def elsewhere(_: object) -> None:
+        raise NackMessage(requeue=True)
+
+    before = _consumed("passed_on")
+    with capture_logs() as logs, pytest.raises(NackMessage):
+        await handle_messages("q", elsewhere)(None)  # type: ignore[arg-type]
+    assert logs == []
+    assert _consumed("passed_on") == before + 1
+
+
+def _consumed(outcome: str) -> float:
+    sample = REGISTRY.get_sample_value(
+        "peertrain_events_consumed_total", {"queue": "q", "outcome": outcome}
+    )
+    return sample or 0.0

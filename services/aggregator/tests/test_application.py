@@ -41,7 +41,7 @@ from peertrain.common.events.training import (
     TaskAssigned,
 )
 from peertrain.common.leases import Leases, MemoryLeaseStore, SoleInstance
-from peertrain.common.security import PeerMessage, Principal
+from peertrain.common.security import PassOn, PeerMessage, Principal
 from peertrain.ml.weights import state_to_bytes
 
 from .conftest import JOB, announce, configured, opened, record, task
@@ -94,15 +94,19 @@ class Platform:
     async def model_events(self) -> list[EventData]:
         return [e.data for e in await self.log.read_stream(model_stream(JOB))]
 
-    async def upload(self, t: TaskAssigned, data: bytes, **change: object) -> None:
-        """Peer ``t.peer_id`` puts ``data`` at its task's key and announces it."""
+    async def upload(
+        self, t: TaskAssigned, data: bytes, *, deliveries: int = 0, **change: object
+    ) -> None:
+        """Peer ``t.peer_id`` puts ``data`` at its task's key and announces it; the queue
+        hands the announcement to this instance after ``deliveries`` others."""
         await self.blobs.put_bytes(t.update_key, data)
         fields: dict[str, object] = {"sha256": hashlib.sha256(data).hexdigest()}
         body = announce(t, **{**fields, "size": len(data), "samples": 30, **change})
         principal = Principal(
             subject=t.peer_id, roles=frozenset({"peer"}), token_id="t", issued_at=0, expires_at=0
         )
-        await self.app.on_peer(PeerMessage(t.peer_id, "update", body, principal, None))
+        message = PeerMessage(t.peer_id, "update", body, principal, None, deliveries)
+        await self.app.on_peer(message)
 
     async def announced(self, t: TaskAssigned, data: bytes) -> PeerMessage[UpdateAnnounced]:
         """Peer ``t.peer_id`` puts ``data`` at its task's key; its announcement, to hand
@@ -351,7 +355,8 @@ async def test_with_two_aggregators_a_round_closes_on_the_holders_running_sum(tm
     # the other instance read the round's base when it opened, before any update came
     assert other.app.bases[JOB][0] == 0
     base = load_state(await holder.blobs.get_bytes(f"models/{JOB}/v0.safetensors"))
-    await other.upload(t0, state_to_bytes(_delta(base, 0.01)))  # checked by the other
+    # the holder took the first delivery back to the queue, the other got the second
+    await other.upload(t0, state_to_bytes(_delta(base, 0.01)), deliveries=1)
     await holder.upload(t1, state_to_bytes(_delta(base, -0.02)))
     await pair.settle()  # the other's update.accepted reaches the holder's feed
     accepted = [e for e in await holder.model_events() if isinstance(e, UpdateAccepted)]
@@ -417,7 +422,8 @@ async def test_with_two_aggregators_an_asynchronous_round_folds_an_earlier_round
     t3 = task(0, "p0", round_=2)
     for data in (opened(2), t3):
         await pair.append(data)
-    await other.upload(t2, state_to_bytes(_delta(base, -0.03)))  # round 1's task, one stale
+    # round 1's task, one version stale, handed to the other on its second delivery
+    await other.upload(t2, state_to_bytes(_delta(base, -0.03)), deliveries=1)
     await pair.settle()
     late = [e for e in await holder.model_events() if isinstance(e, UpdateAccepted)][-1]
     assert late.task_id == t2.task_id
@@ -451,3 +457,43 @@ def buffered_close(round_: int, pairs: list[tuple[UpdateAccepted, int]]) -> Roun
         for a, base in pairs
     )
     return RoundClosed(job_id=JOB, round=round_, attempt=1, reason="buffered", included=included)
+
+
+async def test_an_update_first_delivered_to_an_instance_not_holding_its_job_is_passed_on(
+    tmp_path: Path,
+):
+    """The instances share the queue of updates: the one that does not hold the job
+    hands a first delivery back (to reach the holder), and handles a second one."""
+    pair = Pair(tmp_path)
+    for p in (pair.first, pair.second):
+        await p.app.tick()
+    await pair.append(
+        JobCreated(job_id=JOB, owner_id="u1", name="n", dataset_id="d", peers=("p0", "p1"))
+    )
+    holdout = _holdout()
+    await pair.first.blobs.put_bytes(HOLDOUT_KEY, holdout)
+    ref = ArtifactRef(key=HOLDOUT_KEY, sha256=hashlib.sha256(holdout).hexdigest(), size=1)
+    await pair.append(configured().model_copy(update={"holdout": ref}))
+    holder, other = pair.holder()
+    t0, t1 = task(0, "p0"), task(1, "p1")
+    for data in (opened(), t0, t1):
+        await pair.append(data)
+    base = load_state(await holder.blobs.get_bytes(f"models/{JOB}/v0.safetensors"))
+    passed = _updates("passed_on")
+    with pytest.raises(PassOn):
+        await other.upload(t0, state_to_bytes(_delta(base, 0.01)))
+    assert _updates("passed_on") == passed + 1
+    assert not [e for e in await holder.model_events() if isinstance(e, UpdateAccepted)]
+    await holder.upload(t0, state_to_bytes(_delta(base, 0.01)), deliveries=1)  # the holder's
+    await other.upload(t1, state_to_bytes(_delta(base, 0.02)), deliveries=1)  # a second one
+    await pair.settle()
+    accepted = [e for e in await holder.model_events() if isinstance(e, UpdateAccepted)]
+    assert sorted(a.peer_id for a in accepted) == ["p0", "p1"]
+    assert _updates("passed_on") == passed + 1
+
+
+def _updates(outcome: str) -> float:
+    sample = REGISTRY.get_sample_value(
+        "peertrain_aggregator_updates_total", {"outcome": outcome, "code": ""}
+    )
+    return sample or 0.0

@@ -63,7 +63,7 @@ OUTBOX_LAG = Histogram(
 )
 EVENTS_CONSUMED = Counter(
     "peertrain_events_consumed_total",
-    "Events handled by a subscriber, by outcome (applied, duplicate, failed, rejected)",
+    "Events handled by a subscriber, by outcome (applied, duplicate, failed, rejected, passed_on)",
     ["queue", "outcome"],
 )
 DEAD_LETTERED = Counter(

@@ -44,10 +44,11 @@ from peertrain.common.events.models import UPDATE_ACCEPTED, model_stream
 from peertrain.common.events.tasks import UPDATE, UpdateAnnounced
 from peertrain.common.events.training import JOB_EVENT_TYPES, job_stream
 from peertrain.common.leases import Holding
-from peertrain.common.security import PeerMessage
+from peertrain.common.security import PassOn, PeerMessage
 
 from .config import AggregatorSettings
 from .domain import JobMemory
+from .metrics import UPDATES
 from .usecases.holding import JOB_EVENTS, fold_job_event, keep_leases, on_job_event
 from .usecases.numerics import RoundWork
 from .usecases.storage import DeltaCache
@@ -141,7 +142,24 @@ class AggregatorApp:
             await fold_job_event(self, job_id, event)
 
     async def on_peer(self, message: PeerMessage[UpdateAnnounced]) -> None:
-        """A peer's verified ``peer.<id>.update``: checked, recorded, folded."""
+        """A peer's verified ``peer.<id>.update``: checked, recorded, folded; or, on its
+        first delivery, passed on when another instance holds the job.
+
+        The instances share the queue of updates. One that does not hold the job hands
+        a first delivery back to the queue (:class:`~peertrain.common.security.PassOn`),
+        whose next delivery goes, most often, to another instance: the holder then
+        checks, records and folds it itself. Before, two instances recorded a job's
+        updates side by side, and half of their appends lost to each other's. A second
+        delivery is handled by whichever instance gets it, as before, so an update is
+        handed back at most once (also while no instance holds the job)."""
+        job_id = message.body.job_id
+        if (
+            message.deliveries == 0
+            and not self.leases.holds(job_id)
+            and len(self.leases.members) > 1
+        ):
+            UPDATES.labels(outcome="passed_on", code="").inc()
+            raise PassOn()
         await receive_update(self, message)
 
     async def tick(self) -> None:

@@ -39,7 +39,8 @@ RECENT_JOBS = 20
 
 UPDATES = Counter(
     "peertrain_aggregator_updates_total",
-    "Announced updates by outcome (accepted, rejected, duplicate, ignored) and code",
+    "Announced updates by outcome (accepted, rejected, duplicate, ignored, passed_on: "
+    "handed back to the queue for the job's holder) and code",
     ["outcome", "code"],
 )
 UPDATE_BYTES = Counter(

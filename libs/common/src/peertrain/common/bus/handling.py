@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 import structlog
-from faststream.exceptions import RejectMessage
+from faststream.exceptions import NackMessage, RejectMessage
 from faststream.rabbit import RabbitMessage
 
 from peertrain.common.eventlog import ConcurrencyError
@@ -63,7 +63,8 @@ def handle_events(
 
 
 def handle_messages(queue: str, handler: MessageHandler) -> MessageHandler:
-    """``handler`` for ``queue``'s raw messages, counted (``RejectMessage``: dead-lettered)."""
+    """``handler`` for ``queue``'s raw messages, counted (``RejectMessage``: dead-lettered;
+    ``NackMessage``: handed back to the queue, ``passed_on``)."""
 
     async def on_message(message: RabbitMessage) -> None:
         try:
@@ -71,6 +72,9 @@ def handle_messages(queue: str, handler: MessageHandler) -> MessageHandler:
         except RejectMessage:
             EVENTS_CONSUMED.labels(queue=queue, outcome="rejected").inc()
             DEAD_LETTERED.labels(queue=queue).inc()
+            raise
+        except NackMessage:  # handed back to the queue for another consumer: not a fault
+            EVENTS_CONSUMED.labels(queue=queue, outcome="passed_on").inc()
             raise
         except Exception as exc:
             EVENTS_CONSUMED.labels(queue=queue, outcome="failed").inc()

@@ -6,7 +6,8 @@ it raises, asks :func:`~.failures.decide` what to do: try again in place after a
 aside (nack, requeued) or dead-letter it (reject) on the last delivery the queue allows.
 Deliveries before this one (set aside, a crash, a restart) count: the quorum queue's
 ``x-delivery-count`` header. A ``RejectMessage`` (a malformed message) passes straight
-through: dead-lettered at once.
+through: dead-lettered at once; so does a ``NackMessage`` (a message the handler hands
+back to its queue for another instance: ``security.PassOn``).
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ class RetryMiddleware(BaseMiddleware):
         while True:
             try:
                 result = await call_next(msg)
-            except RejectMessage:
+            except (RejectMessage, NackMessage):  # the handler's own decision
                 raise
             except Exception as exc:
                 now = loop.time()

@@ -32,6 +32,9 @@ class Holding(Protocol):
     @property
     def held(self) -> list[str]: ...
 
+    @property
+    def members(self) -> set[str]: ...
+
     def holds(self, key: str) -> bool: ...
 
     async def claim(self, key: str, *, force: bool = False) -> bool: ...
@@ -54,6 +57,11 @@ class SoleInstance:
     def held(self) -> list[str]:
         """Every job claimed and not released."""
         return list(self._held)
+
+    @property
+    def members(self) -> set[str]:
+        """None known but this one."""
+        return set()
 
     def holds(self, key: str) -> bool:
         """Always: every job is this instance's."""

@@ -72,6 +72,7 @@ __all__ = [
     "InsufficientRole",
     "InvalidToken",
     "KeySet",
+    "PassOn",
     "PeerMessage",
     "Principal",
     "Security",

@@ -30,11 +30,13 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 import structlog
+from faststream.exceptions import NackMessage
 from faststream.rabbit import RabbitMessage
 from pydantic import BaseModel, ValidationError
 
 from peertrain.common.app.context import ServiceContext
 from peertrain.common.bus.rate import MAX_PEER_MESSAGE_BYTES, SenderBudget
+from peertrain.common.bus.retry import delivery_count
 from peertrain.common.events.peers import parse_telemetry_key
 from peertrain.common.logging import warn_throttled
 from peertrain.common.metrics import REFUSED_MESSAGES
@@ -43,7 +45,7 @@ from .claims import Principal
 from .errors import InsufficientRole, InvalidToken
 from .messages import verify_message
 
-__all__ = ["PeerMessage", "peer_message_handler", "refuse"]
+__all__ = ["PassOn", "PeerMessage", "peer_message_handler", "refuse"]
 
 log = structlog.get_logger(__name__)
 
@@ -59,6 +61,14 @@ class PeerMessage(Generic[B]):
     body: B
     principal: Principal
     message_id: str | None
+    deliveries: int = 0
+    """How many times the queue delivered the message before (0 the first time)."""
+
+
+class PassOn(Exception):
+    """Raised by a handler for a message another instance should take: the message goes
+    back to its queue (once: a handler passes on only a first delivery), whose next
+    delivery goes to one of the queue's consumers, most often another instance's."""
 
 
 def refuse(queue: str, reason: str, **detail: object) -> None:
@@ -107,6 +117,12 @@ def peer_message_handler(
         except ValidationError as exc:
             refuse(queue, "bad_body", peer_id=peer_id, kind=kind, error=str(exc)[:500])
             return
-        await handler(PeerMessage(peer_id, kind, body, principal, message.message_id))
+        deliveries = delivery_count(message)
+        try:
+            await handler(
+                PeerMessage(peer_id, kind, body, principal, message.message_id, deliveries)
+            )
+        except PassOn:
+            raise NackMessage(requeue=True) from None
 
     return handle
