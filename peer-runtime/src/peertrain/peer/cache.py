@@ -87,16 +87,12 @@ class ShardCache:
         try:
             st = path.stat()
             stamp = _stamp(st)
-            if self._checked.get(sha256) != stamp:
-                self._checked.pop(sha256, None)
-                if st.st_size != size or self._hash(path) != sha256:
-                    path.unlink()
-                    return None
-                if time.time_ns() - st.st_ctime_ns >= self.settled_s * 1e9:
-                    self._checked[sha256] = stamp
-            elif st.st_size != size:
+            known = self._checked.pop(sha256, None) == stamp
+            if st.st_size != size or not (known or self._hash(path) == sha256):
                 path.unlink()
                 return None
+            if known or time.time_ns() - st.st_ctime_ns >= self.settled_s * 1e9:
+                self._checked[sha256] = stamp
             if time.time() - st.st_mtime >= TOUCH_EVERY_S:
                 os.utime(path)  # its place in the eviction order (checked again next time)
         except FileNotFoundError:
