@@ -26,12 +26,13 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from cpu import processes
+
 from peertrain.testkit.common import PLATFORM_PORTS, platform_services, port_holder
 
 ROOT = Path(__file__).resolve().parents[1]
 STACK = ["rabbitmq", "postgres", "ferretdb", "minio", "gateway", "prometheus"]
 GOAL = 0.05
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def log(message: str) -> None:
@@ -49,22 +50,6 @@ def stack_pid(name: str) -> int:
     if done.returncode != 0:
         raise SystemExit(f"{name} is not running: `make stack-up` first")
     return int(done.stdout.strip())
-
-
-def processes() -> dict[int, tuple[int, int, float]]:
-    """Every process now: pid -> (parent, process group, CPU seconds incl. reaped children)."""
-    found = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            raw = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue  # gone meanwhile
-        fields = raw[raw.rindex(")") + 2 :].split()  # after "pid (comm) "
-        ticks = sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
-        found[int(entry)] = (int(fields[1]), int(fields[2]), ticks / TICK)
-    return found
 
 
 def cpu_seconds(root: int, table: dict[int, tuple[int, int, float]]) -> float:

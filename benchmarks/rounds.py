@@ -19,6 +19,12 @@ From each job's own event timestamps:
 * ``final_accuracy``: the holdout accuracy of the last model version.
 * ``time_to_target_s``: from ``job.created`` to the first model version whose holdout
   accuracy is >= 0.95 (``model.evaluated``).
+* ``cpu_ms_per_round``: the CPU time every process of the platform (services, peers,
+  RabbitMQ, FerretDB, PostgreSQL, MinIO, the gateway, Prometheus) spent from the first
+  ``round.opened`` to the last ``round.closed``, per round (``/proc``, sampled every
+  0.25 s); ``cpu_ms_per_round_by_component``, the same per component; and
+  ``platform_cpu_cores``, that CPU time over the wall time: on a machine of ``C`` cores
+  a round takes at least ``cpu_ms_per_round / C``.
 
 The same figures of the second job are prefixed ``prefilled_``. Over both jobs, from the
 instances' ``/metrics``: ``task_sends_per_task`` (task messages the orchestrators sent per
@@ -54,6 +60,7 @@ from sklearn.datasets import load_digits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "stack" / "training"))
 
+from cpu import CpuSampler
 from platform_jobs import by_round, event_time, peer_compute, running_platform
 from pymongo import AsyncMongoClient
 from training_support import (
@@ -104,7 +111,7 @@ def _p50(values: list[float]) -> float:
     return round(statistics.median(values), 1)
 
 
-async def federated(p: Platform, name: str) -> dict[str, Any]:
+async def federated(p: Platform, name: str, cpu: CpuSampler) -> dict[str, Any]:
     """Run the anchor task once; its figures (and its ``config``)."""
     dataset_id = await dataset(
         p, "digits", "digits.csv", digits_csv(), label_column="label", holdout_fraction="0.2"
@@ -146,6 +153,9 @@ async def federated(p: Platform, name: str) -> dict[str, Any]:
     ]
     round_walls = [(closed[r] - opened[r]) * 1000 for r in sorted(closed) if r in opened]
     round_to_round = [(opened[r + 1] - opened[r]) * 1000 for r in sorted(opened) if r + 1 in opened]
+    start, end = min(opened.values()), max(closed.values())
+    spent = {k: v for k, v in cpu.between(start, end).items() if k != "other"}
+    by_cost = sorted(spent.items(), key=lambda kv: -kv[1])
     return {
         "tasks": sum(1 for e in events if e["type"] == "task.assigned"),
         "round_to_round_p50_ms": _p50(round_to_round),
@@ -155,6 +165,9 @@ async def federated(p: Platform, name: str) -> dict[str, Any]:
         "round_overhead_p90_ms": round(sorted(overheads)[int(0.9 * (len(overheads) - 1))], 1),
         "round_wall_p50_ms": _p50(round_walls),
         "time_to_target_s": round(min(reached) - created, 2) if reached else None,
+        "cpu_ms_per_round": round(sum(spent.values()) * 1000 / len(closed), 1),
+        "cpu_ms_per_round_by_component": {k: round(v * 1000 / len(closed), 1) for k, v in by_cost},
+        "platform_cpu_cores": round(sum(spent.values()) / cpu.window_s(start, end), 2),
         "config": config,
     }
 
@@ -210,14 +223,14 @@ async def centralized(p: Platform, config: dict[str, Any]) -> float | None:
 def main() -> None:
     prefilled: dict[str, Any] = {}
     prefill_s = None
-    with running_platform("bench-rounds-", instances=INSTANCES) as p:
-        fed = asyncio.run(federated(p, "bench-rounds"))
+    with running_platform("bench-rounds-", instances=INSTANCES) as p, CpuSampler() as cpu:
+        fed = asyncio.run(federated(p, "bench-rounds", cpu))
         config = fed.pop("config")
         tasks = fed.pop("tasks")
         central = asyncio.run(centralized(p, config))
         if PREFILL:
             prefill_s = asyncio.run(prefill_log(p, PREFILL))
-            again = asyncio.run(federated(p, "bench-rounds-prefilled"))
+            again = asyncio.run(federated(p, "bench-rounds-prefilled", cpu))
             again.pop("config")
             tasks += again.pop("tasks")
             prefilled = {f"prefilled_{k}": v for k, v in again.items()}
