@@ -4,7 +4,8 @@ scikit-learn's digits (uploaded as CSV, 20% held out), 4 real peers, an MLP 64-1
 (the zoo's ``mlp`` with ``hidden: [128]``), SGD lr 0.05 without momentum, batch 32, 1
 local epoch, 30 rounds, FedAvg, through the gateway on the local stack with every
 service running as a process (the end-to-end tests' platform), with 2 orchestrators and 2
-aggregators (``INSTANCES``: the job's holders are whichever instances take its leases).
+aggregators (``BENCH_INSTANCES`` of each, default 2: the job's holders are whichever
+instances take its leases).
 The job runs twice: on the log as the platform left it, then after the log was
 pre-filled with ``BENCH_PREFILL`` events (default 1,000,000; ``0`` skips the second job; see
 ``peertrain.testkit.common.prefill``).
@@ -93,7 +94,7 @@ TRAINING = {
     "seed": 3,
 }
 PREFILL = int(os.environ.get("BENCH_PREFILL", "1000000"))
-INSTANCES = 2
+INSTANCES = int(os.environ.get("BENCH_INSTANCES", "2"))
 PATHS = ("early", "running", "rebuilt", "clipped")
 """Orchestrators and aggregators the platform runs (jobs spread over them by leases)."""
 
