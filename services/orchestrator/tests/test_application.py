@@ -9,6 +9,8 @@ import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from peertrain.common.app import MemoryPublisher, Ports, deliver
 from peertrain.common.blobs import MemoryBlobStore
 from peertrain.common.clock import ManualClock
@@ -36,7 +38,7 @@ from peertrain.common.events.tasks import (
 )
 from peertrain.common.events.training import ShardingSpec
 from peertrain.common.leases import Leases, MemoryLeaseStore, SoleInstance
-from peertrain.common.security import ROLE_USER, PeerMessage, Principal
+from peertrain.common.security import ROLE_USER, PassOn, PeerMessage, Principal
 from peertrain.orchestrator.application import ORCHESTRATOR_SUBSCRIPTIONS, OrchestratorApp
 from peertrain.orchestrator.config import OrchestratorSettings
 from peertrain.orchestrator.domain import Job
@@ -494,6 +496,28 @@ async def test_with_two_orchestrators_each_task_reaches_its_peer_once_from_the_h
     assert sorted(t.task_id for _, t in sent) == sorted(e.data.task_id for e in assigned)
     assert sorted(peer for peer, _ in sent) == sorted(PEERS)
     assert o.tasks(1 - holder) == []
+    assert not o.failures
+
+
+async def test_a_report_first_delivered_to_an_instance_not_holding_its_job_is_passed_on() -> None:
+    """The instances share the queue of reports: the one that does not hold the job
+    hands a first delivery back (to reach the holder), and records a second one."""
+    o = await two_instances()
+    job = await o.running()
+    await o.store_v0(job.job_id)
+    holder = o.holder(job.job_id)
+    other = next(app for app in o.apps if app is not holder)
+    (first, t1), (second, t2) = sorted(o.tasks(), key=lambda sent: sent[0])
+    report = PeerMessage(first, ACCEPTED, accepted_body(t1), USER, None)
+    with pytest.raises(PassOn):
+        await other.on_peer(report)
+    assert "task.accepted" not in [e.type for e in o.p.log.events]
+    await holder.on_peer(report)
+    again = PeerMessage(second, ACCEPTED, accepted_body(t2), USER, None, deliveries=1)
+    await other.on_peer(again)  # a second delivery: recorded wherever it lands
+    await o.settle()
+    recorded = [e.data.peer_id for e in o.p.log.events if e.type == "task.accepted"]
+    assert sorted(recorded) == sorted([first, second])
     assert not o.failures
 
 

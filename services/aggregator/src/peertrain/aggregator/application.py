@@ -43,7 +43,7 @@ from peertrain.common.events import EventData, RecordedEvent
 from peertrain.common.events.models import UPDATE_ACCEPTED, model_stream
 from peertrain.common.events.tasks import UPDATE, UpdateAnnounced
 from peertrain.common.events.training import JOB_EVENT_TYPES, job_stream
-from peertrain.common.leases import Holding
+from peertrain.common.leases import Holding, pass_on_to_holder
 from peertrain.common.security import PassOn, PeerMessage
 
 from .config import AggregatorSettings
@@ -152,12 +152,7 @@ class AggregatorApp:
         updates side by side, and half of their appends lost to each other's. A second
         delivery is handled by whichever instance gets it, as before, so an update is
         handed back at most once (also while no instance holds the job)."""
-        job_id = message.body.job_id
-        if (
-            message.deliveries == 0
-            and not self.leases.holds(job_id)
-            and len(self.leases.members) > 1
-        ):
+        if pass_on_to_holder(self.leases, message.body.job_id, message.deliveries):
             UPDATES.labels(outcome="passed_on", code="").inc()
             raise PassOn()
         await receive_update(self, message)

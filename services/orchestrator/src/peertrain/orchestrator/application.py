@@ -41,8 +41,8 @@ from peertrain.common.events.training import (
     TASK_LOST,
     JobCreated,
 )
-from peertrain.common.leases import Holding, SoleInstance
-from peertrain.common.security import PeerMessage, Principal
+from peertrain.common.leases import Holding, SoleInstance, pass_on_to_holder
+from peertrain.common.security import PassOn, PeerMessage, Principal
 
 from .config import OrchestratorSettings
 from .domain import Directory, Job
@@ -150,7 +150,16 @@ class OrchestratorApp:
 
     async def on_peer(self, message: PeerMessage[Any]) -> None:
         """A peer's report on its task (accepted, progress, failed); returns once it is
-        recorded, with the job's others of the next ``report_linger_s``."""
+        recorded, with the job's others of the next ``report_linger_s``. On its first
+        delivery, passed on when another instance holds the job.
+
+        The instances share the queue of reports. Recorded by an instance that does not
+        hold the job, a report's append raced the holder's on the job stream (about a
+        third of the reports lost that race and were recorded again); handed back to
+        the queue (:class:`~peertrain.common.security.PassOn`), it most often reaches
+        the holder, as the aggregators' updates do."""
+        if pass_on_to_holder(self.leases, message.body.job_id, message.deliveries):
+            raise PassOn()
         await reports.record_report(self, message)
 
     async def tick(self) -> None:

@@ -41,7 +41,7 @@ the clock, asks the book and writes to the store (:mod:`.holding`, beside the si
 """
 
 from .book import MEMBER, Lease, LeaseBook, preferred
-from .holding import Holding, Leases, SoleInstance, leases_for
+from .holding import Holding, Leases, SoleInstance, leases_for, pass_on_to_holder
 from .memory import MemoryLeaseStore
 from .mongo import MongoLeaseStore
 from .settings import LeaseSettings, new_instance_name
@@ -60,5 +60,6 @@ __all__ = [
     "SoleInstance",
     "leases_for",
     "new_instance_name",
+    "pass_on_to_holder",
     "preferred",
 ]

@@ -17,7 +17,7 @@ from .mongo import MongoLeaseStore
 from .settings import LeaseSettings
 from .store import LeaseStore
 
-__all__ = ["Holding", "Leases", "SoleInstance", "leases_for"]
+__all__ = ["Holding", "Leases", "SoleInstance", "leases_for", "pass_on_to_holder"]
 
 log = structlog.get_logger(__name__)
 
@@ -44,6 +44,18 @@ class Holding(Protocol):
     async def release_all(self) -> None: ...
 
     async def keep(self, active: Iterable[str]) -> list[str]: ...
+
+
+def pass_on_to_holder(holding: Holding, key: str, deliveries: int) -> bool:
+    """Whether a message about ``key`` (a job) should go back to the queue the instances
+    share, for the one that holds ``key``: its first delivery (``deliveries`` before it:
+    0) reached an instance that does not hold ``key`` while others run.
+
+    The queue's next delivery goes, most often, to another instance. A message is handed
+    back at most once, so one whose job nobody holds now is still handled, by whichever
+    instance its second delivery reaches.
+    """
+    return deliveries == 0 and not holding.holds(key) and len(holding.members) > 1
 
 
 class SoleInstance:
