@@ -550,8 +550,38 @@ def test_progress_bodies_follow_the_contract() -> None:
     from peertrain.peer.trainer import _progress
 
     task = TaskMessage.model_validate(_task_json())
-    body = _progress(task, EpochMetrics(1, 0.5, 0.9, 10, 0.1), 3)
+    body = _progress(task, [EpochMetrics(1, 0.5, 0.9, 10, 0.1)], 3)
     assert isinstance(body, TaskProgressBody) and (body.epoch, body.epochs) == (1, 3)
+    assert body.earlier == ()
+    done = [EpochMetrics(e, float("nan") if e == 2 else 0.5, 0.9, 10, 0.1) for e in (1, 2, 3)]
+    body = TaskProgressBody.model_validate_json(_progress(task, done, 3).model_dump_json())
+    assert body.epoch == 3 and [(e.epoch, e.loss) for e in body.earlier] == [(1, 0.5), (2, None)]
+
+
+def _epochs_task(epochs: int) -> TaskMessage:
+    task = TaskMessage.model_validate(_task_json())
+    training = task.training.model_copy(update={"local_epochs": epochs})
+    return task.model_copy(update={"training": training})
+
+
+def test_a_tasks_fast_epochs_are_one_report_and_slow_ones_one_each() -> None:
+    """Epochs quicker than the interval wait for the next report (the last epoch's goes
+    at once); with an interval of 0 each epoch is a report of its own; what training
+    that ends early left unreported goes when it ends."""
+    from peertrain.ml.training import EpochMetrics
+    from peertrain.peer.trainer import _Progress
+
+    def reports(every_s: float, epochs: list[int], end: int = 4) -> list[list[int]]:
+        sent: list[TaskProgressBody] = []
+        progress = _Progress(_epochs_task(end), lambda _k, b: sent.append(b), every_s)
+        for e in epochs:
+            progress.epoch(EpochMetrics(e, 0.5, 0.9, 10, 0.01))
+        progress.flush()
+        return [[*(x.epoch for x in b.earlier), b.epoch] for b in sent]
+
+    assert reports(3600, [1, 2, 3, 4]) == [[1, 2, 3, 4]]
+    assert reports(0, [1, 2, 3, 4]) == [[1], [2], [3], [4]]
+    assert reports(3600, [1, 2]) == [[1, 2]]  # cancelled or failed after epoch 2
 
 
 class FakeTrainer:

@@ -145,20 +145,23 @@ async def make_task(blobs: BlobStore, job: Job, *, epochs: int = 2, **changes: A
     return TaskMessage(**values)
 
 
-def make_trainer(tmp: Path, cls: type[Trainer] = Trainer) -> tuple[Trainer, Collector]:
+def make_trainer(
+    tmp: Path, cls: type[Trainer] = Trainer, **options: Any
+) -> tuple[Trainer, Collector]:
     sent = Collector()
-    return cls(sent, cache_dir=tmp / "cache", threads=2, device="cpu"), sent
+    return cls(sent, cache_dir=tmp / "cache", threads=2, device="cpu", **options), sent
 
 
 async def test_a_task_is_accepted_trained_uploaded_and_announced(
     blobs: BlobStore, job: Job, tmp_path: Path
 ) -> None:
-    trainer, sent = make_trainer(tmp_path)
+    trainer, sent = make_trainer(tmp_path, progress_every_s=0)  # a report per epoch
     task = await make_task(blobs, job, epochs=3)
     announced = await asyncio.to_thread(trainer.run, task)
     assert sent.kinds() == [ACCEPTED, PROGRESS, PROGRESS, PROGRESS, UPDATE]
     progress: list[TaskProgressBody] = sent.of(PROGRESS)
     assert [(p.epoch, p.epochs) for p in progress] == [(1, 3), (2, 3), (3, 3)]
+    assert all(p.earlier == () for p in progress)
     assert all(p.samples == 1797 and p.task_id == task.task_id for p in progress)
     [update] = sent.of(UPDATE)
     assert update == announced and isinstance(update, UpdateAnnounced)
@@ -174,6 +177,23 @@ async def test_a_task_is_accepted_trained_uploaded_and_announced(
     again = await asyncio.to_thread(trainer.run, task)
     assert again == update
     assert sent.kinds()[-1] == UPDATE and sent.kinds().count(ACCEPTED) == 1
+    trainer.close()
+
+
+async def test_a_tasks_fast_epochs_go_out_in_one_progress_report(
+    blobs: BlobStore, job: Job, tmp_path: Path
+) -> None:
+    """Epochs quicker than the report interval (an hour here) wait for the last one:
+    one report of the three, each epoch's figures in it."""
+    trainer, sent = make_trainer(tmp_path, progress_every_s=3600)
+    task = await make_task(blobs, job, epochs=3)
+    assert await asyncio.to_thread(trainer.run, task) is not None
+    assert sent.kinds() == [ACCEPTED, PROGRESS, UPDATE]
+    [report] = sent.of(PROGRESS)
+    assert isinstance(report, TaskProgressBody) and (report.epoch, report.epochs) == (3, 3)
+    epochs = [*report.earlier, report]
+    assert [e.epoch for e in epochs] == [1, 2, 3] and all(e.samples == 1797 for e in epochs)
+    assert epochs[0].loss is not None and report.loss is not None and report.loss < epochs[0].loss
     trainer.close()
 
 

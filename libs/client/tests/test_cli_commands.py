@@ -151,6 +151,13 @@ def test_logs_tell_what_happened_and_follow_until_the_end(api: FakeApi, tmp_path
     assert [json.loads(x)["id"] for x in once.stdout.splitlines()] == ["e1", "e2", "e3", "e4"]
 
 
+def test_a_progress_event_of_several_epochs_names_them() -> None:
+    from peertrain.client.cli.logview import event_text
+
+    data = {**EVENTS[1]["data"], "epoch": 3, "epochs": 3, "earlier": [{"epoch": 1}, {"epoch": 2}]}
+    assert "peer p1 epochs 1,2,3/3 loss 0.5000" in event_text({**EVENTS[1], "data": data}).plain
+
+
 def test_metrics_and_config(api: FakeApi, tmp_path: Path) -> None:
     metrics = {
         "job_id": "j",

@@ -98,6 +98,9 @@ def test_a_peer_message_holding_a_nul_is_refused_at_decode(model: Any, body: Any
 
 # -- numbers ---------------------------------------------------------------------------
 
+EPOCH = {"epoch": 1, "loss": 0.5, "accuracy": 0.5, "samples": 10, "duration_s": 0.1}
+"""An earlier epoch of a progress report."""
+
 
 @pytest.mark.parametrize(
     ("model", "body"),
@@ -109,6 +112,10 @@ def test_a_peer_message_holding_a_nul_is_refused_at_decode(model: Any, body: Any
         (TaskProgressBody, {**PROGRESS, "accuracy": 1.5}),
         (TaskProgressBody, {**PROGRESS, "loss": -0.1}),
         (TaskProgressBody, {**PROGRESS, "samples": 2**64}),
+        (TaskProgressBody, {**PROGRESS, "earlier": [{**EPOCH, "duration_s": -1}]}),
+        (TaskProgressBody, {**PROGRESS, "earlier": [{**EPOCH, "epoch": 0}]}),
+        (TaskProgressBody, {**PROGRESS, "earlier": [{**EPOCH, "accuracy": math.inf}]}),
+        (TaskProgressBody, {**PROGRESS, "earlier": [EPOCH] * 1001}),
         (UpdateAnnounced, {**UPDATE, "train_loss": -math.inf}),
         (UpdateAnnounced, {**UPDATE, "train_accuracy": math.nan}),
         (UpdateAnnounced, {**UPDATE, "duration_s": math.nan}),

@@ -10,7 +10,12 @@ from peertrain.common.app import Ports
 from peertrain.common.eventlog import MemoryEventLog, Repository
 from peertrain.common.events import EventData, NewEvent, RecordedEvent
 from peertrain.common.events.models import ModelVersionCreated
-from peertrain.common.events.tasks import TaskAcceptedBody, TaskFailedBody, TaskProgressBody
+from peertrain.common.events.tasks import (
+    EpochReport,
+    TaskAcceptedBody,
+    TaskFailedBody,
+    TaskProgressBody,
+)
 from peertrain.common.events.training import (
     JobCancelled,
     JobCreated,
@@ -200,3 +205,43 @@ async def test_reports_recorded_together_are_each_decided_after_the_ones_before(
     assert decide_reports(job, [("p1", accepted), ("p0", accepted)]) == [
         ("p0", decide_report(job, "p0", accepted)[0])
     ]
+
+
+async def test_a_report_of_several_epochs_records_each_new_one_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A peer reports its fast epochs together: the event keeps the report's earlier
+    epochs that are news (not recorded, not repeated, below its latest, in order), and
+    the job folds it into one entry per epoch."""
+    log, jobs, _ = await running()
+    job = jobs["j1"]
+    monkeypatch.setattr(type(job), "local_epochs", property(lambda _: 4))
+    ref = {"task_id": "t0", "job_id": "j1", "round": 1, "attempt": 1, "shard": 0}
+
+    def epoch(e: int) -> EpochReport:
+        return EpochReport(epoch=e, loss=1.0 / e, accuracy=0.5, samples=10, duration_s=0.1)
+
+    def report(latest: int, *earlier: int) -> TaskProgressBody:
+        return TaskProgressBody(
+            **ref, **epoch(latest).model_dump(), epochs=4, earlier=tuple(map(epoch, earlier))
+        )
+
+    [event] = decide_report(job, "p0", report(3, 1, 2))
+    assert isinstance(event, TaskProgress) and [e.epoch for e in event.earlier] == [1, 2]
+    job.find_task("t0").epochs_reported.add(1)  # type: ignore[union-attr]
+    # recorded, repeated, out of order, not below the latest: left out
+    [event] = decide_report(job, "p0", report(3, 1, 2, 2, 5, 3))
+    assert isinstance(event, TaskProgress) and [e.epoch for e in event.earlier] == [2]
+    [event] = decide_report(job, "p0", report(3, 2, 1))
+    assert isinstance(event, TaskProgress) and [e.epoch for e in event.earlier] == [2]
+    # in one batch (taken by their latest epochs), each epoch once
+    decided = decide_reports(job, [("p0", report(4, 2, 3)), ("p0", report(3, 2))])
+    assert [[*(x.epoch for x in e.earlier), e.epoch] for _, e in decided] == [[2, 3], [4]]
+    job.find_task("t0").epochs_reported = set()  # type: ignore[union-attr]
+    for recorded in await log.write("job:j1", decide_report(job, "p0", report(4, 1, 2, 3))[0]):
+        job.apply(recorded)
+    assert [(p.epoch, p.loss, p.earlier) for p in job.progress] == [
+        (e, 1.0 / e, ()) for e in (1, 2, 3, 4)
+    ]
+    assert job.find_task("t0").epochs_reported == {1, 2, 3, 4}  # type: ignore[union-attr]
+    assert decide_report(job, "p0", report(4, 1, 2, 3)) == []

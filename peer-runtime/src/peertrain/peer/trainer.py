@@ -2,8 +2,9 @@
 
 For each ``peer.<id>.task``: say ``accepted``; fetch the model version and the shard
 (presigned GETs, size-capped, sha256-checked; shards cached across rounds); build the
-zoo model, load the version's weights, train the local epochs (``progress`` after
-each); encode the delta as ``training.compression`` says and upload it as safetensors
+zoo model, load the version's weights, train the local epochs (``progress``: the
+epochs done since the previous report, at most every :data:`PROGRESS_EVERY_S` and at
+the last one); encode the delta as ``training.compression`` says and upload it as safetensors
 with the presigned POST; announce ``update``.
 With ``training.batch_norm: local`` (FedBN) the peer trains with its own BatchNorm
 layers, kept in memory per job and shard (:func:`peertrain.ml.weights.use_local_layers`),
@@ -24,6 +25,7 @@ import contextlib
 import dataclasses
 import hashlib
 import threading
+import time
 import traceback
 import uuid
 from collections import OrderedDict
@@ -44,6 +46,7 @@ from peertrain.common.events.tasks import (
     MAX_TRACEBACK,
     PROGRESS,
     UPDATE,
+    EpochReport,
     TaskAcceptedBody,
     TaskFailedBody,
     TaskMessage,
@@ -73,7 +76,7 @@ from .errors import TaskError
 from .shard import load_shard
 from .transfer import download_to, upload_form
 
-__all__ = ["Send", "Trainer"]
+__all__ = ["PROGRESS_EVERY_S", "Send", "Trainer"]
 
 log = structlog.get_logger(__name__)
 
@@ -81,6 +84,10 @@ Send = Callable[[str, BaseModel], None]
 """Publishes a telemetry body as ``peer.<id>.<kind>`` (thread-safe, returns at once)."""
 
 MAX_ERROR = 2000
+PROGRESS_EVERY_S = 1.0
+"""A task's progress reports come at most this often (its last epoch's at once): a task
+of fast epochs is one report, where one per epoch was a message to the platform and an
+event in the job's log each."""
 REMEMBERED = 512
 LOCAL_LAYERS_KEPT = 32
 """Jobs (job and shard) whose own BatchNorm layers a peer keeps (FedBN), most recent."""
@@ -95,6 +102,33 @@ class _Run:
     def __init__(self, task: TaskMessage) -> None:
         self.task = task
         self.stop = threading.Event()
+
+
+class _Progress:
+    """A task's epochs, reported together: each waits for the next report, which goes
+    ``every_s`` after the previous one (``accepted`` at the task's start counts) or at
+    the last epoch."""
+
+    def __init__(self, task: TaskMessage, send: Send, every_s: float) -> None:
+        self.task = task
+        self.send = send
+        self.every_s = every_s
+        self.epochs = task.training.local_epochs
+        self.pending: list[EpochMetrics] = []
+        self.last = time.monotonic()
+
+    def epoch(self, m: EpochMetrics) -> None:
+        """``m`` is done: reported now if its report is due."""
+        self.pending.append(m)
+        if m.epoch >= self.epochs or time.monotonic() - self.last >= self.every_s:
+            self.flush()
+
+    def flush(self) -> None:
+        """Report the epochs not reported yet (training ended early: cancelled, failed)."""
+        if self.pending:
+            self.send(PROGRESS, _progress(self.task, self.pending, self.epochs))
+            self.pending = []
+            self.last = time.monotonic()
 
 
 class Trainer:
@@ -121,6 +155,9 @@ class Trainer:
         After each task's training, wait ``slowdown - 1`` times the compute time just
         measured before uploading: a peer of factor 4 takes 4 times as long (benchmarks
         and tests of uneven volunteers; 1, the default, never waits).
+    progress_every_s
+        A task's progress reports come at most this often (:data:`PROGRESS_EVERY_S`; 0:
+        one per epoch).
     """
 
     def __init__(
@@ -134,6 +171,7 @@ class Trainer:
         http: httpx.Client | None = None,
         deadline_grace_s: float = 30.0,
         slowdown: float = 1.0,
+        progress_every_s: float = PROGRESS_EVERY_S,
     ) -> None:
         if not slowdown >= 1:
             raise ValueError(f"slowdown must be at least 1, not {slowdown}")
@@ -144,6 +182,7 @@ class Trainer:
         self.device = device
         self.deadline_grace_s = deadline_grace_s
         self.slowdown = float(slowdown)
+        self.progress_every_s = progress_every_s
         self._http = http
         self._own_http = http is None
         self._lock = threading.Lock()
@@ -284,24 +323,23 @@ class Trainer:
         received = None
         if task.training.batch_norm == "local":
             received = use_local_layers(model, self._local_layers.get(local_key))
-        epochs = task.training.local_epochs
-
-        def on_epoch(m: EpochMetrics) -> None:
-            self.send(PROGRESS, _progress(task, m, epochs))
-
-        result = train_local(
-            model,
-            x,
-            y,
-            task.training,
-            seed=task.seed,
-            should_stop=should_stop,
-            on_epoch=on_epoch,
-            device=device,
-            threads=self.threads,
-            round_=task.round,
-            inputs=Inputs.of(task.feature_spec, task.training),
-        )
+        progress = _Progress(task, self.send, self.progress_every_s)
+        try:
+            result = train_local(
+                model,
+                x,
+                y,
+                task.training,
+                seed=task.seed,
+                should_stop=should_stop,
+                on_epoch=progress.epoch,
+                device=device,
+                threads=self.threads,
+                round_=task.round,
+                inputs=Inputs.of(task.feature_spec, task.training),
+            )
+        finally:
+            progress.flush()
         local = None
         if received is not None:  # the delta is of the received version, as always
             delta, local = keep_local_layers(model, result.delta, received)
@@ -384,11 +422,20 @@ def _ref(task: TaskMessage) -> dict[str, Any]:
     }
 
 
-def _progress(task: TaskMessage, m: EpochMetrics, epochs: int) -> TaskProgressBody:
+def _progress(task: TaskMessage, done: list[EpochMetrics], epochs: int) -> TaskProgressBody:
+    """The report of the epochs ``done`` (the last one the latest)."""
+    *earlier, m = done
     return TaskProgressBody(
         **_ref(task),
-        epoch=m.epoch,
+        **_epoch(m).model_dump(),
         epochs=max(epochs, m.epoch),
+        earlier=tuple(_epoch(e) for e in earlier),
+    )
+
+
+def _epoch(m: EpochMetrics) -> EpochReport:
+    return EpochReport(
+        epoch=m.epoch,
         loss=m.loss,
         accuracy=m.accuracy,
         samples=m.samples,

@@ -26,6 +26,14 @@ def _r(d: dict[str, Any]) -> str:
     return f"round {d.get('round', '?')}"
 
 
+def _epochs(d: dict[str, Any]) -> str:
+    """``epoch 3``, or ``epochs 1,2,3`` for a report of several (the figures: the last's)."""
+    earlier = [e.get("epoch") for e in d.get("earlier") or () if isinstance(e, dict)]
+    if not earlier:
+        return f"epoch {d.get('epoch')}"
+    return "epochs " + ",".join(str(e) for e in [*earlier, d.get("epoch")])
+
+
 def _metrics(d: dict[str, Any], loss: str = "loss", accuracy: str = "accuracy") -> str:
     return f"loss {fmt_float(d.get(loss))} accuracy {fmt_float(d.get(accuracy))}"
 
@@ -50,7 +58,7 @@ _LINES: dict[str, _Render] = {
         + (f" on {d['device']}" if d.get("device") else "")
     ),
     "task.progress": lambda d: (
-        f"{_r(d)}: peer {d.get('peer_id')} epoch {d.get('epoch')}/{d.get('epochs')} "
+        f"{_r(d)}: peer {d.get('peer_id')} {_epochs(d)}/{d.get('epochs')} "
         f"{_metrics(d)} ({d.get('samples')} samples, {fmt_float(d.get('duration_s'), 1)}s)"
     ),
     "task.failed": lambda d: (

@@ -40,6 +40,7 @@ __all__ = [
     "UPDATE",
     "CancelMessage",
     "Download",
+    "EpochReport",
     "TaskAcceptedBody",
     "TaskFailedBody",
     "TaskMessage",
@@ -61,6 +62,8 @@ MAX_COUNT = 1_000_000
 """Bound of a peer-reported round, attempt, shard or epoch number."""
 MAX_INT = 2**53
 """Bound of a peer-reported size or sample count (what every store and JSON hold exactly)."""
+MAX_EARLIER = 1000
+"""Bound of the earlier epochs one progress report carries."""
 
 
 def peer_message_key(peer_id: str, kind: str) -> str:
@@ -163,15 +166,27 @@ class TaskAcceptedBody(_TaskRef):
     device: str | None = Field(default=None, max_length=40)
 
 
-class TaskProgressBody(_TaskRef):
-    """``peer.<id>.progress``: one local epoch done (``None``: not finite, training diverged)."""
+class EpochReport(_Body):
+    """One local epoch done, as its peer reports it (``None``: not finite, training
+    diverged)."""
 
     epoch: int = Field(ge=1, le=MAX_COUNT)
-    epochs: int = Field(ge=1, le=MAX_COUNT)
     loss: Loss
     accuracy: Share
     samples: int = Field(ge=0, le=MAX_INT)
     duration_s: Duration
+
+
+class TaskProgressBody(_TaskRef, EpochReport):
+    """``peer.<id>.progress``: local epochs done, of ``epochs``: ``epoch`` the latest,
+    ``earlier`` the ones before it since the peer's previous progress report.
+
+    A peer reports at most about once a second, and its last epoch at once (so a task
+    of fast epochs is one report, not one per epoch); a runtime that reports each epoch
+    alone sends no ``earlier``."""
+
+    epochs: int = Field(ge=1, le=MAX_COUNT)
+    earlier: tuple[EpochReport, ...] = Field(default=(), max_length=MAX_EARLIER)
 
 
 class TaskFailedBody(_TaskRef):

@@ -35,6 +35,7 @@ from peertrain.common.specs.sharding import ShardingSpec
 from .catalogue import event_type
 from .datasets import ArtifactRef, FeatureSpec
 from .envelope import EventData
+from .tasks import EpochReport
 from .weights import WeightsSource
 
 __all__ = [
@@ -277,7 +278,9 @@ class TaskAccepted(EventData):
 
 @event_type(TASK_PROGRESS)
 class TaskProgress(EventData):
-    """One local epoch done (as the peer reports it: informative, never trusted)."""
+    """Local epochs done (as the peer reports them: informative, never trusted):
+    ``epoch`` and its figures, and the ``earlier`` epochs of the same report (a peer
+    reports at most about once a second; events before them hold one epoch each)."""
 
     job_id: str
     task_id: str
@@ -291,6 +294,12 @@ class TaskProgress(EventData):
     accuracy: float | None
     samples: int = Field(ge=0)
     duration_s: float = Field(ge=0)
+    earlier: tuple[EpochReport, ...] = ()
+
+    def by_epoch(self) -> list[TaskProgress]:
+        """One event per epoch it records, in order, none with ``earlier``."""
+        each = [self.model_copy(update={**e.model_dump(), "earlier": ()}) for e in self.earlier]
+        return [*each, self.model_copy(update={"earlier": ()})]
 
 
 @event_type(TASK_FAILED)

@@ -218,6 +218,7 @@ class Job:
     evaluations: dict[int, ModelEvaluated] = field(default_factory=dict)
     exported: ModelExported | None = None
     progress: list[TaskProgress] = field(default_factory=list)
+    """Every local epoch its peers reported, one each (a report of several is split)."""
     rejected: list[UpdateRejected] = field(default_factory=list)
     strikes: dict[str, list[UpdateRejected]] = field(default_factory=dict)
     """The job's peers' refusals that count against them (``update.rejected`` with
@@ -403,11 +404,12 @@ class Job:
             if task is not None and task.device is None:
                 task.device = data.device  # (also of a task whose update came first)
         elif isinstance(data, TaskProgress):
-            self.progress.append(data)
+            each = data.by_epoch()
+            self.progress += each
             task = self.find_task(data.task_id)
             if task is not None:
                 task.epoch = max(task.epoch, data.epoch)
-                task.epochs_reported.add(data.epoch)
+                task.epochs_reported.update(e.epoch for e in each)
         elif isinstance(data, TaskFailed):
             task = self.find_task(data.task_id)
             if task is not None and task.open:

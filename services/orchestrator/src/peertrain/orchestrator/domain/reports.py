@@ -2,7 +2,8 @@
 
 Pure: the job and the report in, the job events to append out (none when the report
 changes nothing: another peer's task, an ended job, a task already past that state, a
-progress report for an epoch already reported or beyond the job's local epochs).
+progress report for an epoch already reported or beyond the job's local epochs; of a
+report's earlier epochs, only those not recorded yet).
 
 Reports are recorded several at a time (:func:`decide_reports`): each is decided on the
 job as the reports before it in the batch leave it.
@@ -13,7 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from peertrain.common.events import EventData
-from peertrain.common.events.tasks import TaskAcceptedBody, TaskFailedBody, TaskProgressBody
+from peertrain.common.events.tasks import (
+    EpochReport,
+    TaskAcceptedBody,
+    TaskFailedBody,
+    TaskProgressBody,
+)
 from peertrain.common.events.training import TaskAccepted, TaskFailed, TaskProgress
 
 from .job import Job
@@ -60,7 +66,9 @@ def decide_report(
         return []  # no longer open
     news = task.acceptable or (done and task.device is None)
     accepted = news and not any(isinstance(e, TaskAccepted) for e in earlier)
-    reported = task.epochs_reported | {e.epoch for e in earlier if isinstance(e, TaskProgress)}
+    reported = task.epochs_reported | {
+        each.epoch for e in earlier if isinstance(e, TaskProgress) for each in e.by_epoch()
+    }
     common = {
         "job_id": job.job_id,
         "task_id": task.task_id,
@@ -75,7 +83,9 @@ def decide_report(
     if isinstance(body, TaskProgressBody):
         # once per epoch of the job's own count, while the task is open or its update
         # is in: a peer cannot grow the log with progress (each report becomes an
-        # event). Not only in order: the bus may hand over a later epoch's first
+        # event). Not only in order: the bus may hand over a later epoch's first.
+        # A report's earlier epochs that are recorded already, repeated, out of order or
+        # not below its latest are left out; the latest decides whether it is news.
         epochs = job.local_epochs
         if (
             not (task.open or done)
@@ -84,6 +94,11 @@ def decide_report(
             or body.epoch in reported
         ):
             return []
+        kept: list[EpochReport] = []
+        for epoch in body.earlier:
+            after = kept[-1].epoch if kept else 0
+            if after < epoch.epoch < body.epoch and epoch.epoch not in reported:
+                kept.append(epoch)
         return [
             TaskProgress(
                 **common,
@@ -93,6 +108,7 @@ def decide_report(
                 accuracy=body.accuracy,
                 samples=body.samples,
                 duration_s=body.duration_s,
+                earlier=tuple(kept),
             )
         ]
     if isinstance(body, TaskFailedBody) and task.open:
