@@ -9,6 +9,7 @@ folder first on ``sys.path``).
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
 import tempfile
 import uuid
@@ -51,12 +52,25 @@ def running_platform(prefix: str, *, instances: int = 1) -> Iterator[Platform]:
     ``instances`` orchestrators and aggregators, jobs spread over them by leases."""
     base = Path(tempfile.mkdtemp(prefix=prefix))
     factory = _Factory(base)
-    gen = run_platform(uuid.uuid4().hex[:8], factory, instances=instances)  # type: ignore[arg-type]
-    platform = next(gen)
+    # Stopped by a signal (``timeout``, a kill), Python exits without running ``finally``:
+    # the services and peers went on, and the run's queues stayed bound to the broker's
+    # exchanges, filled up, and refused every later publish of the peers (a stall of
+    # every later run on the same stack). As an exit, the platform is stopped and its
+    # queues deleted.
+    previous = signal.signal(signal.SIGTERM, _exit)
     try:
-        yield platform
+        gen = run_platform(uuid.uuid4().hex[:8], factory, instances=instances)  # type: ignore[arg-type]
+        platform = next(gen)
+        try:
+            yield platform
+        finally:
+            gen.close()
     finally:
-        gen.close()
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _exit(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def event_time(value: str) -> float:

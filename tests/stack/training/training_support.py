@@ -300,6 +300,7 @@ def run_platform(
             extra_env={"PEERTRAIN_REGISTRY_OFFLINE_AFTER_INTERVALS": "5", **(registry_env or {})},
         )
         registry.start()
+        peer_ids: list[str] = []
         try:
             with running_dataset_service(mongo_db=mongo_db, run=run, base_dir=base) as (ds, bucket):
                 running: dict[str, ServiceProcess] = {}
@@ -352,9 +353,15 @@ def run_platform(
                         list(pool.map(lambda peer: peer.stop(), p.peers.values()))
                         list(pool.map(lambda s: s.stop(), running.values()))
                     targets.close()
-                    _delete_queues(prefixes, [peer.peer_id for peer in p.peers.values()])
+                    peer_ids = [peer.peer_id for peer in p.peers.values()]
+                    _delete_queues(prefixes, peer_ids)
         finally:
             registry.stop()
+            # Again once the registry is gone: until it stopped it declared its queues and
+            # the peers' again when they were deleted under it, and queues left behind stay
+            # bound to the exchanges, take a copy of every later run's peer messages, and
+            # once full refuse them (a later run on the same stack stalls).
+            _delete_queues(prefixes, peer_ids)
             # The services' own databases outlive the log (dropped with auth): a later
             # module starting a registry on the same names would load stale peers.
             _drop_own_databases(mongo_db, ("registry", "orchestrator", "aggregator"))
