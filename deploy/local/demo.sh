@@ -13,7 +13,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$HERE/env.sh"
 . "$HERE/lib.sh"
 
-API=http://127.0.0.1:8080
+API=${PEERTRAIN_API:-http://127.0.0.1:8080}  # env.sh moves it with PEERTRAIN_PORT_OFFSET
 DEMO="$VAR_DIR/demo"
 PEERS=${DEMO_PEERS:-3}
 ROUNDS=${DEMO_ROUNDS:-8}
@@ -159,9 +159,9 @@ main() {
 
 PeerTrain is running ($(pt whoami --json | json_get username) logged in; CLI: PEERTRAIN_CONFIG_DIR=$DEMO/cli):
   gateway     $API/api/{auth,registry,datasets,jobs,models}/
-  RabbitMQ    http://127.0.0.1:15672/  (admin / admin)
+  RabbitMQ    http://127.0.0.1:$(port 15672)/  (admin / admin)
   MinIO       http://127.0.0.1:$(port 9001)/   (the stack's own keys: $MINIO_KEYS_FILE)
-  Prometheus  http://127.0.0.1:9090/
+  Prometheus  http://127.0.0.1:$(port 9090)/
 EOF
   if http_ok http://127.0.0.1:3000/api/health 2>/dev/null; then
     echo "  Grafana     http://127.0.0.1:3000/" >&2
