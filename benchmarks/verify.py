@@ -17,12 +17,15 @@ runs), ``honest_struck`` (strikes against honest peers, over all runs),
 work the job would have cost without checks),
 ``extra_compute_share_first_5_rounds`` (the same, rounds 1-5 only: the price while lazy
 peers are around), ``lazy_excluded_round_max`` (the latest round a lazy peer was excluded
-in), ``final_accuracy_mean``. Goals: >= 0.95, 0, <= 0.15. ``calibration_*``: the
+in), ``lazy_updates_aggregated`` (lazy peers' updates any version included, over all
+runs), ``final_accuracy_mean``. Goals: >= 0.95, 0, <= 0.15. ``calibration_*``: the
 tolerance's calibration (:func:`calibrate`): the largest relative distance between one
 task trained on 1 and on 2 torch threads, and the smallest between an honest update and
 a tenth-of-the-shard one, and noise of its norm.
 
-Usage: ``python benchmarks/verify.py [--runs N] [--rounds R]``
+Usage: ``python benchmarks/verify.py [--runs N] [--rounds R] [--share S] [--mode async]``
+(``--mode async``: the same with asynchronous rounds, a version every 4 accepted
+updates; "rounds" are then versions).
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from tasks import ANCHOR, MODEL, TRAINING, load_task, write_task
 
 import peertrain.sim as sim
 from peertrain.common.events.models import model_key
-from peertrain.common.events.training import PeerExcluded, RoundOpened, TaskAssigned
+from peertrain.common.events.training import PeerExcluded, RoundClosed, RoundOpened, TaskAssigned
 from peertrain.common.specs import derive_seed
 from peertrain.ml.weights.agreement import relative_distance
 from peertrain.sim.peers import LAZY_MODES
@@ -58,27 +61,33 @@ WITHIN = 5
 SHARE = 0.02
 
 
-def spec(seed: int, rounds: int, share: float) -> dict[str, Any]:
-    """The job: the anchor task's model and training, verify on."""
+def spec(seed: int, rounds: int, share: float, mode: str = "sync") -> dict[str, Any]:
+    """The job: the anchor task's model and training, verify on; ``mode`` ``async``:
+    FedBuff, a version every ``PEERS // 2`` accepted updates (``rounds`` versions)."""
+    aggregation: dict[str, Any] = {"strategy": "fedavg", "min_peers": 2, "verify": {"share": share}}
+    if mode == "async":
+        aggregation |= {"mode": "async", "buffer_size": PEERS // 2, "server_lr": 0.5}
     return {
         "model": MODEL,
         "training": {**TRAINING, "rounds": rounds, "seed": seed},
-        "aggregation": {"strategy": "fedavg", "min_peers": 2, "verify": {"share": share}},
+        "aggregation": aggregation,
     }
 
 
-def one_run(data: sim.SimData, seed: int, rounds: int, share: float) -> dict[str, Any]:
+def one_run(
+    data: sim.SimData, seed: int, rounds: int, share: float, mode: str = "sync"
+) -> dict[str, Any]:
     """One seeded job: who is lazy, who was excluded when, what the checks cost."""
     lazy_at = [(PEERS // 2 + (k + seed) % len(LAZY_MODES), m) for k, m in enumerate(LAZY_MODES)]
     volunteers = sim.Volunteers(hostile_modes=tuple(lazy_at), seed=seed)
     result = sim.run(
-        spec(seed, rounds, share), data, peers=PEERS, volunteers=volunteers, device="cpu"
+        spec(seed, rounds, share, mode), data, peers=PEERS, volunteers=volunteers, device="cpu"
     )
     peers = [f"peer-{i:05d}" for i in range(PEERS)]
     lazy = {peers[k] for k, _ in lazy_at}
     opened: dict[int, int] = {}  # round -> position of its first opening
     excluded: dict[str, int] = {}
-    tasks = checks = early_tasks = early_checks = 0
+    tasks = checks = early_tasks = early_checks = aggregated = 0
     round_now = 0
     for event in result.log.events:
         data_ = event.data
@@ -93,6 +102,8 @@ def one_run(data: sim.SimData, seed: int, rounds: int, share: float) -> dict[str
                 early_checks += data_.checks is not None
         elif isinstance(data_, PeerExcluded):
             excluded.setdefault(data_.peer_id, round_now)
+        elif isinstance(data_, RoundClosed):
+            aggregated += sum(u.peer_id in lazy for u in data_.included)
     return {
         "seed": seed,
         "state": result.state,
@@ -100,6 +111,7 @@ def one_run(data: sim.SimData, seed: int, rounds: int, share: float) -> dict[str
         "lazy_excluded_by_round": {p: excluded.get(p) for p in sorted(lazy)},
         "honest_excluded": sorted(p for p in excluded if p not in lazy),
         "honest_struck": _honest_strikes(result, lazy),
+        "lazy_updates_aggregated": aggregated,
         "tasks": tasks,
         "checks": checks,
         "early_tasks": early_tasks,
@@ -173,6 +185,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=RUNS)
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--share", type=float, default=SHARE)
+    parser.add_argument("--mode", choices=("sync", "async"), default="sync")
     args = parser.parse_args()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -185,7 +198,7 @@ def main() -> None:
     print(json.dumps(calibration), file=sys.stderr, flush=True)
     runs = []
     for seed in range(args.runs):
-        run = one_run(data, seed, args.rounds, args.share)
+        run = one_run(data, seed, args.rounds, args.share, args.mode)
         runs.append(run)
         print(json.dumps(run), file=sys.stderr, flush=True)
     caught = [
@@ -197,6 +210,7 @@ def main() -> None:
         json.dumps(
             {
                 "bench": "verify",
+                "mode": args.mode,
                 "runs": len(runs),
                 "peers": PEERS,
                 "rounds": args.rounds,
@@ -211,6 +225,7 @@ def main() -> None:
                     sum(r["early_checks"] for r in runs) / sum(r["early_tasks"] for r in runs), 4
                 ),
                 "lazy_excluded_round_max": max(latest) if latest else None,
+                "lazy_updates_aggregated": sum(r["lazy_updates_aggregated"] for r in runs),
                 "lazy_never_excluded": sum(
                     r is None for run in runs for r in run["lazy_excluded_by_round"].values()
                 ),

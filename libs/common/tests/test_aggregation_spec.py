@@ -62,6 +62,7 @@ def test_verify_is_off_by_default_and_its_bad_values_are_named() -> None:
     assert not AggregationSpec().verify.enabled
     on = parse_aggregation_spec({"verify": {"share": 0.05}})
     assert on.verify.enabled and on.verify.tolerance == 1e-3 and on.verify.probation == 2
+    assert parse_aggregation_spec({"mode": "async", "verify": {"share": 0.05}}).verify.enabled
     for bad, field in (
         ({"share": 1.5}, "verify.share"),
         ({"share": 0.1, "tolerance": 0}, "verify.tolerance"),
@@ -77,7 +78,6 @@ def test_verify_is_off_by_default_and_its_bad_values_are_named() -> None:
     ("block", "says"),
     [
         ({"mode": "async", "over_select": 1}, 'over_select applies to mode "sync" only'),
-        ({"mode": "async", "verify": {"share": 0.1}}, 'verify applies to mode "sync" only'),
         ({"mode": "async", "deadline": "adaptive"}, 'deadline "adaptive" applies to mode "sync"'),
         ({"buffer_size": 2}, 'buffer_size applies to mode "async" only'),
     ],

@@ -29,11 +29,11 @@ def _check(of: TaskAssigned, peer: str, n: int) -> TaskAssigned:
     return t.model_copy(update={"checks": of.task_id})
 
 
-async def _configure(platform: Platform) -> dict[str, torch.Tensor]:
+async def _configure(platform: Platform, **more: object) -> dict[str, torch.Tensor]:
     holdout = _holdout()
     await platform.blobs.put_bytes(HOLDOUT_KEY, holdout)
     ref = ArtifactRef(key=HOLDOUT_KEY, sha256=hashlib.sha256(holdout).hexdigest(), size=1)
-    aggregation = {"strategy": "fedavg", "verify": {"share": 0.1}}
+    aggregation = {"strategy": "fedavg", "verify": {"share": 0.1}, **more}
     cfg = configured(aggregation=aggregation).model_copy(update={"holdout": ref})
     created = JobCreated(job_id=JOB, owner_id="u1", name="n", dataset_id="d", peers=PEERS)
     await platform.job_event(created)
@@ -69,6 +69,27 @@ async def test_a_check_is_compared_with_its_task_not_summed(platform: Platform) 
     assert {checked.task_id, checked.other_task_id} == {primary.task_id, check.task_id}
     # only the checked task's update is in the round's running sum
     assert platform.app.rounds[JOB].keys() == {f"{second.key}#{second.sha256}"}
+
+
+async def test_asynchronous_a_checked_update_waits_for_its_verdict_out_of_the_running_sum(
+    platform: Platform,
+) -> None:
+    """The orchestrator buffers a checked update only once its check confirms it, so the
+    holder does not sum it as it arrives (the version that includes it is made from what
+    it includes); the comparison is made as in a synchronous job."""
+    base = await _configure(platform, mode="async", buffer_size=2)
+    primary = task(0, "p0")
+    check = _check(primary, "p1", n=2)
+    await platform.job_event(primary)
+    await platform.job_event(check)
+    await platform.upload(primary, _honest(base))
+    await platform.upload(check, _honest(base, noise=1e-7))
+    *_, accepted, its_check, checked = await platform.model_events()
+    assert isinstance(accepted, UpdateAccepted) and accepted.task_id == primary.task_id
+    assert isinstance(its_check, UpdateAccepted) and its_check.checks == primary.task_id
+    assert isinstance(checked, UpdateChecked) and checked.agree
+    work = platform.app.rounds.get(JOB)
+    assert work is None or not work.keys()
 
 
 async def _checked_by_a_lazy_peer(

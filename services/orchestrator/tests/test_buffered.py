@@ -6,16 +6,23 @@ from __future__ import annotations
 import pytest
 
 from peertrain.common.events import EventData, NewEvent, RecordedEvent
-from peertrain.common.events.models import ModelEvaluated, ModelExported, UpdateRejected
+from peertrain.common.events.models import (
+    ModelEvaluated,
+    ModelExported,
+    UpdateChecked,
+    UpdateRejected,
+)
 from peertrain.common.events.training import (
     JobCompleted,
     JobCreated,
     RoundClosed,
     RoundOpened,
     TaskAssigned,
+    TaskLost,
 )
 from peertrain.common.specs import AggregationSpec, derive_seed
 from peertrain.orchestrator.domain import Job
+from peertrain.orchestrator.domain import buffered as bufferedmod
 from peertrain.orchestrator.domain.configuration import configure
 from peertrain.orchestrator.domain.errors import JobRequestInvalid
 
@@ -211,3 +218,123 @@ def test_a_buffer_larger_than_the_job_s_peers_is_refused_when_the_job_is_created
     assert [p["loc"] for p in refused.value.detail] == ["aggregation.buffer_size"]
     accepted = plan(d, peers=["p1", "p2"], aggregation={"mode": "async", "buffer_size": 2})
     assert accepted.peers == ("p1", "p2")
+
+
+# -- checked work (aggregation.verify) in asynchronous rounds ---------------------------
+
+VERIFY = {"verify": {"share": 1e-9, "probation": 1}}
+
+
+def verdict(h: AsyncHarness, a: TaskAssigned, b: TaskAssigned, *, agree: bool) -> None:
+    h.record(
+        "model",
+        UpdateChecked(
+            job_id="j1",
+            round=a.round,
+            attempt=a.attempt,
+            shard=a.shard,
+            checked=a.checks or b.checks or a.task_id,  # the group's checked task
+            task_id=a.task_id,
+            peer_id=a.peer_id,
+            other_task_id=b.task_id,
+            other_peer_id=b.peer_id,
+            distance=1e-7 if agree else 0.9,
+            tolerance=1e-3,
+            agree=agree,
+        ),
+    )
+
+
+def pairs(tasks: list[TaskAssigned]) -> list[tuple[TaskAssigned, TaskAssigned]]:
+    by_id = {t.task_id: t for t in tasks}
+    return [(by_id[t.checks], t) for t in tasks if t.checks is not None and t.checks in by_id]
+
+
+def test_a_checked_update_waits_out_of_the_buffer_until_its_check_confirms_it():
+    h, tasks = started(**VERIFY)
+    # on probation every task is checked, by a peer with nothing else to do first
+    assert [(p.peer_id, c.peer_id) for p, c in pairs(tasks)] == [("p0", "p1"), ("p2", "p3")]
+    (a, check_a), (b, check_b) = pairs(tasks)
+    h.accept(a)
+    h.accept(b)
+    events = h.settle()  # both are buffered, neither is confirmed yet: no version
+    assert not any(isinstance(e, RoundClosed) for e in events)
+    assert [u.task_id for u in h.job.buffer] == [a.task_id, b.task_id]
+    h.accept(check_b)
+    verdict(h, check_b, b, agree=True)
+    assert not any(isinstance(e, RoundClosed) for e in h.settle())  # one of K=2
+    h.accept(check_a)
+    verdict(h, check_a, a, agree=True)
+    (closed,) = [e for e in h.settle() if isinstance(e, RoundClosed)]
+    assert [u.task_id for u in closed.included] == [a.task_id, b.task_id]  # arrival order
+    assert h.job.confirmations == {"p0": 1, "p2": 1} and not h.job.strikes
+
+
+def test_a_struck_checked_update_makes_way_for_the_confirmed_one_in_its_place():
+    h, tasks = started(**VERIFY)
+    (a, check_a), (b, check_b) = pairs(tasks)
+    h.accept(a)
+    h.accept(check_a)
+    verdict(h, check_a, a, agree=False)
+    (tie,) = [t for t in h.assigned(h.settle()) if t.checks == a.task_id]
+    assert tie.round == a.round and tie.peer_id not in ("p0", "p1")
+    h.accept(tie)
+    verdict(h, tie, a, agree=False)
+    verdict(h, tie, check_a, agree=True)
+    assert [s.code for s in h.job.strikes["p0"]] == ["check_mismatch"]
+    h.accept(b)
+    h.accept(check_b)
+    verdict(h, check_b, b, agree=True)
+    (closed,) = [e for e in h.settle() if isinstance(e, RoundClosed)]
+    assert [(u.task_id, u.base_version) for u in closed.included] == [
+        (check_a.task_id, 0),
+        (b.task_id, 0),
+    ]
+
+
+def test_a_check_trains_its_task_s_seed_and_its_peer_waits_for_the_verdict():
+    h, tasks = started(**VERIFY)
+    (a, check_a), _ = pairs(tasks)
+    first, its_check = h.job.dispatch(a.task_id), h.job.dispatch(check_a.task_id)
+    assert first is not None and its_check is not None
+    assert its_check.seed == first.seed == derive_seed(1, 1, 0)
+    h.accept(a)
+    # p0's update waits for its check: p0 gets nothing new (checks never pile up)
+    assert not [t for t in h.assigned(h.settle()) if t.peer_id == "p0"]
+    h.accept(check_a)
+    verdict(h, check_a, a, agree=True)
+    again = next(t for t in h.assigned(h.settle()) if t.peer_id == "p0" and t.checks is None)
+    assert again.shard == 0 and again.round == 1
+    # its second task of the shard in the round: a seed of its own (the check not counted)
+    assert h.job.dispatch(again.task_id).seed == derive_seed(1, 1, 0, 1)  # type: ignore[union-attr]
+
+
+def test_a_checked_update_whose_check_is_lost_is_never_aggregated_and_its_peer_goes_on():
+    h, tasks = started(**VERIFY)
+    (a, check_a), (b, check_b) = pairs(tasks)
+    h.accept(a)
+    h.online.discard(check_a.peer_id)  # the checker leaves: its check is lost
+    events = h.settle()
+    assert any(isinstance(e, TaskLost) and e.task_id == check_a.task_id for e in events)
+    # nothing can confirm a's update now: it stays out of every version, and p0 trains on
+    assert any(t.peer_id == "p0" and t.checks is None for t in h.assigned(events))
+    assert bufferedmod.admissible(h.job, 0) == []
+    h.accept(b)
+    h.accept(check_b)
+    verdict(h, check_b, b, agree=True)
+    assert [u.task_id for u in bufferedmod.admissible(h.job, 0)] == [b.task_id]
+
+
+def test_replaying_an_asynchronous_log_with_checks_gives_the_same_buffer():
+    h, tasks = started(**VERIFY)
+    (a, check_a), (b, _) = pairs(tasks)
+    h.accept(a)
+    h.accept(b)
+    h.accept(check_a)
+    verdict(h, check_a, a, agree=False)
+    h.settle()
+    again = Job("j1")
+    for event in h.recorded:
+        again.apply(event)
+    assert again.buffer == h.job.buffer
+    assert bufferedmod.admissible(again, 0) == bufferedmod.admissible(h.job, 0) == []

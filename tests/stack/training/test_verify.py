@@ -1,7 +1,8 @@
 """Checked work on the real stack: lazy peers that send plausible updates (all zeros;
 trained on a tenth of the shard) are found by training their tasks twice
 (``aggregation.verify``), struck and excluded; the job completes; no honest peer is
-struck."""
+struck. In synchronous rounds and in asynchronous ones (where no lazy update is ever
+aggregated)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from training_support import Platform, create_job, finished, job_events, peers_a
 pytestmark = [pytest.mark.stack, pytest.mark.slow]
 
 ROUNDS = 5
+ASYNC_VERSIONS = 8
 HONEST = ["p0", "p1", "p2", "p3"]
 LAZY = {"zeros": "zeros", "tenth": "tenth"}
 
@@ -51,6 +53,43 @@ async def test_lazy_peers_are_struck_and_excluded_and_the_job_completes(
         shards = [u["shard"] for u in c["included"]]
         assert len(shards) == len(set(shards))
     assert not {u["peer_id"] for u in closed[-1]["included"]} & lazy
+
+
+async def test_in_asynchronous_rounds_no_lazy_update_is_ever_aggregated(
+    platform: Platform, http: Any
+) -> None:
+    """``aggregation.mode: async``: a checked update waits out of the buffer for its
+    check, so a lazy peer's updates (every one checked: probation, then escalation) never
+    reach a version; the lazy peers are excluded, honest ones never struck."""
+    dataset_id = await mnist(platform)
+    names = [*HONEST, *LAZY]
+    peers = [platform.peer(n, **({"mode": LAZY[n]} if n in LAZY else {})).peer_id for n in names]
+    await peers_active(platform, peers)
+    job = mnist_job(dataset_id, peers, rounds=ASYNC_VERSIONS, seed=5)
+    job["name"] = "mnist-verify-async"
+    job["model"] = {"arch": "mlp", "hidden": [64]}
+    job["aggregation"].update(
+        mode="async", buffer_size=3, round_deadline_s=120, verify={"share": 0.05}
+    )
+    job_id = await create_job(platform, job)
+    done = await finished(platform, job_id)
+    assert done["state"] == "completed", done
+
+    lazy = {platform.peers[n].peer_id for n in LAZY}
+    events = await job_events(http, job_id)
+    excluded = {e["data"]["peer_id"] for e in events if e["type"] == "peer.excluded"}
+    assert excluded == lazy, _story(events)
+    checks = [e["data"] for e in events if e["type"] == "update.checked"]
+    honest_pairs = [c for c in checks if not {c["peer_id"], c["other_peer_id"]} & lazy]
+    assert honest_pairs and all(c["agree"] for c in honest_pairs)
+    rejected = [e["data"] for e in events if e["type"] == "update.rejected" and e["data"]["strike"]]
+    assert {r["peer_id"] for r in rejected} <= lazy
+    closed = [e["data"] for e in events if e["type"] == "round.closed"]
+    assert len(closed) == ASYNC_VERSIONS and all(c["reason"] == "buffered" for c in closed)
+    included = {u["peer_id"] for c in closed for u in c["included"]}
+    assert not included & lazy, _story(events)
+    # a lazy update struck by its check makes way for the checker's, in its place
+    assert included <= set(peers) - lazy
 
 
 def _story(events: list[dict[str, Any]]) -> str:

@@ -70,10 +70,13 @@ class VerifySpec(BaseModel):
     * every task of a peer with fewer than ``probation`` confirmations (a task of its own
       whose update another peer's agreed with) in the job: a newcomer's first tasks;
     * every task of a peer with a strike in the job (escalation);
-    * ``share`` of the other tasks, by a seeded hash of the round and shard.
+    * ``share`` of the other tasks, by a seeded hash of the round and shard (and the
+      task's number, in an asynchronous job).
 
     Checks and tie-breaks go to peers already confirmed (and never struck) where there
-    are such, so a lazy checker rarely decides anything.
+    are such, so a lazy checker rarely decides anything. In an asynchronous job a checked
+    update joins a version only once its check confirmed it, and its peer waits for that
+    before its next task (docs/checked-work.md).
 
     Attributes
     ----------
@@ -286,11 +289,6 @@ class AggregationSpec(BaseModel):
             raise ValueError(
                 'over_select applies to mode "sync" only: an asynchronous job never waits '
                 "for its slowest peers"
-            )
-        if self.mode == "async" and self.verify.enabled:
-            raise ValueError(
-                'verify applies to mode "sync" only for now: an asynchronous round has no '
-                "fixed set of tasks to check against each other (docs/checked-work.md)"
             )
         if self.mode == "sync" and self.calibration != "none":
             raise ValueError(

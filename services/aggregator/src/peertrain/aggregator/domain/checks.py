@@ -16,7 +16,7 @@ from peertrain.common.events.models import UpdateAccepted, UpdateChecked
 
 from .state import JobMemory
 
-__all__ = ["MAX_DISTANCE", "checked_task", "partners", "verdict"]
+__all__ = ["MAX_DISTANCE", "checked_task", "partners", "summed_on_arrival", "verdict"]
 
 MAX_DISTANCE = 1e9
 """Distances are recorded up to this (``inf``, tensors that do not match, is not JSON)."""
@@ -31,6 +31,17 @@ def checked_task(state: JobMemory, task_id: str) -> str | None:
     if task.checks is not None:
         return task.checks
     return task_id if task_id in state.checks_of else None
+
+
+def summed_on_arrival(state: JobMemory, accepted: UpdateAccepted) -> bool:
+    """Whether an accepted update goes into the open round's running sum as it arrives:
+    not a check's (compared, never summed), nor, in an asynchronous job, a checked
+    task's (it waits out of the buffer for its verdict, so the round that includes it is
+    made from what it includes)."""
+    if accepted.checks is not None:
+        return False
+    asynchronous = state.configured is not None and state.configured.aggregation.is_async
+    return not (asynchronous and accepted.task_id in state.checks_of)
 
 
 def partners(state: JobMemory, accepted: UpdateAccepted) -> list[UpdateAccepted]:

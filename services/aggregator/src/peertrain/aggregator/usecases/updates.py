@@ -33,6 +33,7 @@ from peertrain.aggregator.domain import (
     decide_update,
 )
 from peertrain.aggregator.domain.buffered import fold_target
+from peertrain.aggregator.domain.checks import summed_on_arrival
 from peertrain.aggregator.metrics import UPDATES, observe_update_bytes
 from peertrain.common.blobs import PutResult
 from peertrain.common.eventlog import ConcurrencyError
@@ -155,7 +156,7 @@ async def _accept(
         UPDATES.labels(outcome="duplicate", code="").inc()
         return
     app.deltas.put(body.job_id, event.key, event.sha256, delta)
-    if app.leases.holds(body.job_id) and event.checks is None:  # a check is not summed
+    if app.leases.holds(body.job_id) and summed_on_arrival(recorded, event):
         await _fold(app, recorded, decision.opened, event, delta)
     UPDATES.labels(outcome="accepted", code="").inc()
     observe_update_bytes(event)
@@ -380,8 +381,8 @@ async def fold_recorded(app: AggregatorApp, job_id: str, event: RecordedEvent) -
             return
         state = await app.load(job_id)
         opened = state.opened.get((accepted.round, accepted.attempt))
-        if opened is None or state.configured is None or accepted.checks is not None:
-            return  # (a check's update is compared, never summed)
+        if opened is None or state.configured is None or not summed_on_arrival(state, accepted):
+            return
         if not state.configured.aggregation.is_async and not state.is_open(
             accepted.round, accepted.attempt
         ):

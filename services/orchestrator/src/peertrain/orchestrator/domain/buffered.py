@@ -32,6 +32,7 @@ from peertrain.common.events.models import ModelVersionCreated
 from peertrain.common.events.training import IncludedUpdate, RoundClosed, RoundOpened
 
 from . import rounds
+from .checks import pick_peer, wants_check
 from .job import Job, Round, Task
 
 __all__ = ["TASKS_PER_ROUND", "admissible", "buffer_size", "open_buffer", "tend_buffer"]
@@ -43,10 +44,39 @@ failed, lost): after as many, the shard's next task comes with the next round.""
 
 def admissible(job: Job, base: int) -> list[IncludedUpdate]:
     """The buffered updates a round building on version ``base`` may include (at most
-    ``max_staleness`` versions stale), in arrival order."""
+    ``max_staleness`` versions stale, and, if checked, confirmed), in arrival order."""
     assert job.configured is not None
     bound = job.configured.aggregation.max_staleness
-    return [u for u in job.buffer if base - (u.base_version or 0) <= bound]
+    checking = job.configured.aggregation.verify.enabled
+    return [
+        u
+        for u in job.buffer
+        if base - (u.base_version or 0) <= bound and not (checking and _unconfirmed(job, u))
+    ]
+
+
+def _group_round(job: Job, task_id: str) -> Round | None:
+    """The round of ``task_id`` if it is a checked task (one with a check)."""
+    task = job.find_task(task_id)
+    rnd = None if task is None else job.rounds.get((task.round, task.attempt))
+    return rnd if rnd is not None and len(rnd.group(task_id)) > 1 else None
+
+
+def _unconfirmed(job: Job, update: IncludedUpdate) -> bool:
+    """A checked task's update that its group has not confirmed: waiting for its verdicts,
+    or decided without confirming it (nobody agreed with anybody; its checks were lost).
+    Unlike a synchronous round, which needs an update of every shard, a buffer does
+    without it: only confirmed work of a checked task is aggregated."""
+    rnd = _group_round(job, update.task_id)
+    if rnd is None:
+        return False
+    decided = rnd.settled.get(update.task_id)
+    return decided is None or update.task_id not in decided.confirmed
+
+
+def _awaiting_check(job: Job, task_id: str) -> bool:
+    rnd = _group_round(job, task_id)
+    return rnd is not None and rnd.awaiting_check(task_id)
 
 
 def buffer_size(job: Job) -> int:
@@ -83,6 +113,9 @@ def tend_buffer(job: Job, cur: Round, env: rounds.Env) -> list[EventData]:
     ]
     if lost:
         return list(lost)
+    tiebreaks = _tiebreaks(job, env)
+    if tiebreaks:
+        return tiebreaks
     ready = admissible(job, cur.model_version)
     k = buffer_size(job)
     if len(ready) >= k:
@@ -113,21 +146,73 @@ def _give_tasks(
 ) -> list[EventData]:
     """A task in the round for each online peer with none open, on its first shard
     without an open task that has not ended without an update ``TASKS_PER_ROUND`` times
-    in the round (shard order)."""
+    in the round (shard order); and its check (``aggregation.verify``), if it is picked,
+    on another online peer, who trains it after what it has open. A peer whose checked
+    update still waits for its check gets nothing new meanwhile: checks never pile up
+    behind a fast peer, and a peer on probation (or struck) trains at its checks' pace."""
     assert job.configured is not None
-    busy = {t.peer_id for t in _open_tasks(job)}
+    load: dict[str, int] = {}
+    for t in _open_tasks(job):
+        load[t.peer_id] = load.get(t.peer_id, 0) + 1
+    waiting = (
+        {u.peer_id for u in job.buffer if _awaiting_check(job, u.task_id)}
+        if job.configured.aggregation.verify.enabled
+        else set()
+    )
     events: list[EventData] = []
     n = job.tasks_assigned
     deadline = _deadline(job, env)
     for plan in job.configured.shards:
         peer = plan.peer_id
-        if peer not in env.online or peer in busy:
+        if peer not in env.online or load.get(peer) or peer in waiting:
             continue
-        here = [t for t in given.values() if t.shard == plan.index]
+        here = [t for t in given.values() if t.shard == plan.index and t.checks is None]
         unanswered = sum(t.state in ("rejected", "failed", "lost") for t in here)
         if unanswered >= TASKS_PER_ROUND or any(t.open for t in here):
             continue
-        busy.add(peer)
+        load[peer] = 1
         n += 1
-        events.append(rounds._assign(job, round_, attempt, plan.index, peer, n, deadline, None))
+        task = rounds._assign(job, round_, attempt, plan.index, peer, n, deadline, None)
+        events.append(task)
+        if wants_check(job, peer, round_, plan.index, n):
+            checker = pick_peer(job, load, env.online, besides={peer})
+            if checker is not None:
+                load[checker] = load.get(checker, 0) + 1
+                n += 1
+                events.append(
+                    rounds._assign(
+                        job, round_, attempt, plan.index, checker, n, deadline, None, task.task_id
+                    )
+                )
+    return events
+
+
+def _tiebreaks(job: Job, env: rounds.Env) -> list[EventData]:
+    """Another peer for each check group compared in full without a decision, in the
+    round of the task it checks (whose version and seed it trains), as in a synchronous
+    round; none while no other peer is online (its update then waits, and goes when it
+    is too stale)."""
+    assert job.configured is not None
+    if not job.configured.aggregation.verify.enabled:
+        return []
+    load: dict[str, int] = {}
+    for t in _open_tasks(job):
+        load[t.peer_id] = load.get(t.peer_id, 0) + 1
+    events: list[EventData] = []
+    n = job.tasks_assigned
+    deadline = _deadline(job, env)
+    for rnd in job.rounds.values():
+        for checked in rnd.disputed():
+            task = rnd.tasks[checked]
+            besides = {rnd.tasks[t].peer_id for t in rnd.group(checked)}
+            peer = pick_peer(job, load, env.online, besides=besides)
+            if peer is None:
+                continue
+            load[peer] = load.get(peer, 0) + 1
+            n += 1
+            events.append(
+                rounds._assign(
+                    job, rnd.round, rnd.attempt, task.shard, peer, n, deadline, None, checked
+                )
+            )
     return events

@@ -78,15 +78,17 @@ def resolve(members: Sequence[str], verdicts: Mapping[frozenset[str], bool]) -> 
     return Resolution(confirmed, struck)
 
 
-def sampled(seed: int, round_: int, shard: int, share: float) -> bool:
-    """Whether the task of ``shard`` in ``round_`` is among ``share`` of the tasks: a
-    stable hash (:func:`~peertrain.common.specs.derive_seed`), the same on every
-    instance, at every replay and in the simulation."""
+def sampled(seed: int, round_: int, shard: int, share: float, n: int | None = None) -> bool:
+    """Whether the task of ``shard`` in ``round_`` (the job's ``n``-th task, for an
+    asynchronous round, which may train a shard several times) is among ``share`` of
+    the tasks: a stable hash (:func:`~peertrain.common.specs.derive_seed`), the same on
+    every instance, at every replay and in the simulation."""
     if share <= 0.0:
         return False
     if share >= 1.0:
         return True
-    return derive_seed(seed, "verify", round_, shard) / 2**63 < share
+    key = (round_, shard) if n is None else (round_, shard, n)
+    return derive_seed(seed, "verify", *key) / 2**63 < share
 
 
 def trusted(job: Job, peer: str) -> bool:
@@ -94,15 +96,16 @@ def trusted(job: Job, peer: str) -> bool:
     return job.confirmations.get(peer, 0) > 0 and not job.strikes.get(peer)
 
 
-def wants_check(job: Job, peer: str, round_: int, shard: int) -> bool:
-    """Whether ``peer``'s task of ``shard`` in ``round_`` is trained twice."""
+def wants_check(job: Job, peer: str, round_: int, shard: int, n: int | None = None) -> bool:
+    """Whether ``peer``'s task of ``shard`` in ``round_`` (the job's ``n``-th task, in
+    an asynchronous round) is trained twice."""
     assert job.configured is not None
     verify = job.configured.aggregation.verify
     if not verify.enabled:
         return False
     if job.strikes.get(peer) or job.confirmations.get(peer, 0) < verify.probation:
         return True
-    return sampled(job.configured.training.seed, round_, shard, verify.share)
+    return sampled(job.configured.training.seed, round_, shard, verify.share, n)
 
 
 def pick_peer(

@@ -170,6 +170,17 @@ class Round:
         pairs = (frozenset((a, b)) for i, a in enumerate(members) for b in members[i + 1 :])
         return all(p in self.verdicts for p in pairs) and resolve(members, self.verdicts) is None
 
+    def awaiting_check(self, checked: str) -> bool:
+        """Whether task ``checked``'s check group may still decide: a check of it open,
+        one whose comparisons are not all folded yet, or a tie-break due (asynchronous
+        rounds hold its update out of the buffer meanwhile)."""
+        if checked in self.settled:
+            return False
+        checks = [self.tasks[t] for t in self.group(checked)[1:]]
+        if any(t.open for t in checks) or any(self._comparing(t.task_id) for t in checks):
+            return True
+        return self._undecided(checked)
+
     def live(self, shard: int) -> Task | None:
         """The shard's latest task that was not lost (``None`` if all were)."""
         found = [t for t in self.tasks.values() if t.shard == shard and t.state != "lost"]
@@ -512,6 +523,9 @@ class Job:
             self.confirmations[peer] = self.confirmations.get(peer, 0) + 1
         for task_id in res.struck:
             self._strike(_mismatch_refusal(self.job_id, rnd, rnd.tasks[task_id], res))
+        if self.is_async:
+            self._swap_buffered(rnd, data.checked, res)
+            return
         inc = rnd.accepted.get(data.shard)
         if data.checked in res.struck and rnd.state == "open" and inc is not None:
             if inc.task_id != data.checked:
@@ -524,6 +538,24 @@ class Job:
                 rnd.norms.pop(data.shard, None)
             else:
                 rnd.accepted[data.shard], rnd.norms[data.shard] = swap
+
+    def _swap_buffered(self, rnd: Round, checked: str, res: Resolution) -> None:
+        """Asynchronous rounds: a struck checked task's buffered update makes way for a
+        confirmed one of its group, in its place (one update per task is aggregated)."""
+        if checked not in res.struck:
+            return
+        at = next((i for i, u in enumerate(self.buffer) if u.task_id == checked), None)
+        if at is None:
+            return
+        swap = next(
+            (rnd.checked_updates[t] for t in res.confirmed if t in rnd.checked_updates), None
+        )
+        if swap is None:
+            del self.buffer[at]
+        else:
+            self.buffer[at] = swap[0].model_copy(
+                update={"base_version": self.buffer[at].base_version}
+            )
 
     def _apply_model(self, data: object, at: datetime) -> None:
         if isinstance(data, UpdateAccepted):
@@ -656,11 +688,11 @@ class Dispatch:
         gives the honest update)."""
         seed, round_, shard = self.configured.training.seed, self.task.round, self.task.shard
         if self.configured.aggregation.is_async:
-            done = 0
+            done = 0  # a check (or tie-break) trains with the seed of the task it checks
             for t in self.round.tasks.values():
-                if t.task_id == self.task.task_id:
+                if t.task_id == (self.task.checks or self.task.task_id):
                     break
-                done += t.shard == shard and t.state == "updated"
+                done += t.shard == shard and t.state == "updated" and t.checks is None
             if done:
                 return derive_seed(seed, round_, shard, done)
         return derive_seed(seed, round_, shard)
