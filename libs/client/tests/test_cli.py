@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from peertrain.client import FileTokenStore, RetryPolicy, Tokens, base
 from peertrain.client.cli import CliState, app
-from peertrain.client.cli.watchview import sparkline
+from peertrain.client.cli.watchview import fmt_duration, sparkline
 
 API = "http://api.test"
 FULL = "0192f3a4-5b6c-7d8e-9fab-0123456789ab"
@@ -190,6 +190,17 @@ def test_watch_cancelled_exits_3(api: FakeApi, cfg: Path) -> None:
 def test_sparkline() -> None:
     assert sparkline([0.0, 0.5, 1.0]) == "▁▅█"
     assert sparkline([None, 0.3]) == " ▅" and sparkline([]) == ""
+
+
+def test_durations_under_ten_seconds_keep_a_decimal() -> None:
+    assert [fmt_duration(s) for s in (0.37, 9.2, 12.4, 185, 3720, None)] == [
+        "0.4s",
+        "9.2s",
+        "12s",
+        "3m05s",
+        "1h02m",
+        "-",
+    ]
 
 
 def test_model_download(api: FakeApi, cfg: Path, tmp_path: Path) -> None:

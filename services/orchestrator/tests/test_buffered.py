@@ -21,6 +21,7 @@ from peertrain.common.events.training import (
     TaskLost,
 )
 from peertrain.common.specs import AggregationSpec, derive_seed
+from peertrain.common.specs.aggregation import ASYNC_SERVER_LR
 from peertrain.orchestrator.domain import Job
 from peertrain.orchestrator.domain import buffered as bufferedmod
 from peertrain.orchestrator.domain.configuration import configure
@@ -338,3 +339,41 @@ def test_replaying_an_asynchronous_log_with_checks_gives_the_same_buffer():
         again.apply(event)
     assert again.buffer == h.job.buffer
     assert bufferedmod.admissible(again, 0) == bufferedmod.admissible(h.job, 0) == []
+
+
+def test_a_new_asynchronous_job_records_its_server_step():
+    from .test_plan_job import directory, peer, plan
+
+    d = directory(peer("p1"), peer("p2"))
+
+    def step(**aggregation: object) -> float | None:
+        return plan(d, peers=["p1", "p2"], aggregation=aggregation).aggregation.server_lr
+
+    assert step(mode="async") == ASYNC_SERVER_LR == 0.5  # 1.0 overshoots (see its note)
+    assert step(mode="async", server_lr=1.0) == 1.0  # named: kept
+    assert step(mode="async", strategy="fedadam") is None  # FedAdam's own default (0.1)
+    assert step() is None  # synchronous jobs as before
+
+
+def test_an_asynchronous_round_s_view_and_metrics_count_its_buffer():
+    from peertrain.common.events.models import ModelEvaluated as Evaluated
+    from peertrain.orchestrator.api.views import JobMetrics, RoundPublic
+
+    h, tasks = started(buffer_size=2)
+    h.accept(tasks[0])
+    h.accept(tasks[2])
+    (closed, *_) = h.settle()
+    assert isinstance(closed, RoundClosed)
+    rnd = h.job.rounds[(1, 1)]
+    view = RoundPublic.of(rnd, h.job)
+    assert (view.closes_on, view.accepted, view.close_reason) == (2, [0, 2], "buffered")
+    h.version(1)
+    h.record(
+        "model",
+        Evaluated(job_id="j1", version=1, loss=0.5, accuracy=0.8, per_class_accuracy=(), samples=4),
+    )
+    (metrics,) = JobMetrics.of(h.job).rounds
+    assert (metrics.peers, metrics.bytes_up) == (2, 2)  # two updates of 1 byte each
+    assert h.job.update_sizes == {}  # what a round included is counted there, not kept
+    h.settle()
+    assert RoundPublic.of(h.job.rounds[(2, 1)], h.job).accepted == []  # round 2 is open

@@ -356,7 +356,7 @@ class Simulation:
             ),
             model=spec.model,
             training=spec.training,
-            aggregation=spec.aggregation,
+            aggregation=spec.aggregation.for_new_job(),
             init_weights=init_weights,
         )
         if spec.aggregation.min_peers > len(self.peer_ids):

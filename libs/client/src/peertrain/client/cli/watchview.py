@@ -47,9 +47,12 @@ def sparkline(values: Sequence[float | None], width: int = 40) -> str:
 
 
 def fmt_duration(seconds: float | None) -> str:
-    """``1h02m``, ``3m05s``, ``42s``; ``-`` when unknown."""
+    """``1h02m``, ``3m05s``, ``42s``, ``0.4s`` (under 10 s: rounds of a fast job, an
+    asynchronous job's versions); ``-`` when unknown."""
     if seconds is None or seconds < 0:
         return "-"
+    if seconds < 9.95:
+        return f"{seconds:.1f}s"
     s = round(seconds)
     if s >= 3600:
         return f"{s // 3600}h{s % 3600 // 60:02d}m"

@@ -18,7 +18,7 @@ from peertrain.common.specs import (
     TrainingParams,
 )
 
-from ..domain import Job, Round, Task, stragglers
+from ..domain import Job, Round, Task, buffered, stragglers
 from ..domain.job import JobState, TaskStateName
 
 __all__ = [
@@ -177,7 +177,12 @@ class RoundPublic(BaseModel):
     deadline: datetime
     closed_at: datetime | None
     close_reason: str | None
-    accepted: list[int] = Field(description="Shards whose update the round accepted")
+    accepted: list[int] = Field(
+        description=(
+            "Shards whose update the round accepted; in an asynchronous job, the shards "
+            "of the updates its buffer holds (closed: that its version aggregates)"
+        )
+    )
     shards: int = Field(
         description=(
             "Tasks the round gave out, one per shard (peers_per_round or every shard, "
@@ -187,7 +192,7 @@ class RoundPublic(BaseModel):
     closes_on: int = Field(
         description=(
             "Accepted updates the round closes on: every task it gave out, or fewer "
-            "with aggregation.over_select"
+            "with aggregation.over_select; in an asynchronous job, buffer_size"
         ),
     )
     surplus: list[int] = Field(
@@ -201,9 +206,18 @@ class RoundPublic(BaseModel):
     def of(cls, rnd: Round, job: Job) -> RoundPublic:
         """From a round of the job's state."""
         shards = len({t.shard for t in rnd.tasks.values()})
+        closes_on = stragglers.closes_on(job) if job.configured is not None else shards
+        accepted = sorted(rnd.accepted)
+        if job.is_async:  # a buffer of K updates, from any round (a shard may come twice)
+            closes_on = buffered.buffer_size(job)
+            accepted = (
+                sorted(u.shard for u in rnd.included)
+                if rnd.state == "closed"
+                else sorted(u.shard for u in buffered.admissible(job, rnd.model_version))
+            )
         return cls(
             shards=shards,
-            closes_on=stragglers.closes_on(job) if job.configured is not None else shards,
+            closes_on=closes_on,
             surplus=stragglers.surplus_shards(rnd),
             round=rnd.round,
             attempt=rnd.attempt,
@@ -213,7 +227,7 @@ class RoundPublic(BaseModel):
             deadline=rnd.deadline,
             closed_at=rnd.closed_at,
             close_reason=rnd.close_reason,
-            accepted=sorted(rnd.accepted),
+            accepted=accepted,
         )
 
 
@@ -383,7 +397,7 @@ class JobMetrics(BaseModel):
                         if rnd is not None and rnd.closed_at is not None
                         else None
                     ),
-                    peers=len(rnd.accepted) if rnd is not None else None,
+                    peers=_aggregated(job, rnd),
                     **_round_bytes(job, rnd),
                 )
             )
@@ -399,6 +413,14 @@ class JobMetrics(BaseModel):
             rounds=rounds,
             peers=peers,
         )
+
+
+def _aggregated(job: Job, rnd: Round | None) -> int | None:
+    """The updates a closed round's version aggregates: its accepted shards; in an
+    asynchronous job, its buffer (``included``)."""
+    if rnd is None:
+        return None
+    return len(rnd.included) if job.is_async else len(rnd.accepted)
 
 
 def _round_bytes(job: Job, rnd: Round | None) -> dict[str, int | None]:

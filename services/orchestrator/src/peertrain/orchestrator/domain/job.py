@@ -144,6 +144,8 @@ class Round:
     """The aggregator's comparisons (``update.checked``): whether two tasks agreed."""
     settled: dict[str, Resolution] = field(default_factory=dict)
     """Check groups decided, by the checked task's id."""
+    included: tuple[IncludedUpdate, ...] = ()
+    """What its version aggregates (``round.closed`` ``included``), once it closed."""
 
     def group(self, checked: str) -> list[str]:
         """The check group of task ``checked``: it, its check, its tie-break."""
@@ -247,6 +249,9 @@ class Job:
     error_code: str | None = None
     finished_at: datetime | None = None
     tasks_assigned: int = 0
+    update_sizes: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+    """Asynchronous rounds: each accepted update's bytes as uploaded and in float32, by
+    task (a buffer's updates come from any round; a synchronous round keeps its own)."""
     buffer: list[IncludedUpdate] = field(default_factory=list)
     """Asynchronous rounds: the accepted updates no closed round has included yet, in the
     order they were accepted (the model stream's order); see :mod:`.buffered`."""
@@ -442,12 +447,20 @@ class Job:
             rnd = self.rounds.get((data.round, data.attempt))
             if rnd is not None:
                 rnd.state = "closed" if isinstance(data, RoundClosed) else "failed"
+                if isinstance(data, RoundClosed):
+                    rnd.included = data.included
                 rnd.closed_at = at
                 rnd.close_reason = data.reason if isinstance(data, RoundClosed) else "too_few"
                 if isinstance(data, RoundFailed):
                     rnd.failed = data
                     return
                 if self.is_async:
+                    # its updates' bytes, by place (a buffer may hold a shard twice)
+                    rnd.sizes = {
+                        i: self.update_sizes.pop(u.task_id)
+                        for i, u in enumerate(data.included)
+                        if u.task_id in self.update_sizes
+                    }
                     self._unbuffer(data)
                 for out in data.dropped:
                     self._strike(_dropped_refusal(data, out))
@@ -492,6 +505,20 @@ class Job:
         self.buffer = [
             u for u in self.buffer if u.task_id not in included and (u.base_version or 0) >= oldest
         ]
+        kept = {u.task_id for u in self.buffer}
+        for task_id in [t for t in self.update_sizes if t not in kept]:
+            # never aggregated now (too stale, or a check no struck update needed)
+            if not self._may_swap_in(task_id):
+                del self.update_sizes[task_id]
+
+    def _may_swap_in(self, task_id: str) -> bool:
+        """A check's update whose group is not decided yet (it may take a struck update's
+        place in the buffer)."""
+        task = self.find_task(task_id)
+        if task is None or task.checks is None:
+            return False
+        rnd = self.rounds.get((task.round, task.attempt))
+        return rnd is not None and task.checks not in rnd.settled
 
     def _end(self, state: Literal["completed", "failed", "cancelled"], at: datetime) -> None:
         self.terminal = state
@@ -570,10 +597,13 @@ class Job:
                 task.updated_at = at
             if task is not None and task.checks is not None:  # compared, not summed
                 rnd.checked_updates[task.task_id] = (_included(data), data.norm)
+                if self.is_async:  # it may take a struck update's place in the buffer
+                    self.update_sizes[data.task_id] = (data.size, data.dense_size)
                 return
             if self.is_async:
                 if task is not None and task.state == "updated":
                     self._buffer(data, rnd)
+                    self.update_sizes[data.task_id] = (data.size, data.dense_size)
                 return
             if rnd.state == "open" and data.shard not in rnd.accepted:
                 rnd.accepted[data.shard] = _included(data)

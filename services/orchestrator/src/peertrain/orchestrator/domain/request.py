@@ -319,7 +319,7 @@ def plan_job(
         ),
         model=model,
         training=training,
-        aggregation=aggregation,
+        aggregation=aggregation.for_new_job(),
         init_from=source,
         init_weights=weights,
     )
