@@ -158,6 +158,25 @@ def test_a_progress_event_of_several_epochs_names_them() -> None:
     assert "peer p1 epochs 1,2,3/3 loss 0.5000" in event_text({**EVENTS[1], "data": data}).plain
 
 
+def test_checks_and_their_verdicts_are_logged_in_words() -> None:
+    from peertrain.client.cli.logview import event_text
+
+    check = {
+        "type": "task.assigned",
+        "data": {"round": 2, "shard": 1, "peer_id": "p2", "checks": "t1"},
+    }
+    assert event_text(check).plain.endswith("round 2: shard 1 sent to peer p2 to check task t1")
+    verdict = {
+        "type": "update.checked",
+        "data": {"round": 2, "shard": 1, "peer_id": "p1", "other_peer_id": "p2", "agree": False}
+        | {"distance": 0.8511, "tolerance": 0.001},
+    }
+    assert event_text(verdict).plain.endswith(
+        "round 2: check of shard 1: the updates of peers p1 and p2 DISAGREE "
+        "(distance 0.851, tolerance 0.001)"
+    )
+
+
 def test_metrics_and_config(api: FakeApi, tmp_path: Path) -> None:
     metrics = {
         "job_id": "j",

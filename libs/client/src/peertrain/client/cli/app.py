@@ -10,6 +10,7 @@ reach", not "not logged in".
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from functools import partial
@@ -82,6 +83,12 @@ class _Group(TyperGroup):
         except KeyboardInterrupt:
             typer.echo("peertrain: interrupted", err=True)
             raise typer.Exit(130) from None
+        except BrokenPipeError:
+            # the reader went away (``| head``): stop quietly, as Unix tools do (and as
+            # rich does for tables: exit 1), with stdout on /dev/null so that flushing
+            # it at exit does not fail again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(1) from None
         except Exception as exc:
             _fail(ctx, exc, f"unexpected error: {type(exc).__name__}: {exc} (--debug shows more)")
 

@@ -34,6 +34,13 @@ def _epochs(d: dict[str, Any]) -> str:
     return "epochs " + ",".join(str(e) for e in [*earlier, d.get("epoch")])
 
 
+def _g(value: Any) -> str:
+    """A small or large number, briefly (``1.4e-07``, ``0.001``); ``-`` when missing."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "-"
+    return f"{value:.3g}"
+
+
 def _metrics(d: dict[str, Any], loss: str = "loss", accuracy: str = "accuracy") -> str:
     return f"loss {fmt_float(d.get(loss))} accuracy {fmt_float(d.get(accuracy))}"
 
@@ -52,6 +59,7 @@ _LINES: dict[str, _Render] = {
     "task.assigned": lambda d: (
         f"{_r(d)}: shard {d.get('shard')} sent to peer {d.get('peer_id')}"
         + (f" (reassigned from {d['reassigned_from']})" if d.get("reassigned_from") else "")
+        + (f" to check task {d['checks']}" if d.get("checks") else "")
     ),
     "task.accepted": lambda d: (
         f"{_r(d)}: peer {d.get('peer_id')} took shard {d.get('shard')}"
@@ -74,6 +82,12 @@ _LINES: dict[str, _Render] = {
     ),
     "update.rejected": lambda d: (
         f"{_r(d)}: update of peer {d.get('peer_id')} REJECTED: {d.get('reason')} ({d.get('code')})"
+    ),
+    "update.checked": lambda d: (
+        f"{_r(d)}: check of shard {d.get('shard')}: the updates of peers {d.get('peer_id')} "
+        f"and {d.get('other_peer_id')} "
+        + ("agree" if d.get("agree") else "DISAGREE")
+        + f" (distance {_g(d.get('distance'))}, tolerance {_g(d.get('tolerance'))})"
     ),
     "round.closed": lambda d: (
         f"{_r(d)} closed ({d.get('reason')}): {len(d.get('included') or [])} update(s)"
