@@ -326,6 +326,34 @@ def test_a_checked_update_whose_check_is_lost_is_never_aggregated_and_its_peer_g
     assert [u.task_id for u in bufferedmod.admissible(h.job, 0)] == [b.task_id]
 
 
+def test_a_dispute_nobody_online_can_break_lets_the_update_in_as_a_synchronous_round_does():
+    h, tasks = started(**VERIFY, buffer_size=1)
+    (a, check_a), _ = pairs(tasks)
+    h.accept(a)
+    h.accept(check_a)
+    h.online = {"p0", "p1"}  # the others are gone: nobody can break a tie
+    verdict(h, check_a, a, agree=False)
+    events = h.settle()
+    # no tie-break can be given: the job moves on with the checked update, unconfirmed
+    (closed,) = [e for e in events if isinstance(e, RoundClosed)]
+    assert [u.task_id for u in closed.included] == [a.task_id]
+    assert not any(isinstance(e, TaskAssigned) and e.checks == a.task_id for e in events)
+
+
+def test_a_due_tie_break_is_given_and_the_update_waits_for_it():
+    h, tasks = started(**VERIFY, buffer_size=1)
+    (a, check_a), _ = pairs(tasks)
+    h.accept(a)
+    h.accept(check_a)
+    verdict(h, check_a, a, agree=False)
+    events = h.settle()
+    (tie,) = [e for e in h.assigned(events) if e.checks == a.task_id]
+    assert tie.peer_id not in ("p0", "p1")
+    assert not any(isinstance(e, RoundClosed) for e in events)  # a's update waits
+    assert h.job.buffer[0].task_id == a.task_id
+    assert bufferedmod.admissible(h.job, 0) == []
+
+
 def test_replaying_an_asynchronous_log_with_checks_gives_the_same_buffer():
     h, tasks = started(**VERIFY)
     (a, check_a), (b, _) = pairs(tasks)

@@ -24,7 +24,7 @@ it is online again.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import datetime, timedelta
 
 from peertrain.common.events import EventData
@@ -42,16 +42,22 @@ TASKS_PER_ROUND = 2
 failed, lost): after as many, the shard's next task comes with the next round."""
 
 
-def admissible(job: Job, base: int) -> list[IncludedUpdate]:
+def admissible(job: Job, base: int, online: Collection[str] | None = None) -> list[IncludedUpdate]:
     """The buffered updates a round building on version ``base`` may include (at most
-    ``max_staleness`` versions stale, and, if checked, confirmed), in arrival order."""
+    ``max_staleness`` versions stale, and, if checked, confirmed), in arrival order.
+
+    ``online``: the job's peers online now, when deciding. A checked update whose group
+    is disputed with nobody online to break the tie is then included unconfirmed, as a
+    synchronous round includes it (a job too small for a tie-break still moves on);
+    without it (a view), such an update counts as held.
+    """
     assert job.configured is not None
     bound = job.configured.aggregation.max_staleness
     checking = job.configured.aggregation.verify.enabled
     return [
         u
         for u in job.buffer
-        if base - (u.base_version or 0) <= bound and not (checking and _unconfirmed(job, u))
+        if base - (u.base_version or 0) <= bound and not (checking and _held(job, u, online))
     ]
 
 
@@ -62,21 +68,27 @@ def _group_round(job: Job, task_id: str) -> Round | None:
     return rnd if rnd is not None and len(rnd.group(task_id)) > 1 else None
 
 
-def _unconfirmed(job: Job, update: IncludedUpdate) -> bool:
-    """A checked task's update that its group has not confirmed: waiting for its verdicts,
-    or decided without confirming it (nobody agreed with anybody; its checks were lost).
-    Unlike a synchronous round, which needs an update of every shard, a buffer does
-    without it: only confirmed work of a checked task is aggregated."""
+def _held(job: Job, update: IncludedUpdate, online: Collection[str] | None) -> bool:
+    """A checked task's update its group has not confirmed: its check under way, a
+    tie-break due (unless nobody online can give it), decided without confirming it
+    (nobody agreed with anybody), or never to be decided (its checks were lost). Unlike
+    a synchronous round, which needs an update of every shard, a buffer does without
+    it: only confirmed work of a checked task is aggregated, where it can be had."""
     rnd = _group_round(job, update.task_id)
     if rnd is None:
         return False
     decided = rnd.settled.get(update.task_id)
-    return decided is None or update.task_id not in decided.confirmed
+    if decided is not None:
+        return update.task_id not in decided.confirmed
+    if rnd.tie_break_due(update.task_id) and online is not None:
+        besides = {rnd.tasks[t].peer_id for t in rnd.group(update.task_id)}
+        return pick_peer(job, {}, online, besides=besides) is not None
+    return True
 
 
-def _awaiting_check(job: Job, task_id: str) -> bool:
+def _checking(job: Job, task_id: str) -> bool:
     rnd = _group_round(job, task_id)
-    return rnd is not None and rnd.awaiting_check(task_id)
+    return rnd is not None and rnd.checking(task_id)
 
 
 def buffer_size(job: Job) -> int:
@@ -116,7 +128,7 @@ def tend_buffer(job: Job, cur: Round, env: rounds.Env) -> list[EventData]:
     tiebreaks = _tiebreaks(job, env)
     if tiebreaks:
         return tiebreaks
-    ready = admissible(job, cur.model_version)
+    ready = admissible(job, cur.model_version, env.online)
     k = buffer_size(job)
     if len(ready) >= k:
         return [
@@ -148,14 +160,14 @@ def _give_tasks(
     without an open task that has not ended without an update ``TASKS_PER_ROUND`` times
     in the round (shard order); and its check (``aggregation.verify``), if it is picked,
     on another online peer, who trains it after what it has open. A peer whose checked
-    update still waits for its check gets nothing new meanwhile: checks never pile up
-    behind a fast peer, and a peer on probation (or struck) trains at its checks' pace."""
+    update is being checked gets nothing new meanwhile: checks never pile up behind a
+    fast peer, and a peer on probation (or struck) trains at its checks' pace."""
     assert job.configured is not None
     load: dict[str, int] = {}
     for t in _open_tasks(job):
         load[t.peer_id] = load.get(t.peer_id, 0) + 1
     waiting = (
-        {u.peer_id for u in job.buffer if _awaiting_check(job, u.task_id)}
+        {u.peer_id for u in job.buffer if _checking(job, u.task_id)}
         if job.configured.aggregation.verify.enabled
         else set()
     )

@@ -172,16 +172,18 @@ class Round:
         pairs = (frozenset((a, b)) for i, a in enumerate(members) for b in members[i + 1 :])
         return all(p in self.verdicts for p in pairs) and resolve(members, self.verdicts) is None
 
-    def awaiting_check(self, checked: str) -> bool:
-        """Whether task ``checked``'s check group may still decide: a check of it open,
-        one whose comparisons are not all folded yet, or a tie-break due (asynchronous
-        rounds hold its update out of the buffer meanwhile)."""
+    def checking(self, checked: str) -> bool:
+        """Whether a check of task ``checked`` is under way: one open, or one whose
+        comparisons are not all folded yet (its group not decided)."""
         if checked in self.settled:
             return False
         checks = [self.tasks[t] for t in self.group(checked)[1:]]
-        if any(t.open for t in checks) or any(self._comparing(t.task_id) for t in checks):
-            return True
-        return self._undecided(checked)
+        return any(t.open for t in checks) or any(self._comparing(t.task_id) for t in checks)
+
+    def tie_break_due(self, checked: str) -> bool:
+        """Whether task ``checked``'s group was compared in full without a decision, and
+        may take another member (see :meth:`disputed`)."""
+        return checked not in self.settled and self._undecided(checked)
 
     def live(self, shard: int) -> Task | None:
         """The shard's latest task that was not lost (``None`` if all were)."""
