@@ -312,3 +312,22 @@ def test_job_show_says_how_many_tasks_a_round_gave_out_and_closed_on(
     assert shown.exit_code == 0, shown.output
     want = "round 3 (attempt 1): 4 task(s), closes on 3 accepted; closed (complete) on 3, 1 surplus"
     assert want in " ".join(shown.stdout.split())
+
+
+def test_job_show_names_the_task_each_check_checks(api: FakeApi, tmp_path: Path) -> None:
+    def task(n: int, peer: str, checks: str | None = None) -> dict[str, object]:
+        return {"task_id": f"j1.r1.a1.s0.{n}", "round": 1, "shard": 0, "peer_id": peer} | {
+            "state": "updated",
+            "checks": checks,
+        }
+
+    tasks = [task(1, "peer-a"), task(2, "peer-b", "j1.r1.a1.s0.1"), task(3, "peer-c")]
+    api.route(
+        "GET", "/api/jobs/j1", {"job_id": "j1", "name": "g", "state": "running"} | {"tasks": tasks}
+    )
+    shown = run(api, tmp_path, "job", "show", "j1", "--wide")
+    assert shown.exit_code == 0, shown.output
+    lines = [" ".join(line.split()) for line in shown.stdout.splitlines()]
+    assert any(line.startswith("TASK ROUND SHARD PEER STATE CHECKS") for line in lines)
+    assert "j1.r1.a1.s0.2 1 0 peer-b updated j1.r1.a1.s0.1 -" in lines
+    assert "j1.r1.a1.s0.3 1 0 peer-c updated - -" in lines

@@ -220,7 +220,8 @@ export interface components {
          *         Seconds a round (or a retry) waits for ``min_peers`` of the job's peers to be
          *         online before the job fails (``too_few_peers_online``); the orchestrator's rule.
          *     server_lr
-         *         Server step; ``None`` for the strategy's default (1.0, or 0.1 for FedAdam).
+         *         Server step; ``None`` for the strategy's default (1.0, or 0.1 for FedAdam; a new
+         *         asynchronous job records :data:`ASYNC_SERVER_LR` instead, see :meth:`for_new_job`).
          *     trim_fraction
          *         Share trimmed at each end by ``trimmed_mean``.
          *     max_update_norm
@@ -1326,7 +1327,7 @@ export interface components {
         RoundPublic: {
             /**
              * Accepted
-             * @description Shards whose update the round accepted
+             * @description Shards whose update the round accepted; in an asynchronous job, the shards of the updates its buffer holds (closed: that its version aggregates)
              */
             accepted: number[];
             /** Attempt */
@@ -1337,7 +1338,7 @@ export interface components {
             closed_at: string | null;
             /**
              * Closes On
-             * @description Accepted updates the round closes on: every task it gave out, or fewer with aggregation.over_select
+             * @description Accepted updates the round closes on: every task it gave out, or fewer with aggregation.over_select; in an asynchronous job, buffer_size
              */
             closes_on: number;
             /**
@@ -1470,6 +1471,11 @@ export interface components {
             assigned_at: string;
             /** Attempt */
             attempt: number;
+            /**
+             * Checks
+             * @description The task this one checks (aggregation.verify): trained again, compared
+             */
+            checks?: string | null;
             /**
              * Deadline
              * Format: date-time
@@ -1699,10 +1705,13 @@ export interface components {
          *     * every task of a peer with fewer than ``probation`` confirmations (a task of its own
          *       whose update another peer's agreed with) in the job: a newcomer's first tasks;
          *     * every task of a peer with a strike in the job (escalation);
-         *     * ``share`` of the other tasks, by a seeded hash of the round and shard.
+         *     * ``share`` of the other tasks, by a seeded hash of the round and shard (and the
+         *       task's number, in an asynchronous job).
          *
          *     Checks and tie-breaks go to peers already confirmed (and never struck) where there
-         *     are such, so a lazy checker rarely decides anything.
+         *     are such, so a lazy checker rarely decides anything. In an asynchronous job a checked
+         *     update joins a version only once its check confirmed it, and its peer waits for that
+         *     before its next task (docs/checked-work.md).
          *
          *     Attributes
          *     ----------

@@ -163,8 +163,9 @@ def show_job(
     if job.get("error"):
         state.out.print(Text(f"error: {job['error']}", style="red"))
     tasks = [t for t in job.get("tasks") or [] if isinstance(t, dict)]
-    task_ids = short_ids(str(t.get("task_id") or "") for t in tasks)
+    task_ids = short_ids(str(t.get(k) or "") for t in tasks for k in ("task_id", "checks"))
     peer_ids = short_ids(str(t.get("peer_id") or "") for t in tasks)
+    checks = any(t.get("checks") for t in tasks)  # aggregation.verify: which task each checks
     rows = [
         [
             shown_id(t.get("task_id"), task_ids, wide),
@@ -172,6 +173,11 @@ def show_job(
             t.get("shard"),
             shown_id(t.get("peer_id"), peer_ids, wide),
             job_state(t.get("state")),
+            *(
+                [shown_id(t["checks"], task_ids, wide) if t.get("checks") else "-"]
+                if checks
+                else []
+            ),
             _first_line(t.get("error")),
         ]
         for t in tasks
@@ -183,6 +189,7 @@ def show_job(
             "SHARD",
             "PEER",
             "STATE",
+            *(["CHECKS"] if checks else []),
             Col("ERROR", flex=True),
         ]
         table(state.out, columns, rows, title="tasks", wide=wide)

@@ -157,6 +157,10 @@ class TaskPublic(BaseModel):
     assigned_at: datetime
     deadline: datetime
     reassigned_from: str | None
+    checks: str | None = Field(
+        default=None,
+        description="The task this one checks (aggregation.verify): trained again, compared",
+    )
     error: str | None
     traceback: str | None
 
