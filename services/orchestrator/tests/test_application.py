@@ -8,13 +8,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from peertrain.common.app import MemoryPublisher, Ports, deliver
 from peertrain.common.blobs import MemoryBlobStore
 from peertrain.common.clock import ManualClock
-from peertrain.common.eventlog import MemoryEventLog
+from peertrain.common.eventlog import ConcurrencyError, MemoryEventLog
 from peertrain.common.events import EventData, NewEvent, RecordedEvent
 from peertrain.common.events.datasets import (
     ArtifactRef,
@@ -332,6 +333,24 @@ async def test_a_cancelled_job_tells_its_peers_to_stop() -> None:
     cancels = [m for m in p.publisher.sent if m.routing_key.endswith(".cancel")]
     assert sorted(m.routing_key for m in cancels) == ["peer.p1.cancel", "peer.p2.cancel"]
     assert all(CancelMessage.model_validate_json(m.body).job_id == job.job_id for m in cancels)
+
+
+async def test_a_cancel_is_decided_again_while_another_instance_keeps_appending() -> None:
+    """The holder appends several times a second: a cancel on the other instance lost
+    every try of one execute (4), and the user got 409 concurrency_conflict."""
+    p, job = await running()
+    real, lost = p.log.append, []
+
+    async def busy(stream: str, events: Sequence[NewEvent], *, expected_version: int) -> Any:
+        if any(e.type == "job.cancelled" for e in events) and len(lost) < 9:
+            lost.append(expected_version)  # the other instance's append came first
+            raise ConcurrencyError(stream, expected_version)
+        return await real(stream, events, expected_version=expected_version)
+
+    p.log.append = busy  # type: ignore[method-assign]
+    await p.app.cancel_job(job.job_id, USER)
+    await p.settle()
+    assert len(lost) == 9 and job.terminal == "cancelled"
 
 
 TTL_S = 10.0

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import random
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from peertrain.common.eventlog import ConcurrencyError
 from peertrain.common.events import RecordedEvent
 from peertrain.common.events.datasets import sharding_stream
 from peertrain.common.events.models import model_stream
@@ -155,13 +159,37 @@ async def open_job(app: OrchestratorApp, created: JobCreated, *, actor: str | No
     return job
 
 
+COMMAND_PATIENCE_S = 10.0
+"""How long a user's command on a running job (a cancel) keeps deciding again while
+another instance appends to the job: a busy job is no reason to refuse it."""
+
+
 async def cancel_job(app: OrchestratorApp, job_id: str, who: Principal) -> Job:
-    """Cancel a running job; its peers are told to stop."""
-    async with app.lock:
-        job = get_job(app, job_id, who)
-        saved = await execute(app, job, lambda j: decide_cancel(j, who.subject), actor=who.subject)
-        gauge(app)
-        return saved.state
+    """Cancel a running job; its peers are told to stop.
+
+    The instance holding the job may append to it several times a second (a round
+    takes a quarter of one), so this one's append can lose every try of a
+    :meth:`~peertrain.common.eventlog.Repository.execute`: it then tries again, after a
+    growing pause with the job's lock released, for up to :data:`COMMAND_PATIENCE_S`
+    (it answered ``409 concurrency_conflict`` before).
+    """
+    deadline = time.monotonic() + COMMAND_PATIENCE_S
+    pause = 0.02
+    while True:
+        async with app.lock:
+            job = get_job(app, job_id, who)
+            try:
+                saved = await execute(
+                    app, job, lambda j: decide_cancel(j, who.subject), actor=who.subject
+                )
+            except ConcurrencyError:
+                if time.monotonic() + pause > deadline:
+                    raise
+            else:
+                gauge(app)
+                return saved.state
+        await asyncio.sleep(random.uniform(pause / 2, pause))
+        pause = min(2 * pause, 0.5)
 
 
 async def job_events(app: OrchestratorApp, job: Job) -> list[RecordedEvent]:
