@@ -9,7 +9,6 @@ from peertrain.common.events import EventData, NewEvent, RecordedEvent
 from peertrain.common.events.models import (
     ModelEvaluated,
     ModelExported,
-    UpdateChecked,
     UpdateRejected,
 )
 from peertrain.common.events.training import (
@@ -27,6 +26,7 @@ from peertrain.orchestrator.domain import buffered as bufferedmod
 from peertrain.orchestrator.domain.configuration import configure
 from peertrain.orchestrator.domain.errors import JobRequestInvalid
 
+from .test_checks import record_verdict
 from .test_job import SHA, Harness
 
 
@@ -226,24 +226,7 @@ def test_a_buffer_larger_than_the_job_s_peers_is_refused_when_the_job_is_created
 VERIFY = {"verify": {"share": 1e-9, "probation": 1}}
 
 
-def verdict(h: AsyncHarness, a: TaskAssigned, b: TaskAssigned, *, agree: bool) -> None:
-    h.record(
-        "model",
-        UpdateChecked(
-            job_id="j1",
-            round=a.round,
-            attempt=a.attempt,
-            shard=a.shard,
-            checked=a.checks or b.checks or a.task_id,  # the group's checked task
-            task_id=a.task_id,
-            peer_id=a.peer_id,
-            other_task_id=b.task_id,
-            other_peer_id=b.peer_id,
-            distance=1e-7 if agree else 0.9,
-            tolerance=1e-3,
-            agree=agree,
-        ),
-    )
+verdict = record_verdict
 
 
 def pairs(tasks: list[TaskAssigned]) -> list[tuple[TaskAssigned, TaskAssigned]]:

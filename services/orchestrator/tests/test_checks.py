@@ -24,24 +24,29 @@ class Checked(Harness):
         super().record(stream, data)
 
     def verdict(self, a: TaskAssigned, b: TaskAssigned, agree: bool) -> None:
-        checked = b.checks or a.task_id
-        self.record(
-            "model",
-            UpdateChecked(
-                job_id="j1",
-                round=a.round,
-                attempt=a.attempt,
-                shard=a.shard,
-                checked=checked,
-                task_id=a.task_id,
-                peer_id=a.peer_id,
-                other_task_id=b.task_id,
-                other_peer_id=b.peer_id,
-                distance=1e-7 if agree else 0.9,
-                tolerance=1e-3,
-                agree=agree,
-            ),
-        )
+        record_verdict(self, a, b, agree=agree)
+
+
+def record_verdict(h: Harness, a: TaskAssigned, b: TaskAssigned, *, agree: bool) -> None:
+    """The aggregator's comparison of ``a``'s and ``b``'s updates (one of them is the
+    group's checked task, or checks it), appended to the model stream."""
+    h.record(
+        "model",
+        UpdateChecked(
+            job_id="j1",
+            round=a.round,
+            attempt=a.attempt,
+            shard=a.shard,
+            checked=a.checks or b.checks or a.task_id,
+            task_id=a.task_id,
+            peer_id=a.peer_id,
+            other_task_id=b.task_id,
+            other_peer_id=b.peer_id,
+            distance=1e-7 if agree else 0.9,
+            tolerance=1e-3,
+            agree=agree,
+        ),
+    )
 
 
 def checked(**kw: object) -> Checked:

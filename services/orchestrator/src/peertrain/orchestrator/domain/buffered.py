@@ -211,20 +211,8 @@ def _tiebreaks(job: Job, env: rounds.Env) -> list[EventData]:
     for t in _open_tasks(job):
         load[t.peer_id] = load.get(t.peer_id, 0) + 1
     events: list[EventData] = []
-    n = job.tasks_assigned
     deadline = _deadline(job, env)
     for rnd in job.rounds.values():
-        for checked in rnd.disputed():
-            task = rnd.tasks[checked]
-            besides = {rnd.tasks[t].peer_id for t in rnd.group(checked)}
-            peer = pick_peer(job, load, env.online, besides=besides)
-            if peer is None:
-                continue
-            load[peer] = load.get(peer, 0) + 1
-            n += 1
-            events.append(
-                rounds._assign(
-                    job, rnd.round, rnd.attempt, task.shard, peer, n, deadline, None, checked
-                )
-            )
+        n = job.tasks_assigned + len(events)
+        events += rounds.tie_breaks(job, rnd, load, env.online, deadline, n)
     return events

@@ -49,7 +49,15 @@ from . import buffered, stragglers
 from .checks import pick_peer, wants_check
 from .job import Job, Round, Task, withdrawn
 
-__all__ = ["MAX_ATTEMPTS_FACTOR", "Env", "outliers", "reconcile", "retry_delay", "round_shards"]
+__all__ = [
+    "MAX_ATTEMPTS_FACTOR",
+    "Env",
+    "outliers",
+    "reconcile",
+    "retry_delay",
+    "round_shards",
+    "tie_breaks",
+]
 
 MAX_ATTEMPTS_FACTOR = 10
 """A round is opened at most ``max_attempts`` times this many in all, counted attempts
@@ -365,19 +373,33 @@ def _tiebreaks(job: Job, cur: Round, env: Env) -> list[EventData]:
     peer is online: the group stays undecided, nobody is struck)."""
     if env.now >= cur.deadline:
         return []
-    events: list[EventData] = []
     load = {p: cur.open_load(p) for p in {t.peer_id for t in cur.tasks.values()}}
-    n = job.tasks_assigned
-    for checked in cur.disputed():
-        task = cur.tasks[checked]
-        besides = {cur.tasks[t].peer_id for t in cur.group(checked)}
-        peer = pick_peer(job, load, env.online, besides=besides)
+    return list(tie_breaks(job, cur, load, env.online, cur.deadline, job.tasks_assigned))
+
+
+def tie_breaks(
+    job: Job,
+    rnd: Round,
+    load: dict[str, int],
+    online: frozenset[str],
+    deadline: datetime,
+    n: int,
+) -> list[TaskAssigned]:
+    """A tie-break task in ``rnd`` for each of its check groups compared in full without
+    a decision, on the peer :func:`~.checks.pick_peer` picks outside the group (none
+    when there is no such peer online); ``load`` counts them, and their numbers follow
+    the job's ``n``-th task."""
+    events: list[TaskAssigned] = []
+    for checked in rnd.disputed():
+        task = rnd.tasks[checked]
+        besides = {rnd.tasks[t].peer_id for t in rnd.group(checked)}
+        peer = pick_peer(job, load, online, besides=besides)
         if peer is None:
             continue
         load[peer] = load.get(peer, 0) + 1
         n += 1
         events.append(
-            _assign(job, cur.round, cur.attempt, task.shard, peer, n, cur.deadline, None, checked)
+            _assign(job, rnd.round, rnd.attempt, task.shard, peer, n, deadline, None, checked)
         )
     return events
 
