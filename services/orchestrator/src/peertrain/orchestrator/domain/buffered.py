@@ -24,6 +24,7 @@ it is online again.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Iterable
 from datetime import datetime, timedelta
 
@@ -148,6 +149,11 @@ def _open_tasks(job: Job) -> Iterable[Task]:
         yield from (t for t in rnd.tasks.values() if t.open)
 
 
+def _open_load(job: Job) -> dict[str, int]:
+    """Open tasks by peer, over every round (what a peer trains next waits behind them)."""
+    return dict(Counter(t.peer_id for t in _open_tasks(job)))
+
+
 def _deadline(job: Job, env: rounds.Env) -> datetime:
     assert job.configured is not None
     return env.now + timedelta(seconds=job.configured.aggregation.round_deadline_s)
@@ -163,9 +169,7 @@ def _give_tasks(
     update is being checked gets nothing new meanwhile: checks never pile up behind a
     fast peer, and a peer on probation (or struck) trains at its checks' pace."""
     assert job.configured is not None
-    load: dict[str, int] = {}
-    for t in _open_tasks(job):
-        load[t.peer_id] = load.get(t.peer_id, 0) + 1
+    load = _open_load(job)
     waiting = (
         {u.peer_id for u in job.buffer if _checking(job, u.task_id)}
         if job.configured.aggregation.verify.enabled
@@ -207,9 +211,7 @@ def _tiebreaks(job: Job, env: rounds.Env) -> list[EventData]:
     assert job.configured is not None
     if not job.configured.aggregation.verify.enabled:
         return []
-    load: dict[str, int] = {}
-    for t in _open_tasks(job):
-        load[t.peer_id] = load.get(t.peer_id, 0) + 1
+    load = _open_load(job)
     events: list[EventData] = []
     deadline = _deadline(job, env)
     for rnd in job.rounds.values():
