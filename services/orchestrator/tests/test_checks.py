@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from peertrain.common.events import EventData
 from peertrain.common.events.models import UpdateChecked
 from peertrain.common.events.training import JobCreated, PeerExcluded, RoundClosed, TaskAssigned
@@ -223,6 +225,61 @@ def test_a_lazy_checker_shielding_a_lazy_peer_brings_a_fourth_peer_and_both_are_
     assert _assigned(h.settle()) == []  # decided: no fifth
     rnd = h.job.current
     assert rnd is not None and rnd.accepted[primary.shard].task_id == tie.task_id
+
+
+def test_an_update_that_nobody_confirms_sits_the_round_out_and_nobody_is_struck() -> None:
+    h = checked()
+    pairs = _pairs(_assigned(h.settle()))
+    primary, check = pairs[0]
+    h.accept(primary)
+    h.accept(check)
+    h.verdict(primary, check, agree=False)
+    (tie,) = _assigned(h.settle())
+    h.accept(tie)
+    h.verdict(primary, tie, agree=False)
+    h.verdict(check, tie, agree=False)
+    (fourth,) = _assigned(h.settle())
+    h.accept(fourth)
+    for other in (primary, check, tie):  # three lazy peers of four: no two agree
+        h.verdict(other, fourth, agree=False)
+    for p, c in pairs[1:]:
+        h.accept(p)
+        h.accept(c)
+        h.verdict(p, c, agree=True)
+    (closed,) = h.settle()
+    assert isinstance(closed, RoundClosed)
+    assert primary.shard not in {u.shard for u in closed.included}
+    assert len(closed.included) == 3
+    assert not h.job.strikes  # nothing tells who was right
+
+
+def _check_lost_at_the_deadline(h: Checked) -> tuple[TaskAssigned, RoundClosed]:
+    """Every update of the round in, every check agreeing but the first pair's, whose
+    check never comes: the round closes at its deadline."""
+    pairs = _pairs(_assigned(h.settle()))
+    for p, c in pairs[1:]:
+        h.accept(p)
+        h.accept(c)
+        h.verdict(p, c, agree=True)
+    primary, _ = pairs[0]
+    h.accept(primary)
+    assert h.settle() == []  # the round waits for the check
+    h.now += timedelta(seconds=61)
+    closed = next(e for e in h.settle() if isinstance(e, RoundClosed))
+    return primary, closed
+
+
+def test_a_checked_update_whose_check_never_came_sits_the_round_out() -> None:
+    primary, closed = _check_lost_at_the_deadline(checked(deadline_s=60))
+    assert closed.reason == "deadline"
+    assert primary.task_id not in {u.task_id for u in closed.included}
+    assert len(closed.included) == 3
+
+
+def test_an_unconfirmed_update_goes_in_when_the_round_needs_it_for_min_peers() -> None:
+    primary, closed = _check_lost_at_the_deadline(checked(deadline_s=60, min_peers=4))
+    assert primary.task_id in {u.task_id for u in closed.included}
+    assert len(closed.included) == 4
 
 
 def test_a_round_does_not_close_between_a_checks_update_and_its_verdict() -> None:

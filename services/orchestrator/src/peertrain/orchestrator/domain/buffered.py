@@ -33,7 +33,7 @@ from peertrain.common.events.models import ModelVersionCreated
 from peertrain.common.events.training import IncludedUpdate, RoundClosed, RoundOpened
 
 from . import rounds
-from .checks import pick_peer, wants_check
+from .checks import checking, pick_peer, unconfirmed, wants_check
 from .job import Job, Round, Task
 
 __all__ = ["TASKS_PER_ROUND", "admissible", "buffer_size", "open_buffer", "tend_buffer"]
@@ -54,42 +54,13 @@ def admissible(job: Job, base: int, online: Collection[str] | None = None) -> li
     """
     assert job.configured is not None
     bound = job.configured.aggregation.max_staleness
-    checking = job.configured.aggregation.verify.enabled
+    verifying = job.configured.aggregation.verify.enabled
     return [
         u
         for u in job.buffer
-        if base - (u.base_version or 0) <= bound and not (checking and _held(job, u, online))
+        if base - (u.base_version or 0) <= bound
+        and not (verifying and unconfirmed(job, u.task_id, online))
     ]
-
-
-def _group_round(job: Job, task_id: str) -> Round | None:
-    """The round of ``task_id`` if it is a checked task (one with a check)."""
-    task = job.find_task(task_id)
-    rnd = None if task is None else job.rounds.get((task.round, task.attempt))
-    return rnd if rnd is not None and len(rnd.group(task_id)) > 1 else None
-
-
-def _held(job: Job, update: IncludedUpdate, online: Collection[str] | None) -> bool:
-    """A checked task's update its group has not confirmed: its check under way, a
-    tie-break due (unless nobody online can give it), decided without confirming it
-    (nobody agreed with anybody), or never to be decided (its checks were lost). Unlike
-    a synchronous round, which needs an update of every shard, a buffer does without
-    it: only confirmed work of a checked task is aggregated, where it can be had."""
-    rnd = _group_round(job, update.task_id)
-    if rnd is None:
-        return False
-    decided = rnd.settled.get(update.task_id)
-    if decided is not None:
-        return update.task_id not in decided.confirmed
-    if rnd.tie_break_due(update.task_id) and online is not None:
-        besides = {rnd.tasks[t].peer_id for t in rnd.group(update.task_id)}
-        return pick_peer(job, {}, online, besides=besides) is not None
-    return True
-
-
-def _checking(job: Job, task_id: str) -> bool:
-    rnd = _group_round(job, task_id)
-    return rnd is not None and rnd.checking(task_id)
 
 
 def buffer_size(job: Job) -> int:
@@ -171,7 +142,7 @@ def _give_tasks(
     assert job.configured is not None
     load = _open_load(job)
     waiting = (
-        {u.peer_id for u in job.buffer if _checking(job, u.task_id)}
+        {u.peer_id for u in job.buffer if checking(job, u.task_id)}
         if job.configured.aggregation.verify.enabled
         else set()
     )

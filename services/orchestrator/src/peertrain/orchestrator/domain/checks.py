@@ -31,15 +31,17 @@ from typing import TYPE_CHECKING
 from peertrain.common.specs import derive_seed
 
 if TYPE_CHECKING:
-    from .job import Job
+    from .job import Job, Round
 
 __all__ = [
     "MAX_GROUP",
     "Resolution",
+    "checking",
     "pick_peer",
     "resolve",
     "sampled",
     "trusted",
+    "unconfirmed",
     "wants_check",
 ]
 
@@ -128,3 +130,39 @@ def pick_peer(
             peers.index(p),
         ),
     )
+
+
+def _group_round(job: Job, task_id: str) -> Round | None:
+    """The round of ``task_id`` if it is a checked task (one with a check)."""
+    task = job.find_task(task_id)
+    rnd = None if task is None else job.rounds.get((task.round, task.attempt))
+    return rnd if rnd is not None and len(rnd.group(task_id)) > 1 else None
+
+
+def checking(job: Job, task_id: str) -> bool:
+    """Whether ``task_id`` is a checked task whose check is under way."""
+    rnd = _group_round(job, task_id)
+    return rnd is not None and rnd.checking(task_id)
+
+
+def unconfirmed(job: Job, task_id: str, online: Collection[str] | None) -> bool:
+    """Whether ``task_id`` is a checked task its group has not confirmed, so that no
+    version should include its update: its check under way, a tie-break due (unless
+    nobody ``online`` can give it), decided without confirming it (nobody agreed with
+    anybody), or never to be decided (its checks were lost). Only confirmed work of a
+    checked task is aggregated, where it can be had.
+
+    ``online``: the job's peers online now, when deciding. A group disputed with nobody
+    online to break the tie (a job of two peers) is then not held against the update,
+    so that such a job still moves on; without it (a view), it is.
+    """
+    rnd = _group_round(job, task_id)
+    if rnd is None:
+        return False
+    decided = rnd.settled.get(task_id)
+    if decided is not None:
+        return task_id not in decided.confirmed
+    if rnd.tie_break_due(task_id) and online is not None:
+        besides = {rnd.tasks[t].peer_id for t in rnd.group(task_id)}
+        return pick_peer(job, {}, online, besides=besides) is not None
+    return True

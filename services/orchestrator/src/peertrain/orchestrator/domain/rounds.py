@@ -31,6 +31,7 @@ from peertrain.common.events import EventData
 from peertrain.common.events.models import ModelVersionCreated
 from peertrain.common.events.training import (
     DroppedUpdate,
+    IncludedUpdate,
     JobCompleted,
     JobFailed,
     PeerExcluded,
@@ -46,7 +47,7 @@ from peertrain.common.events.training import (
 from peertrain.common.specs import derive_seed
 
 from . import buffered, stragglers
-from .checks import pick_peer, wants_check
+from .checks import pick_peer, unconfirmed, wants_check
 from .job import Job, Round, Task, withdrawn
 
 __all__ = [
@@ -436,6 +437,7 @@ def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
         dropped = outliers(cur, agg.norm_outlier, keep=agg.min_peers)
         left_out = {d.shard for d in dropped}
         included = tuple(cur.accepted[s] for s in sorted(cur.accepted) if s not in left_out)
+        included = _confirmed_only(job, included, env.online, keep=agg.min_peers)
         events.append(
             RoundClosed(
                 job_id=job.job_id,
@@ -514,6 +516,21 @@ def outliers(cur: Round, factor: float | None, *, keep: int) -> tuple[DroppedUpd
         if n > bound
     )
     return dropped if len(cur.accepted) - len(dropped) >= keep else ()
+
+
+def _confirmed_only(
+    job: Job, included: tuple[IncludedUpdate, ...], online: frozenset[str], *, keep: int
+) -> tuple[IncludedUpdate, ...]:
+    """``included`` without the updates of checked tasks their group did not confirm
+    (:func:`~.checks.unconfirmed`: three peers disagreed with it, its check was lost, or
+    the deadline came first): their shards sit this round out, unless that would leave
+    fewer than ``keep`` (then they go in unconfirmed, as before checks; the norm bounds
+    and clipping still hold them). Nobody is struck for it; the verdicts are on record."""
+    assert job.configured is not None
+    if not job.configured.aggregation.verify.enabled:
+        return included
+    kept = tuple(u for u in included if not unconfirmed(job, u.task_id, online))
+    return kept if len(kept) >= keep else included
 
 
 def _diverging(job: Job, cur: Round) -> bool:
