@@ -177,6 +177,27 @@ def test_checks_and_their_verdicts_are_logged_in_words() -> None:
     )
 
 
+def test_a_closed_round_says_which_accepted_updates_it_left_out_and_why() -> None:
+    from peertrain.client.cli.logview import event_text
+
+    closed = {
+        "type": "round.closed",
+        "data": {
+            "round": 3,
+            "reason": "complete",
+            "included": [{"shard": 0}, {"shard": 1}],
+            "dropped": [{"shard": 2, "peer_id": "p2", "norm": 9.0, "bound": 3.0}],
+            "unconfirmed": [{"shard": 3, "peer_id": "p3"}],
+        },
+    }
+    assert event_text(closed).plain.endswith(
+        "round 3 closed (complete): 2 update(s); left out: shard 2 of peer p2 "
+        "(norm outlier), shard 3 of peer p3 (check unconfirmed)"
+    )
+    plain = {"type": "round.closed", "data": {"round": 1, "reason": "complete", "included": []}}
+    assert event_text(plain).plain.endswith("round 1 closed (complete): 0 update(s)")
+
+
 def test_metrics_and_config(api: FakeApi, tmp_path: Path) -> None:
     metrics = {
         "job_id": "j",

@@ -250,6 +250,7 @@ def test_an_update_that_nobody_confirms_sits_the_round_out_and_nobody_is_struck(
     assert isinstance(closed, RoundClosed)
     assert primary.shard not in {u.shard for u in closed.included}
     assert len(closed.included) == 3
+    assert [u.task_id for u in closed.unconfirmed] == [primary.task_id]  # said, in the log
     assert not h.job.strikes  # nothing tells who was right
 
 
@@ -279,7 +280,7 @@ def test_a_checked_update_whose_check_never_came_sits_the_round_out() -> None:
 def test_an_unconfirmed_update_goes_in_when_the_round_needs_it_for_min_peers() -> None:
     primary, closed = _check_lost_at_the_deadline(checked(deadline_s=60, min_peers=4))
     assert primary.task_id in {u.task_id for u in closed.included}
-    assert len(closed.included) == 4
+    assert len(closed.included) == 4 and closed.unconfirmed == ()
 
 
 def test_a_round_does_not_close_between_a_checks_update_and_its_verdict() -> None:

@@ -45,6 +45,20 @@ def _metrics(d: dict[str, Any], loss: str = "loss", accuracy: str = "accuracy") 
     return f"loss {fmt_float(d.get(loss))} accuracy {fmt_float(d.get(accuracy))}"
 
 
+def _left_out(d: dict[str, Any]) -> str:
+    """``; left out: shard 3 of peer p (norm outlier), ...``: the accepted updates a
+    closed round did not aggregate, and why; empty when none."""
+    why = [
+        *((u, "norm outlier") for u in d.get("dropped") or () if isinstance(u, dict)),
+        *((u, "check unconfirmed") for u in d.get("unconfirmed") or () if isinstance(u, dict)),
+    ]
+    if not why:
+        return ""
+    return "; left out: " + ", ".join(
+        f"shard {u.get('shard')} of peer {u.get('peer_id')} ({reason})" for u, reason in why
+    )
+
+
 _LINES: dict[str, _Render] = {
     "job.created": lambda d: (
         f"job {d.get('name')!r} created: dataset {d.get('dataset_id')}, "
@@ -91,6 +105,7 @@ _LINES: dict[str, _Render] = {
     ),
     "round.closed": lambda d: (
         f"{_r(d)} closed ({d.get('reason')}): {len(d.get('included') or [])} update(s)"
+        + _left_out(d)
     ),
     "round.waiting": lambda d: (
         f"{_r(d)} waits for peers (attempt {d.get('attempt')}): {d.get('online')} online, "

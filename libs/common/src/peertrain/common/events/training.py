@@ -367,7 +367,10 @@ class RoundClosed(EventData):
     ``reason``: ``complete`` (every shard answered) or ``deadline``; ``buffered``: an
     asynchronous round's buffer is full (``included``, in the order the updates were
     accepted). ``dropped``: the round's accepted updates left out as norm outliers
-    (each a strike for its peer).
+    (each a strike for its peer). ``unconfirmed``: a synchronous round's accepted updates
+    of checked tasks (``aggregation.verify``) left out because their check group did not
+    confirm them (no two agreed, the check was lost, or the deadline came first); no
+    strike.
     """
 
     job_id: str
@@ -376,6 +379,7 @@ class RoundClosed(EventData):
     reason: Literal["complete", "deadline", "resolved", "buffered"]
     included: tuple[IncludedUpdate, ...] = Field(min_length=1)
     dropped: tuple[DroppedUpdate, ...] = ()
+    unconfirmed: tuple[IncludedUpdate, ...] = ()
 
 
 @event_type(ROUND_FAILED)

@@ -437,7 +437,8 @@ def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
         dropped = outliers(cur, agg.norm_outlier, keep=agg.min_peers)
         left_out = {d.shard for d in dropped}
         included = tuple(cur.accepted[s] for s in sorted(cur.accepted) if s not in left_out)
-        included = _confirmed_only(job, included, env.online, keep=agg.min_peers)
+        unconfirmed = _unconfirmed(job, included, env.online, keep=agg.min_peers)
+        included = tuple(u for u in included if u not in unconfirmed)
         events.append(
             RoundClosed(
                 job_id=job.job_id,
@@ -446,6 +447,7 @@ def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
                 reason=reason,
                 included=included,
                 dropped=dropped,
+                unconfirmed=unconfirmed,
             )
         )
         return events
@@ -518,19 +520,19 @@ def outliers(cur: Round, factor: float | None, *, keep: int) -> tuple[DroppedUpd
     return dropped if len(cur.accepted) - len(dropped) >= keep else ()
 
 
-def _confirmed_only(
+def _unconfirmed(
     job: Job, included: tuple[IncludedUpdate, ...], online: frozenset[str], *, keep: int
 ) -> tuple[IncludedUpdate, ...]:
-    """``included`` without the updates of checked tasks their group did not confirm
-    (:func:`~.checks.unconfirmed`: three peers disagreed with it, its check was lost, or
-    the deadline came first): their shards sit this round out, unless that would leave
-    fewer than ``keep`` (then they go in unconfirmed, as before checks; the norm bounds
-    and clipping still hold them). Nobody is struck for it; the verdicts are on record."""
+    """The updates of ``included`` to leave out: those of checked tasks their group did
+    not confirm (:func:`~.checks.unconfirmed`: no two of its peers agreed, its check was
+    lost, or the deadline came first). Their shards sit the round out, unless that would
+    leave fewer than ``keep`` (then none is left out: they go in unconfirmed, as without
+    checks, and the norm bounds and clipping still hold them). Nobody is struck for it."""
     assert job.configured is not None
     if not job.configured.aggregation.verify.enabled:
-        return included
-    kept = tuple(u for u in included if not unconfirmed(job, u.task_id, online))
-    return kept if len(kept) >= keep else included
+        return ()
+    out = tuple(u for u in included if unconfirmed(job, u.task_id, online))
+    return out if len(included) - len(out) >= keep else ()
 
 
 def _diverging(job: Job, cur: Round) -> bool:
