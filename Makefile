@@ -141,8 +141,9 @@ bench-rounds: venv stack-up
 	@$(ENV) BENCH_PREFILL=$(BENCH_PREFILL) python benchmarks/rounds.py
 
 # Needs the real stack; starts every service and 8 peers slowed by 1,1,2,2,4,4,8,8 itself:
-# MNIST 10k on a Dirichlet(0.5) split, synchronous FedAvg then asynchronous FedBuff on
-# the same peers (benchmarks/async.py; BENCH_SYNC_ROUNDS, BENCH_ASYNC_ROUNDS, BENCH_ASYNC_K).
+# MNIST 10k on a Dirichlet(0.5) split, a small CNN, synchronous FedAvg then asynchronous
+# FedBuff on the same peers, about 5 minutes (benchmarks/async.py; BENCH_ASYNC_MODEL=mlp,
+# BENCH_SYNC_ROUNDS, BENCH_ASYNC_ROUNDS, BENCH_ASYNC_K, BENCH_LOCAL_EPOCHS).
 bench-async: venv stack-up
 	@$(ENV) python benchmarks/async.py
 

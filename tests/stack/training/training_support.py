@@ -96,6 +96,24 @@ def mnist_csv_gz() -> bytes:
     return gzip.compress(out.getvalue().encode(), compresslevel=1)
 
 
+@cache
+def mnist_png_zip() -> bytes:
+    """MNIST 10k as ``<label>/<n>.png`` (28x28 grey): the same images as
+    :func:`mnist_csv_gz`, zipped as a user zips an image folder (a ``cnn`` needs them)."""
+    from PIL import Image
+
+    base = shared_data() / "mnist"
+    images = _idx(base / "t10k-images-idx3-ubyte.gz").reshape(10_000, 28, 28)
+    labels = _idx(base / "t10k-labels-idx1-ubyte.gz")
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zf:
+        for n, (pixels, label) in enumerate(zip(images, labels, strict=True)):
+            png = io.BytesIO()
+            Image.fromarray(pixels.astype(np.uint8), "L").save(png, "PNG")
+            zf.writestr(f"{int(label)}/{n:05d}.png", png.getvalue())
+    return out.getvalue()
+
+
 def colour_images_zip(classes: int, per_class: int, seed: int = 0) -> bytes:
     """``<class>/<n>.png``: 32x32 RGB images, each class a colour plus Gaussian noise
     (an image dataset as a user zips one; easy to learn, quick to make)."""
