@@ -234,6 +234,16 @@ async def test_a_created_job_is_configured_opens_a_round_and_sends_each_peer_its
     assert len(p.sent("task")) == 2
 
 
+async def test_a_job_has_a_secret_check_key_that_no_peer_is_sent() -> None:
+    p, job = await running({"verify": {"share": 0.05}})
+    assert job.configured is not None and job.configured.check_key is not None
+    key = str(job.configured.check_key).encode()
+    assert key not in p.blobs.objects[job.configured.config_key]  # not in config.json
+    assert p.sent("task") and not [m for m in p.publisher.sent if key.decode() in m.body]
+    _, again = await running({"verify": {"share": 0.05}})
+    assert again.configured is not None and again.configured.check_key != int(key)
+
+
 async def test_reports_and_accepted_updates_close_the_round() -> None:
     p, job = await running()
     for peer, task in tasks(p):

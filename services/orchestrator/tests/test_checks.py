@@ -8,7 +8,7 @@ from peertrain.common.events import EventData
 from peertrain.common.events.models import UpdateChecked
 from peertrain.common.events.training import JobCreated, PeerExcluded, RoundClosed, TaskAssigned
 from peertrain.common.specs import VerifySpec
-from peertrain.orchestrator.domain.checks import resolve
+from peertrain.orchestrator.domain.checks import check_key, resolve, sampled
 from peertrain.orchestrator.domain.configuration import configure
 
 from .test_job import Harness, configured
@@ -91,6 +91,21 @@ def test_resolve_strikes_the_member_the_other_two_do_not_confirm() -> None:
     assert both is not None and both.struck == ("p", "c") and both.confirmed == ("t", "f")
     nobody = resolve(["p", "c", "t", "f"], {**four, frozenset("tf"): False})
     assert nobody is not None and nobody.struck == () and nobody.confirmed == ()
+
+
+def test_the_checked_share_follows_the_jobs_secret_key_not_the_seed_peers_are_sent() -> None:
+    h = checked()
+    assert h.job.configured is not None
+    seed = h.job.configured.training.seed
+    picks = {
+        key: [sampled(key, r, s, 0.5) for r in range(1, 20) for s in range(4)]
+        for key in (seed, 11, 12)
+    }
+    assert picks[11] != picks[12] and picks[11] != picks[seed]
+    assert check_key(h.job) == seed  # configured without one, as an old log was
+    keyed = h.job.configured.model_copy(update={"check_key": 11})
+    h.job.configured = keyed
+    assert check_key(h.job) == 11
 
 
 def test_with_verify_off_nothing_is_checked() -> None:

@@ -261,6 +261,8 @@ class Simulation:
                 leases=SoleInstance(),
             ),
             orchestrating,
+            # seeded, so that a run repeats (on the platform: 63 random bits)
+            check_keys=lambda: derive_seed(spec.training.seed, "check_key"),
         )
         self.jobs: dict[str, Job] = self.orchestrator.jobs
         self._tmp = tempfile.TemporaryDirectory(prefix="peertrain-sim-")

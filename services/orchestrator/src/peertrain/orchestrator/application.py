@@ -17,6 +17,8 @@ The platform (``app.py``), the simulation and the unit tests drive the same obje
 from __future__ import annotations
 
 import asyncio
+import secrets
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
@@ -87,11 +89,22 @@ class OrchestratorApp:
         (:class:`~peertrain.common.leases.SoleInstance` when none are given).
     settings
         The service's settings (defaults when not given).
+    check_keys
+        Draws a configured job's secret for checked work
+        (:attr:`~peertrain.common.events.training.JobConfigured.check_key`): 63 random
+        bits by default; the simulation gives a seeded one, so that its runs repeat.
     """
 
-    def __init__(self, ports: Ports, settings: OrchestratorSettings | None = None) -> None:
+    def __init__(
+        self,
+        ports: Ports,
+        settings: OrchestratorSettings | None = None,
+        *,
+        check_keys: Callable[[], int] | None = None,
+    ) -> None:
         self.ports = ports
         self.settings = settings or OrchestratorSettings()
+        self.check_keys: Callable[[], int] = check_keys or (lambda: secrets.randbits(63))
         self.directory = Directory()
         """Peers and datasets, as folded from their events."""
         self.jobs: dict[str, Job] = {}

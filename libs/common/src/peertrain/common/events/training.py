@@ -205,6 +205,11 @@ class JobConfigured(EventData):
     """Version 0 is a copy of this version of another job's model (else fresh weights)."""
     init_weights: WeightsSource | None = None
     """Version 0 is these uploaded weights, bit for bit."""
+    check_key: int | None = Field(default=None, ge=0, lt=2**63)
+    """The secret that picks which tasks are checked (``aggregation.verify``'s share),
+    drawn when the job is configured and never sent to peers: every task message carries
+    the job's seed, so a hash of the seed alone would tell a peer which of its tasks are
+    checked. ``None`` in logs written before it: the job's seed then."""
 
 
 @event_type(ROUND_OPENED)

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_GROUP",
     "Resolution",
+    "check_key",
     "checking",
     "pick_peer",
     "resolve",
@@ -80,17 +81,26 @@ def resolve(members: Sequence[str], verdicts: Mapping[frozenset[str], bool]) -> 
     return Resolution(confirmed, struck)
 
 
-def sampled(seed: int, round_: int, shard: int, share: float, n: int | None = None) -> bool:
+def sampled(key: int, round_: int, shard: int, share: float, n: int | None = None) -> bool:
     """Whether the task of ``shard`` in ``round_`` (the job's ``n``-th task, for an
     asynchronous round, which may train a shard several times) is among ``share`` of
-    the tasks: a stable hash (:func:`~peertrain.common.specs.derive_seed`), the same on
-    every instance, at every replay and in the simulation."""
+    the tasks: a stable hash (:func:`~peertrain.common.specs.derive_seed`) of the job's
+    secret ``key`` (:func:`check_key`), the same on every instance, at every replay and
+    in the simulation, and unknown to peers."""
     if share <= 0.0:
         return False
     if share >= 1.0:
         return True
-    key = (round_, shard) if n is None else (round_, shard, n)
-    return derive_seed(seed, "verify", *key) / 2**63 < share
+    task = (round_, shard) if n is None else (round_, shard, n)
+    return derive_seed(key, "verify", *task) / 2**63 < share
+
+
+def check_key(job: Job) -> int:
+    """The job's secret for :func:`sampled`: ``job.configured``'s ``check_key``; the
+    job's seed in a log written before it (peers know that one)."""
+    assert job.configured is not None
+    key = job.configured.check_key
+    return job.configured.training.seed if key is None else key
 
 
 def trusted(job: Job, peer: str) -> bool:
@@ -107,7 +117,7 @@ def wants_check(job: Job, peer: str, round_: int, shard: int, n: int | None = No
         return False
     if job.strikes.get(peer) or job.confirmations.get(peer, 0) < verify.probation:
         return True
-    return sampled(job.configured.training.seed, round_, shard, verify.share, n)
+    return sampled(check_key(job), round_, shard, verify.share, n)
 
 
 def pick_peer(

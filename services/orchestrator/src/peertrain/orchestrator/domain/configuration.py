@@ -33,9 +33,13 @@ class Configuration:
     event: JobConfigured
 
 
-def configure(job: Job, *, bucket: str, exchanges: Mapping[str, str]) -> Configuration:
+def configure(
+    job: Job, *, bucket: str, exchanges: Mapping[str, str], check_key: int | None = None
+) -> Configuration:
     """The configuration of a sharded job (its created and sharded facts), to be
-    written at ``key`` before ``event`` is appended."""
+    written at ``key`` before ``event`` is appended. ``check_key``: the job's secret for
+    checked work (:attr:`~peertrain.common.events.training.JobConfigured.check_key`; on
+    record only, not in ``config.json``)."""
     assert job.created is not None and job.sharded is not None
     created, sharded = job.created, job.sharded
     shards = tuple(
@@ -88,5 +92,6 @@ def configure(job: Job, *, bucket: str, exchanges: Mapping[str, str]) -> Configu
         reference_weight=float(sum(s.rows for s in shards)),
         init_from=created.init_from,
         init_weights=created.init_weights,
+        check_key=check_key,
     )
     return Configuration(key, data, event)

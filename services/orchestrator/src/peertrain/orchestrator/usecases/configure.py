@@ -19,6 +19,6 @@ __all__ = ["write_configuration"]
 async def write_configuration(app: OrchestratorApp, job: Job) -> JobConfigured:
     """Write ``config.json`` for a sharded job; the ``job.configured`` describing it."""
     exchanges = {"tasks": PEERS.name, "telemetry": "peertrain.telemetry"}
-    conf = configure(job, bucket=app.blobs.bucket, exchanges=exchanges)
+    conf = configure(job, bucket=app.blobs.bucket, exchanges=exchanges, check_key=app.check_keys())
     await app.blobs.put_bytes(conf.key, conf.data, content_type="application/json")
     return conf.event
