@@ -70,6 +70,20 @@ def _pairs(tasks: list[TaskAssigned]) -> list[tuple[TaskAssigned, TaskAssigned]]
     return [(by_id[t.checks], t) for t in tasks if t.checks is not None]
 
 
+def _dispute(
+    h: Checked,
+) -> tuple[list[tuple[TaskAssigned, TaskAssigned]], TaskAssigned, TaskAssigned, TaskAssigned]:
+    """The first pair of round 1 disagrees: the pairs, that pair and its tie-break."""
+    pairs = _pairs(_assigned(h.settle()))
+    primary, check = pairs[0]
+    h.accept(primary)
+    h.accept(check)
+    h.verdict(primary, check, agree=False)
+    (tie,) = _assigned(h.settle())
+    h.accept(tie)
+    return pairs, primary, check, tie
+
+
 def test_resolve_confirms_an_agreeing_pair_and_waits_on_a_dispute() -> None:
     assert resolve(["p", "c"], {frozenset("pc"): True}) is not None
     assert resolve(["p", "c"], {frozenset("pc"): True}).confirmed == ("p", "c")  # type: ignore[union-attr]
@@ -142,15 +156,9 @@ def test_the_round_waits_for_its_checks_and_sums_only_the_checked_updates() -> N
 
 def test_a_dispute_goes_to_a_third_peer_which_strikes_the_lazy_checker() -> None:
     h = checked()
-    pairs = _pairs(_assigned(h.settle()))
-    primary, check = pairs[0]
-    h.accept(primary)
-    h.accept(check)
-    h.verdict(primary, check, agree=False)
-    (tie,) = _assigned(h.settle())
+    _, primary, check, tie = _dispute(h)
     assert tie.checks == primary.task_id and tie.shard == primary.shard
     assert tie.peer_id not in (primary.peer_id, check.peer_id)
-    h.accept(tie)
     h.verdict(primary, tie, agree=True)
     h.verdict(check, tie, agree=False)
     assert [s.code for s in h.job.strikes[check.peer_id]] == ["check_mismatch"]
@@ -161,14 +169,7 @@ def test_a_dispute_goes_to_a_third_peer_which_strikes_the_lazy_checker() -> None
 
 def test_a_lazy_primarys_update_leaves_the_round_for_the_confirmed_one() -> None:
     h = checked()
-    tasks = _assigned(h.settle())
-    pairs = _pairs(tasks)
-    primary, check = pairs[0]
-    h.accept(primary)
-    h.accept(check)
-    h.verdict(primary, check, agree=False)
-    (tie,) = _assigned(h.settle())
-    h.accept(tie)
+    pairs, primary, check, tie = _dispute(h)
     h.verdict(primary, tie, agree=False)
     h.verdict(check, tie, agree=True)
     assert [s.code for s in h.job.strikes[primary.peer_id]] == ["check_mismatch"]
@@ -221,12 +222,7 @@ def test_a_check_is_sent_as_its_checked_task_is_with_the_same_seed_model_and_sha
 
 def test_a_lazy_checker_shielding_a_lazy_peer_brings_a_fourth_peer_and_both_are_struck() -> None:
     h = checked()
-    primary, check = _pairs(_assigned(h.settle()))[0]
-    h.accept(primary)
-    h.accept(check)
-    h.verdict(primary, check, agree=False)
-    (tie,) = _assigned(h.settle())
-    h.accept(tie)
+    _, primary, check, tie = _dispute(h)
     h.verdict(primary, tie, agree=False)
     h.verdict(check, tie, agree=False)
     (fourth,) = _assigned(h.settle())
@@ -244,13 +240,7 @@ def test_a_lazy_checker_shielding_a_lazy_peer_brings_a_fourth_peer_and_both_are_
 
 def test_an_update_that_nobody_confirms_sits_the_round_out_and_nobody_is_struck() -> None:
     h = checked()
-    pairs = _pairs(_assigned(h.settle()))
-    primary, check = pairs[0]
-    h.accept(primary)
-    h.accept(check)
-    h.verdict(primary, check, agree=False)
-    (tie,) = _assigned(h.settle())
-    h.accept(tie)
+    pairs, primary, check, tie = _dispute(h)
     h.verdict(primary, tie, agree=False)
     h.verdict(check, tie, agree=False)
     (fourth,) = _assigned(h.settle())
