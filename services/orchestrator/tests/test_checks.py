@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from peertrain.common.events import EventData
-from peertrain.common.events.models import UpdateChecked
+from peertrain.common.events.models import ModelEvaluated, UpdateChecked
 from peertrain.common.events.training import JobCreated, PeerExcluded, RoundClosed, TaskAssigned
 from peertrain.common.specs import VerifySpec
+from peertrain.orchestrator.api.views import JobMetrics
 from peertrain.orchestrator.domain.checks import check_key, resolve, sampled
 from peertrain.orchestrator.domain.configuration import configure
 
@@ -257,6 +258,9 @@ def test_an_update_that_nobody_confirms_sits_the_round_out_and_nobody_is_struck(
     assert len(closed.included) == 3
     assert [u.task_id for u in closed.unconfirmed] == [primary.task_id]  # said, in the log
     assert not h.job.strikes  # nothing tells who was right
+    h.version(1)
+    h.record("model", ModelEvaluated(job_id="j1", version=1, loss=0.5, accuracy=0.8, samples=9))
+    assert [r.peers for r in JobMetrics.of(h.job).rounds] == [3]  # what the version sums
 
 
 def _check_lost_at_the_deadline(h: Checked) -> tuple[TaskAssigned, RoundClosed]:

@@ -1308,7 +1308,7 @@ export interface components {
             loss: number;
             /**
              * Peers
-             * @description Updates the round accepted
+             * @description Updates the round's version aggregates (its accepted ones less the norm outliers and unconfirmed checked work it left out)
              */
             peers: number | null;
             /** Per Class Accuracy */

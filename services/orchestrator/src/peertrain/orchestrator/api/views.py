@@ -339,7 +339,12 @@ class RoundMetrics(BaseModel):
     per_class_accuracy: list[float | None]
     samples: int
     duration_s: float | None
-    peers: int | None = Field(description="Updates the round accepted")
+    peers: int | None = Field(
+        description=(
+            "Updates the round's version aggregates (its accepted ones less the norm "
+            "outliers and unconfirmed checked work it left out)"
+        )
+    )
     bytes_up: int | None = Field(
         default=None, description="Bytes of the updates the round accepted, as uploaded"
     )
@@ -401,7 +406,7 @@ class JobMetrics(BaseModel):
                         if rnd is not None and rnd.closed_at is not None
                         else None
                     ),
-                    peers=_aggregated(job, rnd),
+                    peers=_aggregated(rnd),
                     **_round_bytes(job, rnd),
                 )
             )
@@ -419,12 +424,13 @@ class JobMetrics(BaseModel):
         )
 
 
-def _aggregated(job: Job, rnd: Round | None) -> int | None:
-    """The updates a closed round's version aggregates: its accepted shards; in an
-    asynchronous job, its buffer (``included``)."""
+def _aggregated(rnd: Round | None) -> int | None:
+    """The updates a closed round's version aggregates (``round.closed`` ``included``):
+    its accepted ones less those it left out (norm outliers, unconfirmed checked work);
+    in an asynchronous job, its buffer."""
     if rnd is None:
         return None
-    return len(rnd.included) if job.is_async else len(rnd.accepted)
+    return len(rnd.included)
 
 
 def _round_bytes(job: Job, rnd: Round | None) -> dict[str, int | None]:
