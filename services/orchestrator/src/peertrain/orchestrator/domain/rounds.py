@@ -437,8 +437,8 @@ def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
         dropped = outliers(cur, agg.norm_outlier, keep=agg.min_peers)
         left_out = {d.shard for d in dropped}
         included = tuple(cur.accepted[s] for s in sorted(cur.accepted) if s not in left_out)
-        unconfirmed = _unconfirmed(job, included, env.online, keep=agg.min_peers)
-        included = tuple(u for u in included if u not in unconfirmed)
+        held = _unconfirmed(job, included, env.online, keep=agg.min_peers)
+        included = tuple(u for u in included if u not in held)
         events.append(
             RoundClosed(
                 job_id=job.job_id,
@@ -447,7 +447,7 @@ def _tend_round(job: Job, cur: Round, env: Env) -> list[EventData]:
                 reason=reason,
                 included=included,
                 dropped=dropped,
-                unconfirmed=unconfirmed,
+                unconfirmed=held,
             )
         )
         return events
