@@ -9,7 +9,7 @@ from peertrain.common.events.models import ModelEvaluated, UpdateChecked
 from peertrain.common.events.training import JobCreated, PeerExcluded, RoundClosed, TaskAssigned
 from peertrain.common.specs import VerifySpec
 from peertrain.orchestrator.api.views import JobMetrics
-from peertrain.orchestrator.domain.checks import check_key, resolve, sampled
+from peertrain.orchestrator.domain.checks import check_key, pick_peer, resolve, sampled
 from peertrain.orchestrator.domain.configuration import configure
 
 from .test_job import Harness, configured
@@ -284,6 +284,16 @@ def test_a_checked_update_whose_check_never_came_sits_the_round_out() -> None:
     assert closed.reason == "deadline"
     assert primary.task_id not in {u.task_id for u in closed.included}
     assert len(closed.included) == 3
+
+
+def test_a_peer_that_held_a_check_until_its_deadline_checks_others_last() -> None:
+    h = checked(deadline_s=60, rounds=3)
+    primary, _ = _check_lost_at_the_deadline(h)
+    (check,) = [t for t in h.job.rounds[(1, 1)].tasks.values() if t.checks == primary.task_id]
+    assert h.job.missed_checks == {check.peer_id: 1}
+    others = set(h.online) - {primary.peer_id, check.peer_id}
+    assert pick_peer(h.job, {}, h.online, besides={primary.peer_id}) in others
+    assert pick_peer(h.job, {}, {check.peer_id}, besides={primary.peer_id}) == check.peer_id
 
 
 def test_an_unconfirmed_update_goes_in_when_the_round_needs_it_for_min_peers() -> None:

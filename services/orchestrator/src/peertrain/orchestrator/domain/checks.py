@@ -124,8 +124,11 @@ def pick_peer(
     job: Job, load: Mapping[str, int], online: Collection[str], *, besides: Collection[str]
 ) -> str | None:
     """The job's online peer to check (or tie-break) a task of the peers ``besides``:
-    one never struck before one struck, confirmed before unconfirmed, the least loaded
-    this round first, the job's peer order breaking ties; ``None`` if there is none."""
+    one never struck before one struck, then the fewest checks held until their deadline
+    (:attr:`~.job.Job.missed_checks`: a peer that sits on checks cannot keep the peers
+    it checks waiting, check after check), confirmed before unconfirmed, the least
+    loaded this round first, the job's peer order breaking ties; ``None`` if there is
+    none."""
     assert job.created is not None
     peers = job.created.peers
     candidates = [p for p in dict.fromkeys(peers) if p in online and p not in besides]
@@ -135,6 +138,7 @@ def pick_peer(
         candidates,
         key=lambda p: (
             bool(job.strikes.get(p)),
+            job.missed_checks.get(p, 0),
             not trusted(job, p),
             load.get(p, 0),
             peers.index(p),

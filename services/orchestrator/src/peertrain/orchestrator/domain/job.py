@@ -242,6 +242,9 @@ class Job:
     confirmations: dict[str, int] = field(default_factory=dict)
     """Checked tasks of each peer (its own, not those it checked) whose update another
     peer's confirmed."""
+    missed_checks: dict[str, int] = field(default_factory=dict)
+    """Checks (and tie-breaks) each peer held until their deadline ended them: the peer
+    whose update waited for one waited in vain, so such a peer checks others last."""
     waiting: RoundWaiting | None = None
     """The round attempt waiting for peers to come online, until it opens."""
     diverged: ModelDiverged | None = None
@@ -445,6 +448,8 @@ class Job:
                 task.state = "lost"
                 task.lost_reason = data.reason
                 task.error = f"lost: {data.reason}"
+                if task.checks is not None and data.reason == "deadline":
+                    self.missed_checks[task.peer_id] = self.missed_checks.get(task.peer_id, 0) + 1
         elif isinstance(data, RoundClosed | RoundFailed):
             rnd = self.rounds.get((data.round, data.attempt))
             if rnd is not None:
