@@ -85,6 +85,14 @@ def _dispute(
     return pairs, primary, check, tie
 
 
+def _agreeing(h: Checked, pairs: list[tuple[TaskAssigned, TaskAssigned]]) -> None:
+    """Each pair's updates come in, and agree."""
+    for primary, check in pairs:
+        h.accept(primary)
+        h.accept(check)
+        h.verdict(primary, check, agree=True)
+
+
 def test_resolve_confirms_an_agreeing_pair_and_waits_on_a_dispute() -> None:
     assert resolve(["p", "c"], {frozenset("pc"): True}) is not None
     assert resolve(["p", "c"], {frozenset("pc"): True}).confirmed == ("p", "c")  # type: ignore[union-attr]
@@ -174,10 +182,7 @@ def test_a_lazy_primarys_update_leaves_the_round_for_the_confirmed_one() -> None
     h.verdict(primary, tie, agree=False)
     h.verdict(check, tie, agree=True)
     assert [s.code for s in h.job.strikes[primary.peer_id]] == ["check_mismatch"]
-    for p, c in pairs[1:]:
-        h.accept(p)
-        h.accept(c)
-        h.verdict(p, c, agree=True)
+    _agreeing(h, pairs[1:])
     (closed,) = h.settle()
     assert isinstance(closed, RoundClosed)
     shard0 = [u for u in closed.included if u.shard == primary.shard]
@@ -221,15 +226,26 @@ def test_a_check_is_sent_as_its_checked_task_is_with_the_same_seed_model_and_sha
         assert a.training == b.training
 
 
-def test_a_lazy_checker_shielding_a_lazy_peer_brings_a_fourth_peer_and_both_are_struck() -> None:
-    h = checked()
-    _, primary, check, tie = _dispute(h)
+def _to_a_fourth(
+    h: Checked,
+) -> tuple[
+    list[tuple[TaskAssigned, TaskAssigned]], TaskAssigned, TaskAssigned, TaskAssigned, TaskAssigned
+]:
+    """:func:`_dispute`, and the tie-break agrees with neither: a fourth peer's task,
+    accepted. Returns the pairs, the disputed pair, the tie-break and the fourth."""
+    pairs, primary, check, tie = _dispute(h)
     h.verdict(primary, tie, agree=False)
     h.verdict(check, tie, agree=False)
     (fourth,) = _assigned(h.settle())
     assert fourth.checks == primary.task_id
     assert fourth.peer_id not in {primary.peer_id, check.peer_id, tie.peer_id}
     h.accept(fourth)
+    return pairs, primary, check, tie, fourth
+
+
+def test_a_lazy_checker_shielding_a_lazy_peer_brings_a_fourth_peer_and_both_are_struck() -> None:
+    h = checked()
+    _, primary, check, tie, fourth = _to_a_fourth(h)
     h.verdict(primary, fourth, agree=False)
     h.verdict(check, fourth, agree=False)
     h.verdict(tie, fourth, agree=True)
@@ -241,17 +257,10 @@ def test_a_lazy_checker_shielding_a_lazy_peer_brings_a_fourth_peer_and_both_are_
 
 def test_an_update_that_nobody_confirms_sits_the_round_out_and_nobody_is_struck() -> None:
     h = checked()
-    pairs, primary, check, tie = _dispute(h)
-    h.verdict(primary, tie, agree=False)
-    h.verdict(check, tie, agree=False)
-    (fourth,) = _assigned(h.settle())
-    h.accept(fourth)
+    pairs, primary, check, tie, fourth = _to_a_fourth(h)
     for other in (primary, check, tie):  # three lazy peers of four: no two agree
         h.verdict(other, fourth, agree=False)
-    for p, c in pairs[1:]:
-        h.accept(p)
-        h.accept(c)
-        h.verdict(p, c, agree=True)
+    _agreeing(h, pairs[1:])
     (closed,) = h.settle()
     assert isinstance(closed, RoundClosed)
     assert primary.shard not in {u.shard for u in closed.included}
@@ -267,10 +276,7 @@ def _check_lost_at_the_deadline(h: Checked) -> tuple[TaskAssigned, RoundClosed]:
     """Every update of the round in, every check agreeing but the first pair's, whose
     check never comes: the round closes at its deadline."""
     pairs = _pairs(_assigned(h.settle()))
-    for p, c in pairs[1:]:
-        h.accept(p)
-        h.accept(c)
-        h.verdict(p, c, agree=True)
+    _agreeing(h, pairs[1:])
     primary, _ = pairs[0]
     h.accept(primary)
     assert h.settle() == []  # the round waits for the check
